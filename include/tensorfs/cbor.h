@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * CBOR helpers over libcbor, shared by the CBOR-based readers (zTensor,
+ * Burnpack).  See shared/specs/cbor.md.
+ *
+ * tfs_cbor_decode() first walks the bytes itself: every declared length and
+ * count is checked against the bytes that remain, nesting is capped and
+ * reserved encodings are refused, each with its exact byte offset.  Only a
+ * well-formed item is handed to cbor_load(), so libcbor never allocates for
+ * counts the input cannot hold.
+ */
+#ifndef TENSORFS_CBOR_H
+#define TENSORFS_CBOR_H
+
+#include <cbor.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct tfs_diag;
+
+#define TFS_CBOR_MAX_DEPTH 128
+
+/*
+ * Decode the one CBOR item at the start of @p (@len bytes, at absolute
+ * offset @base).  *used gets its encoded length (bytes after it are the
+ * caller's business).  The caller owns *out (cbor_decref).
+ */
+int tfs_cbor_decode(const uint8_t *p, uint64_t len, uint64_t base,
+		    unsigned max_depth, cbor_item_t **out, uint64_t *used,
+		    struct tfs_diag *d);
+
+/* The item under any tags. */
+cbor_item_t *tfs_cbor_untag(cbor_item_t *item);
+
+/* an unsigned integer (under tags); false for anything else */
+bool tfs_cbor_uint(cbor_item_t *item, uint64_t *out);
+
+/*
+ * A text string's bytes (definite or chunked), checked to be UTF-8; *out
+ * is malloc'd and NUL-terminated, *len (may be NULL) its length.
+ * -EBADMSG when not text or not UTF-8, -ENOMEM.
+ */
+int tfs_cbor_text(cbor_item_t *item, char **out, size_t *len);
+
+/* true when @item is a text string equal to @s */
+bool tfs_cbor_text_eq(cbor_item_t *item, const char *s);
+
+/*
+ * For a struct-like map (fixed field names): the value of key @key, or NULL.
+ * Duplicate or non-text keys are reported by tfs_cbor_struct_check().
+ */
+cbor_item_t *tfs_cbor_get(cbor_item_t *map, const char *key);
+
+/*
+ * Check that every key of @map is a UTF-8 text string and that no key
+ * appears twice; on failure *bad gets the offending key text (malloc'd,
+ * may be NULL) and -EBADMSG is returned.
+ */
+int tfs_cbor_keys_check(cbor_item_t *map, char **bad);
+
+/*
+ * Convert to JSON (cbor.md section 5): ints exact, floats as numbers
+ * (non-finite as null), bytes as lowercase hex, maps with text keys as
+ * objects, other maps as arrays of [key, value] pairs, tags dropped.
+ * NULL on invalid UTF-8 or allocation failure.  Caller owns the result.
+ */
+json_t *tfs_cbor_to_json(cbor_item_t *item);
+
+#endif

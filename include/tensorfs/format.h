@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The format registry: one descriptor per container format, each in its own
+ * file under src/formats/, listed in one table (src/core/registry.c).
+ *
+ * probe() looks at the bytes and answers a confidence: 0 = not mine,
+ * 100 = my magic.  It must not fail, allocate or read out of bounds.
+ * load() parses the whole container, describing it to the builder; it
+ * validates everything before returning 0.  On failure it returns -errno
+ * and fills the diagnostic (message naming the field, byte offset).
+ * Readers never print and never include FUSE headers.
+ */
+#ifndef TENSORFS_FORMAT_H
+#define TENSORFS_FORMAT_H
+
+struct tfs_builder;
+struct tfs_diag;
+struct tfs_source;
+
+struct tfs_format {
+	const char *name;	/* short name: user.tensorfs.format */
+	const char *description;
+	int (*probe)(const struct tfs_source *src);
+	int (*load)(const struct tfs_source *src, struct tfs_builder *b,
+		    struct tfs_diag *d);
+};
+
+/* NULL-terminated table of every reader, in probe order */
+extern const struct tfs_format *const tfs_formats[];
+
+/* The reader with the highest confidence for @src, or NULL. */
+const struct tfs_format *tfs_format_detect(const struct tfs_source *src);
+
+/* The reader named @name, or NULL. */
+const struct tfs_format *tfs_format_by_name(const char *name);
+
+/*
+ * For a container no reader claims: a one-line description of what it looks
+ * like ("GGUF (not supported yet)"), or NULL when unknown.
+ */
+const char *tfs_format_guess_unsupported(const struct tfs_source *src);
+
+#endif

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A container's bytes: a read-only mapping of a file, or a caller's buffer.
+ *
+ * The file is opened O_RDONLY and mapped PROT_READ/MAP_SHARED; it is never
+ * written.  data/size stay valid until tfs_source_close().  A source is
+ * immutable after open and may be read from any thread.
+ *
+ * A mapped file can shrink under us (another process truncates it): touching
+ * a page past the new end raises SIGBUS.  Readers only touch the mapping while
+ * the image is loaded (the file was just stat'ed); the daemon re-checks the
+ * live size with tfs_source_live_range_ok() before it hands a range to the
+ * kernel, so a shrunken file gives EIO instead of a crash.
+ */
+#ifndef TENSORFS_SOURCE_H
+#define TENSORFS_SOURCE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+struct tfs_diag;
+
+struct tfs_source {
+	const uint8_t *data;	/* first byte, NULL when size == 0 */
+	uint64_t size;		/* bytes at open time */
+	int fd;			/* -1 for a memory source */
+	void *map;		/* the mapping, NULL for a memory source */
+	struct timespec mtime;	/* the container's mtime (0 for memory) */
+	char *path;		/* owned copy of the path, or NULL */
+};
+
+/* Open and map @path read-only.  On failure fills @d and returns -errno. */
+int tfs_source_open(struct tfs_source *s, const char *path,
+		    struct tfs_diag *d);
+
+/* Wrap a caller-owned buffer (tests, fuzzing); the buffer must outlive @s. */
+void tfs_source_init_memory(struct tfs_source *s, const void *data,
+			    uint64_t size);
+
+void tfs_source_close(struct tfs_source *s);
+
+/* true when [off, off + len) lies inside the source (overflow-safe) */
+bool tfs_source_range_ok(const struct tfs_source *s, uint64_t off,
+			 uint64_t len);
+
+/*
+ * Is [off, off + len) still backed by the file right now?  fstat()s the file
+ * (memory sources always answer yes).  Thread-safe.
+ */
+bool tfs_source_live_range_ok(const struct tfs_source *s, uint64_t off,
+			      uint64_t len);
+
+#endif

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The command line: shared helpers of the subcommands and the mount path.
+ * Only src/cli and src/fuse print.
+ */
+#ifndef TFS_CLI_H
+#define TFS_CLI_H
+
+#include "tensorfs/builder.h"
+#include "tensorfs/diag.h"
+#include "tensorfs/image.h"
+
+/* Exit statuses (README "Exit status" lists them). */
+enum tfs_exit {
+	TFS_EXIT_OK = 0,
+	TFS_EXIT_USAGE = 1,	  /* bad arguments, or an internal failure */
+	TFS_EXIT_MALFORMED = 2,	  /* the container breaks its format's rules */
+	TFS_EXIT_UNSUPPORTED = 3, /* not recognised, or a feature we lack */
+	TFS_EXIT_IO = 4,	  /* cannot open, map or read the container */
+	TFS_EXIT_MOUNT = 5,	  /* the mount itself failed */
+	TFS_EXIT_NOTFOUND = 6,	  /* cat: no such tensor */
+};
+
+/* the exit status for a failure -errno from loading a container */
+int tfs_exit_for(int err);
+
+/* Open @path, printing the one-line refusal on failure; returns an exit
+ * status (0 on success, *img set). */
+int tfs_cli_open(const char *path, const struct tfs_build_options *opts,
+		 struct tfs_image **img);
+
+int tfs_cmd_ls(int argc, char **argv);
+int tfs_cmd_cat(int argc, char **argv);
+int tfs_cmd_info(int argc, char **argv);
+int tfs_cmd_xattr(int argc, char **argv);
+
+/* FUSE mount (src/fuse/mount.c); argv as given to main */
+int tfs_mount_main(int argc, char **argv);
+
+extern const char *tfs_progname;
+
+#endif

@@ -1,0 +1,1208 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The tree builder (include/tensorfs/builder.h).
+ *
+ * Readers add entries: tensors, groups and group components.  Each tensor or
+ * group is a "leaf" that claims one path; components live inside their
+ * group's directory.  Nothing is placed until tfs_builder_finish(), because
+ * the name rules (docs/tree.md) need every leaf's wanted path at once:
+ *
+ *   1. each leaf's wanted path is its escaped components joined by '/';
+ *   2. every proper prefix of a wanted path is a directory; ".tensorfs" at the
+ *      root is reserved;
+ *   3. a leaf keeps its wanted path when no directory or reserved name is
+ *      there and no earlier leaf (in container order) took it;
+ *   4. otherwise it gets the first free "<last>~N" (N = 1, 2, ...) in the
+ *      same directory.
+ *
+ * The result is deterministic for a given container, every leaf distinct and
+ * reachable, and no component is "", "." or ".." or contains '/'.
+ */
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensorfs/builder.h"
+#include "tensorfs/checked.h"
+#include "tensorfs/diag.h"
+#include "tensorfs/source.h"
+#include "names.h"
+#include "strmap.h"
+
+enum entry_kind { ENTRY_ROOT, ENTRY_TENSOR, ENTRY_GROUP, ENTRY_COMPONENT };
+
+struct entry {
+	enum entry_kind kind;
+	char *name;
+	size_t name_len;
+	char **comps;		/* escaped wanted path (leaves) or role */
+	size_t ncomps;
+	char *dtype;
+	uint32_t elem_size;
+	uint32_t ndim;
+	uint64_t *shape;
+	uint64_t offset, length, size;
+	enum tfs_encoding encoding;
+	char *digest;
+	uint32_t group;		/* components: their group's handle */
+	uint32_t *members;	/* groups: component handles */
+	uint32_t nmembers, members_cap;
+	struct tfs_xattr *xattrs;
+	uint32_t nxattrs, xattrs_cap;
+	json_t *extra;
+	char *path;		/* final path (finish) */
+	uint32_t node;		/* its node (finish) */
+};
+
+struct meta_file {
+	char *name;
+	char *data;
+	size_t len;
+};
+
+struct tfs_builder {
+	const struct tfs_source *src;
+	struct tfs_build_options opts;
+	struct entry *e;
+	uint32_t n, cap;
+	json_t *metadata;
+	struct meta_file *files;
+	uint32_t nfiles;
+};
+
+#define META_DIR ".tensorfs"
+
+int tfs_builder_new(struct tfs_builder **out, const struct tfs_source *src,
+		    const struct tfs_build_options *opts)
+{
+	struct tfs_builder *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return -ENOMEM;
+	b->src = src;
+	if (opts)
+		b->opts = *opts;
+	b->metadata = json_object();
+	b->cap = 16;
+	b->e = calloc(b->cap, sizeof(*b->e));
+	if (!b->metadata || !b->e) {
+		tfs_builder_free(b);
+		return -ENOMEM;
+	}
+	b->e[0].kind = ENTRY_ROOT;
+	b->e[0].group = TFS_NO_NODE;
+	b->n = 1;
+	*out = b;
+	return 0;
+}
+
+static void entry_free(struct entry *e)
+{
+	size_t i;
+
+	free(e->name);
+	for (i = 0; i < e->ncomps; i++)
+		free(e->comps[i]);
+	free(e->comps);
+	free(e->dtype);
+	free(e->shape);
+	free(e->digest);
+	free(e->members);
+	for (i = 0; i < e->nxattrs; i++) {
+		free(e->xattrs[i].name);
+		free(e->xattrs[i].value);
+	}
+	free(e->xattrs);
+	json_decref(e->extra);
+	free(e->path);
+}
+
+void tfs_builder_free(struct tfs_builder *b)
+{
+	uint32_t i;
+
+	if (!b)
+		return;
+	for (i = 0; i < b->n; i++)
+		entry_free(&b->e[i]);
+	free(b->e);
+	for (i = 0; i < b->nfiles; i++) {
+		free(b->files[i].name);
+		free(b->files[i].data);
+	}
+	free(b->files);
+	json_decref(b->metadata);
+	free(b);
+}
+
+uint32_t tfs_builder_count(const struct tfs_builder *b)
+{
+	return b->n - 1;
+}
+
+json_t *tfs_builder_metadata(struct tfs_builder *b)
+{
+	return b->metadata;
+}
+
+/* ---- adding entries ---------------------------------------------------- */
+
+static int push_entry(struct tfs_builder *b, uint32_t *idx)
+{
+	struct entry *ne;
+
+	if (b->n == UINT32_MAX - 1)
+		return -E2BIG;
+	if (b->n == b->cap) {
+		ne = reallocarray(b->e, b->cap * 2, sizeof(*ne));
+		if (!ne)
+			return -ENOMEM;
+		memset(ne + b->cap, 0, b->cap * sizeof(*ne));
+		b->e = ne;
+		b->cap *= 2;
+	}
+	*idx = b->n++;
+	b->e[*idx].group = TFS_NO_NODE;
+	return 0;
+}
+
+static void pop_entry(struct tfs_builder *b)
+{
+	b->n--;
+	entry_free(&b->e[b->n]);
+	memset(&b->e[b->n], 0, sizeof(b->e[b->n]));
+}
+
+static int add_comp(struct entry *e, const char *s, size_t len)
+{
+	char **nc;
+	char *c;
+
+	c = tfs_name_escape(s, len, TFS_NAME_MAX);
+	if (!c)
+		return -ENOMEM;
+	nc = reallocarray(e->comps, e->ncomps + 1, sizeof(*nc));
+	if (!nc) {
+		free(c);
+		return -ENOMEM;
+	}
+	e->comps = nc;
+	e->comps[e->ncomps++] = c;
+	return 0;
+}
+
+/* the wanted path of a leaf: explicit, split at '.' and '/', or flat */
+static int set_wanted_path(struct tfs_builder *b, struct entry *e,
+			   const struct tfs_tensor_spec *s)
+{
+	size_t i, start;
+	int ret;
+
+	if (s->path) {
+		if (s->path_len == 0)
+			return add_comp(e, "", 0);
+		for (i = 0; i < s->path_len; i++) {
+			ret = add_comp(e, s->path[i], strlen(s->path[i]));
+			if (ret)
+				return ret;
+		}
+		return 0;
+	}
+	if (b->opts.flat)
+		return add_comp(e, s->name, s->name_len);
+	start = 0;
+	for (i = 0; i <= s->name_len; i++) {
+		if (i < s->name_len && s->name[i] != '.' && s->name[i] != '/')
+			continue;
+		ret = add_comp(e, s->name + start, i - start);
+		if (ret)
+			return ret;
+		start = i + 1;
+	}
+	return 0;
+}
+
+static int fill_common(struct entry *e, const struct tfs_tensor_spec *s)
+{
+	size_t i;
+
+	e->name = malloc(s->name_len + 1);
+	if (!e->name)
+		return -ENOMEM;
+	if (s->name_len)
+		memcpy(e->name, s->name, s->name_len);
+	e->name[s->name_len] = '\0';
+	e->name_len = s->name_len;
+	if (s->dtype) {
+		e->dtype = strdup(s->dtype);
+		if (!e->dtype)
+			return -ENOMEM;
+	}
+	e->elem_size = s->elem_size;
+	e->ndim = (uint32_t)s->ndim;
+	if (s->ndim) {
+		e->shape = calloc(s->ndim, sizeof(*e->shape));
+		if (!e->shape)
+			return -ENOMEM;
+		for (i = 0; i < s->ndim; i++)
+			e->shape[i] = s->shape[i];
+	}
+	return 0;
+}
+
+/* printable form of a stored name for messages (escaped, cut) */
+static void print_name(char *buf, size_t len, const char *name,
+		       size_t name_len)
+{
+	char *esc = tfs_name_escape(name, name_len, 120);
+
+	snprintf(buf, len, "%s", esc ? esc : "?");
+	free(esc);
+}
+
+/* the checks every format shares (see the header comment) */
+static int check_spec(struct tfs_builder *b, const struct tfs_tensor_spec *s,
+		      bool is_file, struct tfs_diag *d)
+{
+	uint64_t count, bytes;
+	char nm[160];
+	size_t i;
+
+	print_name(nm, sizeof(nm), s->name, s->name_len);
+	if (s->ndim > UINT32_MAX || (s->ndim && !s->shape))
+		return tfs_diag_at(d, -EBADMSG, s->desc_offset,
+				   "tensor '%s': shape: too many dims", nm);
+	for (i = 0; i < s->ndim; i++)
+		if (s->shape[i] > (uint64_t)INT64_MAX)
+			return tfs_diag_at(d, -EBADMSG, s->desc_offset,
+					   "tensor '%s': shape: dim %zu is %llu,"
+					   " above 2^63-1",
+					   nm, i,
+					   (unsigned long long)s->shape[i]);
+	if (!is_file)
+		return 0;
+	if (!s->dtype)
+		return tfs_diag_at(d, -EINVAL, s->desc_offset,
+				   "tensor '%s': no dtype", nm);
+	if (!tfs_source_range_ok(b->src, s->offset, s->length))
+		return tfs_diag_at(d, -EBADMSG, s->desc_offset,
+				   "tensor '%s': data [%llu, +%llu) extends "
+				   "past the end of the file (%llu bytes)",
+				   nm, (unsigned long long)s->offset,
+				   (unsigned long long)s->length,
+				   (unsigned long long)b->src->size);
+	if (s->encoding == TFS_ENCODING_RAW && s->size != s->length)
+		return tfs_diag_at(d, -EBADMSG, s->desc_offset,
+				   "tensor '%s': size %llu differs from the "
+				   "stored length %llu",
+				   nm, (unsigned long long)s->size,
+				   (unsigned long long)s->length);
+	if (s->elem_size) {
+		if (!tfs_shape_product(s->shape, s->ndim, &count) ||
+		    !tfs_mul_u64(count, s->elem_size, &bytes))
+			return tfs_diag_at(d, -EBADMSG, s->desc_offset,
+					   "tensor '%s': shape: element count"
+					   " times element size overflows "
+					   "64 bits",
+					   nm);
+		if (bytes != s->size)
+			return tfs_diag_at(d, -EBADMSG, s->desc_offset,
+					   "tensor '%s': byte length %llu does "
+					   "not match shape x %u-byte %s = %llu",
+					   nm, (unsigned long long)s->size,
+					   s->elem_size, s->dtype,
+					   (unsigned long long)bytes);
+	}
+	return 0;
+}
+
+static int add_entry(struct tfs_builder *b, enum entry_kind kind,
+		     const struct tfs_tensor_spec *s, uint32_t *handle,
+		     struct tfs_diag *d)
+{
+	struct entry *e;
+	uint32_t idx;
+	int ret;
+
+	ret = check_spec(b, s, kind != ENTRY_GROUP, d);
+	if (ret)
+		return ret;
+	ret = push_entry(b, &idx);
+	if (ret)
+		return tfs_diag_set(d, ret, "too many tensors");
+	e = &b->e[idx];
+	e->kind = kind;
+	ret = fill_common(e, s);
+	if (!ret && kind != ENTRY_COMPONENT)
+		ret = set_wanted_path(b, e, s);
+	if (!ret && s->digest && !(e->digest = strdup(s->digest)))
+		ret = -ENOMEM;
+	if (ret) {
+		pop_entry(b);
+		return tfs_diag_set(d, ret, "out of memory");
+	}
+	e->offset = s->offset;
+	e->length = s->length;
+	e->size = s->size;
+	e->encoding = s->encoding;
+	if (handle)
+		*handle = idx;
+	return 0;
+}
+
+int tfs_builder_add_tensor(struct tfs_builder *b,
+			   const struct tfs_tensor_spec *spec,
+			   uint32_t *handle, struct tfs_diag *d)
+{
+	return add_entry(b, ENTRY_TENSOR, spec, handle, d);
+}
+
+int tfs_builder_add_group(struct tfs_builder *b,
+			  const struct tfs_tensor_spec *spec, uint32_t *handle,
+			  struct tfs_diag *d)
+{
+	return add_entry(b, ENTRY_GROUP, spec, handle, d);
+}
+
+int tfs_builder_add_component(struct tfs_builder *b, uint32_t group,
+			      const char *role,
+			      const struct tfs_tensor_spec *spec,
+			      uint32_t *handle, struct tfs_diag *d)
+{
+	struct entry *g, *c;
+	uint32_t idx, i, *nm;
+	char nmbuf[160];
+	int ret;
+
+	if (group >= b->n || b->e[group].kind != ENTRY_GROUP)
+		return tfs_diag_set(d, -EINVAL, "component of a non-group");
+	ret = add_entry(b, ENTRY_COMPONENT, spec, &idx, d);
+	if (ret)
+		return ret;
+	c = &b->e[idx];
+	g = &b->e[group];
+	c->group = group;
+	ret = add_comp(c, role, strlen(role));
+	if (ret)
+		goto fail;
+	for (i = 0; i < g->nmembers; i++) {
+		if (strcmp(b->e[g->members[i]].comps[0], c->comps[0]) == 0) {
+			print_name(nmbuf, sizeof(nmbuf), g->name, g->name_len);
+			ret = tfs_diag_at(d, -EBADMSG, spec->desc_offset,
+					  "tensor '%s': component '%s' given "
+					  "twice",
+					  nmbuf, c->comps[0]);
+			pop_entry(b);
+			return ret;
+		}
+	}
+	if (g->nmembers == g->members_cap) {
+		g->members_cap = g->members_cap ? g->members_cap * 2 : 4;
+		nm = reallocarray(g->members, g->members_cap, sizeof(*nm));
+		if (!nm) {
+			ret = -ENOMEM;
+			goto fail;
+		}
+		g->members = nm;
+	}
+	g->members[g->nmembers++] = idx;
+	if (handle)
+		*handle = idx;
+	return 0;
+fail:
+	pop_entry(b);
+	return tfs_diag_set(d, ret, "out of memory");
+}
+
+/* ---- xattrs -------------------------------------------------------------- */
+
+static int entry_set_xattr(struct entry *e, const char *key, const void *v,
+			   size_t len, bool replace)
+{
+	struct tfs_xattr *x = NULL, *nx;
+	char *name, *val;
+	uint32_t i;
+
+	if (asprintf(&name, TFS_XATTR_PREFIX "%s", key) < 0)
+		return -ENOMEM;
+	for (i = 0; i < e->nxattrs; i++)
+		if (strcmp(e->xattrs[i].name, name) == 0)
+			x = &e->xattrs[i];
+	if (x && !replace) {
+		free(name);
+		return 0;
+	}
+	val = malloc(len ? len : 1);
+	if (!val) {
+		free(name);
+		return -ENOMEM;
+	}
+	if (len)
+		memcpy(val, v, len);
+	if (!x) {
+		if (e->nxattrs == e->xattrs_cap) {
+			e->xattrs_cap = e->xattrs_cap ? e->xattrs_cap * 2 : 8;
+			nx = reallocarray(e->xattrs, e->xattrs_cap,
+					  sizeof(*nx));
+			if (!nx) {
+				free(name);
+				free(val);
+				return -ENOMEM;
+			}
+			e->xattrs = nx;
+		}
+		x = &e->xattrs[e->nxattrs++];
+		x->name = name;
+	} else {
+		free(name);
+		free(x->value);
+	}
+	x->value = val;
+	x->len = len;
+	return 0;
+}
+
+int tfs_builder_set_xattr(struct tfs_builder *b, uint32_t handle,
+			  const char *key, const void *value, size_t len)
+{
+	if (handle >= b->n || !key || !*key)
+		return -EINVAL;
+	return entry_set_xattr(&b->e[handle], key, value, len, true);
+}
+
+int tfs_builder_set_xattr_str(struct tfs_builder *b, uint32_t handle,
+			      const char *key, const char *value)
+{
+	return tfs_builder_set_xattr(b, handle, key, value, strlen(value));
+}
+
+int tfs_builder_set_xattr_json(struct tfs_builder *b, uint32_t handle,
+			       const char *key, const json_t *value)
+{
+	char *s = json_dumps(value, JSON_COMPACT | JSON_ENCODE_ANY);
+	int ret;
+
+	if (!s)
+		return -ENOMEM;
+	ret = tfs_builder_set_xattr_str(b, handle, key, s);
+	free(s);
+	return ret;
+}
+
+json_t *tfs_builder_manifest_extra(struct tfs_builder *b, uint32_t handle)
+{
+	if (handle >= b->n)
+		return NULL;
+	if (!b->e[handle].extra)
+		b->e[handle].extra = json_object();
+	return b->e[handle].extra;
+}
+
+int tfs_builder_add_meta_file(struct tfs_builder *b, const char *name,
+			      const void *data, size_t len)
+{
+	struct meta_file *nf;
+	uint32_t i;
+
+	if (!name || !*name || strchr(name, '/') || name[0] == '.')
+		return -EINVAL;
+	for (i = 0; i < b->nfiles; i++)
+		if (strcmp(b->files[i].name, name) == 0)
+			return -EEXIST;
+	nf = reallocarray(b->files, b->nfiles + 1, sizeof(*nf));
+	if (!nf)
+		return -ENOMEM;
+	b->files = nf;
+	nf = &b->files[b->nfiles];
+	nf->name = strdup(name);
+	nf->data = malloc(len ? len : 1);
+	if (!nf->name || !nf->data) {
+		free(nf->name);
+		free(nf->data);
+		return -ENOMEM;
+	}
+	if (len)
+		memcpy(nf->data, data, len);
+	nf->len = len;
+	b->nfiles++;
+	return 0;
+}
+
+/* ---- finish: paths --------------------------------------------------------*/
+
+static char *join_comps(char **comps, size_t n)
+{
+	size_t i, len = 0, o = 0;
+	char *p;
+
+	for (i = 0; i < n; i++)
+		len += strlen(comps[i]) + 1;
+	p = malloc(len + 1);
+	if (!p)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		if (i)
+			p[o++] = '/';
+		len = strlen(comps[i]);
+		memcpy(p + o, comps[i], len);
+		o += len;
+	}
+	p[o] = '\0';
+	return p;
+}
+
+#define CLAIM_DIR 1u
+#define CLAIM_LEAF 2u
+
+struct path_state {
+	struct tfs_strmap claims;	/* path -> CLAIM_* */
+	char **owned;			/* strings the map borrows */
+	size_t nowned, owned_cap;
+};
+
+static int own(struct path_state *ps, char *s)
+{
+	char **no;
+
+	if (!s)
+		return -ENOMEM;
+	if (ps->nowned == ps->owned_cap) {
+		ps->owned_cap = ps->owned_cap ? ps->owned_cap * 2 : 64;
+		no = reallocarray(ps->owned, ps->owned_cap, sizeof(*no));
+		if (!no) {
+			free(s);
+			return -ENOMEM;
+		}
+		ps->owned = no;
+	}
+	ps->owned[ps->nowned++] = s;
+	return 0;
+}
+
+static void path_state_free(struct path_state *ps)
+{
+	size_t i;
+
+	for (i = 0; i < ps->nowned; i++)
+		free(ps->owned[i]);
+	free(ps->owned);
+	tfs_strmap_free(&ps->claims);
+}
+
+/* a free "<dir>/<last>~N" for leaf @e, claimed */
+static int place_suffixed(struct path_state *ps, struct entry *e)
+{
+	char *last = e->comps[e->ncomps - 1];
+	char *dir = join_comps(e->comps, e->ncomps - 1);
+	char suffix[24], *cut, *cand = NULL;
+	unsigned long n;
+	int ret = -ENOMEM;
+
+	if (!dir)
+		return -ENOMEM;
+	for (n = 1;; n++) {
+		snprintf(suffix, sizeof(suffix), "~%lu", n);
+		cut = strdup(last);
+		if (!cut)
+			goto out;
+		tfs_name_cut(cut, TFS_NAME_MAX - strlen(suffix));
+		if (asprintf(&cand, "%s%s%s%s", dir, *dir ? "/" : "", cut,
+			     suffix) < 0) {
+			free(cut);
+			cand = NULL;
+			goto out;
+		}
+		free(cut);
+		if (!tfs_strmap_get(&ps->claims, cand, NULL))
+			break;
+		free(cand);
+		cand = NULL;
+	}
+	e->path = cand;
+	ret = own(ps, strdup(cand));
+	if (!ret)
+		ret = tfs_strmap_put(&ps->claims, ps->owned[ps->nowned - 1],
+				     CLAIM_LEAF);
+out:
+	free(dir);
+	return ret;
+}
+
+static int place_leaves(struct tfs_builder *b)
+{
+	struct path_state ps = { 0 };
+	struct tfs_strmap counts;
+	uint32_t i, cnt, claim;
+	size_t k;
+	char *prefix;
+	int ret = 0;
+
+	tfs_strmap_init(&ps.claims);
+	tfs_strmap_init(&counts);
+	ret = own(&ps, strdup(META_DIR));
+	if (!ret)
+		ret = tfs_strmap_put(&ps.claims, ps.owned[0], CLAIM_DIR);
+	/* wanted paths, and every proper prefix as a directory */
+	for (i = 1; !ret && i < b->n; i++) {
+		struct entry *e = &b->e[i];
+
+		if (e->kind != ENTRY_TENSOR && e->kind != ENTRY_GROUP)
+			continue;
+		e->path = join_comps(e->comps, e->ncomps);
+		if (!e->path) {
+			ret = -ENOMEM;
+			break;
+		}
+		cnt = 0;
+		tfs_strmap_get(&counts, e->path, &cnt);
+		ret = tfs_strmap_put(&counts, e->path, cnt + 1);
+		for (k = 1; !ret && k < e->ncomps; k++) {
+			prefix = join_comps(e->comps, k);
+			ret = own(&ps, prefix);
+			if (!ret)
+				ret = tfs_strmap_put(&ps.claims, prefix,
+						     CLAIM_DIR);
+		}
+	}
+	/* leaves alone on their path take it first */
+	for (i = 1; !ret && i < b->n; i++) {
+		struct entry *e = &b->e[i];
+
+		if (e->kind != ENTRY_TENSOR && e->kind != ENTRY_GROUP)
+			continue;
+		tfs_strmap_get(&counts, e->path, &cnt);
+		if (cnt == 1 && !tfs_strmap_get(&ps.claims, e->path, NULL))
+			ret = tfs_strmap_put(&ps.claims, e->path, CLAIM_LEAF);
+		else
+			e->node = TFS_NO_NODE; /* marks: still to place */
+	}
+	/* then the rest, in container order */
+	for (i = 1; !ret && i < b->n; i++) {
+		struct entry *e = &b->e[i];
+
+		if ((e->kind != ENTRY_TENSOR && e->kind != ENTRY_GROUP) ||
+		    e->node != TFS_NO_NODE)
+			continue;
+		e->node = 0;
+		if (!tfs_strmap_get(&ps.claims, e->path, &claim)) {
+			ret = tfs_strmap_put(&ps.claims, e->path, CLAIM_LEAF);
+			continue;
+		}
+		free(e->path);
+		e->path = NULL;
+		ret = place_suffixed(&ps, e);
+	}
+	tfs_strmap_free(&counts);
+	path_state_free(&ps);
+	return ret;
+}
+
+/* ---- finish: nodes ---------------------------------------------------------*/
+
+struct node_list {
+	struct tfs_node *v;
+	uint32_t n, cap;
+};
+
+static int new_node(struct node_list *nl, const char *name, size_t len,
+		    uint32_t parent, enum tfs_node_kind kind, uint32_t *out)
+{
+	struct tfs_node *nv, *nd;
+
+	if (nl->n == UINT32_MAX - 1)
+		return -E2BIG;
+	if (nl->n == nl->cap) {
+		nl->cap = nl->cap ? nl->cap * 2 : 64;
+		nv = reallocarray(nl->v, nl->cap, sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		nl->v = nv;
+	}
+	nd = &nl->v[nl->n];
+	memset(nd, 0, sizeof(*nd));
+	nd->name = strndup(name, len);
+	if (!nd->name)
+		return -ENOMEM;
+	nd->parent = parent;
+	nd->kind = kind;
+	nd->tensor = UINT32_MAX;
+	*out = nl->n++;
+	return 0;
+}
+
+/* the directory at path @p (created with its parents), in *out */
+static int get_dir(struct node_list *nl, struct tfs_strmap *dirs,
+		   struct path_state *ps, const char *p, uint32_t *out)
+{
+	const char *slash;
+	uint32_t parent = TFS_ROOT_NODE;
+	char *sub;
+	int ret;
+
+	if (!*p) {
+		*out = TFS_ROOT_NODE;
+		return 0;
+	}
+	if (tfs_strmap_get(dirs, p, out))
+		return 0;
+	slash = strrchr(p, '/');
+	if (slash) {
+		sub = strndup(p, (size_t)(slash - p));
+		if (!sub)
+			return -ENOMEM;
+		ret = get_dir(nl, dirs, ps, sub, &parent);
+		free(sub);
+		if (ret)
+			return ret;
+	}
+	ret = new_node(nl, slash ? slash + 1 : p, strlen(slash ? slash + 1 : p),
+		       parent, TFS_NODE_DIR, out);
+	if (ret)
+		return ret;
+	ret = own(ps, strdup(p));
+	if (ret)
+		return ret;
+	return tfs_strmap_put(dirs, ps->owned[ps->nowned - 1], *out);
+}
+
+static int cmp_nodes(const void *a, const void *b, void *arg)
+{
+	const struct tfs_node *nv = arg;
+	const struct tfs_node *x = &nv[*(const uint32_t *)a];
+	const struct tfs_node *y = &nv[*(const uint32_t *)b];
+
+	if (x->parent != y->parent)
+		return x->parent < y->parent ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static int cmp_xattrs(const void *a, const void *b)
+{
+	return strcmp(((const struct tfs_xattr *)a)->name,
+		      ((const struct tfs_xattr *)b)->name);
+}
+
+static int shape_text(char *buf, size_t len, const uint64_t *shape,
+		      uint32_t ndim)
+{
+	size_t o = 0;
+	uint32_t i;
+
+	o += (size_t)snprintf(buf + o, len - o, "[");
+	for (i = 0; i < ndim && o < len; i++)
+		o += (size_t)snprintf(buf + o, len - o, "%s%llu",
+				      i ? "," : "",
+				      (unsigned long long)shape[i]);
+	if (o < len)
+		o += (size_t)snprintf(buf + o, len - o, "]");
+	return o < len ? 0 : -E2BIG;
+}
+
+/* the xattrs tensorfs itself puts on a leaf or component */
+static int standard_xattrs(struct entry *e, const char *format)
+{
+	char num[32], *shape;
+	size_t slen;
+	int ret = 0;
+
+	if (e->kind == ENTRY_ROOT)
+		return entry_set_xattr(e, "format", format, strlen(format),
+				       false);
+	if (e->kind != ENTRY_COMPONENT)
+		ret = entry_set_xattr(e, "name", e->name, e->name_len, false);
+	if (!ret && e->dtype)
+		ret = entry_set_xattr(e, "dtype", e->dtype, strlen(e->dtype),
+				      false);
+	slen = (size_t)e->ndim * 21 + 3;
+	shape = malloc(slen);
+	if (!shape)
+		return -ENOMEM;
+	if (!ret && (e->ndim || e->kind != ENTRY_GROUP || e->dtype)) {
+		shape_text(shape, slen, e->shape, e->ndim);
+		ret = entry_set_xattr(e, "shape", shape, strlen(shape), false);
+	}
+	free(shape);
+	if (ret || e->kind == ENTRY_GROUP)
+		return ret;
+	if (e->kind == ENTRY_COMPONENT)
+		ret = entry_set_xattr(e, "role", e->comps[0],
+				      strlen(e->comps[0]), false);
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)e->offset);
+	if (!ret)
+		ret = entry_set_xattr(e, "offset", num, strlen(num), false);
+	snprintf(num, sizeof(num), "%llu", (unsigned long long)e->length);
+	if (!ret)
+		ret = entry_set_xattr(e, "stored_length", num, strlen(num),
+				      false);
+	if (!ret)
+		ret = entry_set_xattr(e, "encoding",
+				      e->encoding == TFS_ENCODING_ZSTD ? "zstd"
+								       : "raw",
+				      e->encoding == TFS_ENCODING_ZSTD ? 4 : 3,
+				      false);
+	if (!ret && e->digest)
+		ret = entry_set_xattr(e, "digest", e->digest,
+				      strlen(e->digest), false);
+	return ret;
+}
+
+static int move_xattrs(struct tfs_node *nd, struct entry *e)
+{
+	uint32_t i;
+	size_t o = 0;
+
+	nd->xattrs = e->xattrs;
+	nd->nxattrs = e->nxattrs;
+	e->xattrs = NULL;
+	e->nxattrs = e->xattrs_cap = 0;
+	qsort(nd->xattrs, nd->nxattrs, sizeof(*nd->xattrs), cmp_xattrs);
+	nd->xattr_names_len = 0;
+	for (i = 0; i < nd->nxattrs; i++)
+		nd->xattr_names_len += strlen(nd->xattrs[i].name) + 1;
+	nd->xattr_names = malloc(nd->xattr_names_len + 1);
+	if (!nd->xattr_names)
+		return -ENOMEM;
+	for (i = 0; i < nd->nxattrs; i++) {
+		size_t l = strlen(nd->xattrs[i].name) + 1;
+
+		memcpy(nd->xattr_names + o, nd->xattrs[i].name, l);
+		o += l;
+	}
+	return 0;
+}
+
+/* ---- finish: JSON ------------------------------------------------------- */
+
+static json_t *json_shape(const uint64_t *shape, uint32_t ndim)
+{
+	json_t *a = json_array();
+	uint32_t i;
+
+	for (i = 0; a && i < ndim; i++)
+		json_array_append_new(a, json_integer((json_int_t)shape[i]));
+	return a;
+}
+
+static void json_name(json_t *o, const char *name, size_t len)
+{
+	json_t *s = json_stringn(name, len);
+	char *hex;
+	size_t i;
+
+	if (s) {
+		json_object_set_new(o, "name", s);
+		return;
+	}
+	/* not UTF-8: a readable escaped form plus the exact bytes in hex */
+	hex = tfs_name_escape(name, len, SIZE_MAX / 4);
+	json_object_set_new(o, "name", json_string(hex ? hex : ""));
+	free(hex);
+	hex = malloc(len * 2 + 1);
+	if (!hex)
+		return;
+	for (i = 0; i < len; i++)
+		sprintf(hex + i * 2, "%02x", (unsigned char)name[i]);
+	hex[len * 2] = '\0';
+	json_object_set_new(o, "name_hex", json_string(hex));
+	free(hex);
+}
+
+static json_t *json_file_entry(const struct entry *e, const char *path)
+{
+	json_t *o = json_object();
+
+	if (!o)
+		return NULL;
+	if (e->kind == ENTRY_COMPONENT)
+		json_object_set_new(o, "role", json_string(e->comps[0]));
+	else
+		json_name(o, e->name, e->name_len);
+	json_object_set_new(o, "path", json_string(path));
+	if (e->dtype)
+		json_object_set_new(o, "dtype", json_string(e->dtype));
+	json_object_set_new(o, "shape", json_shape(e->shape, e->ndim));
+	if (e->kind != ENTRY_GROUP) {
+		json_object_set_new(o, "size", json_integer((json_int_t)e->size));
+		json_object_set_new(o, "offset",
+				    json_integer((json_int_t)e->offset));
+		json_object_set_new(o, "stored_length",
+				    json_integer((json_int_t)e->length));
+		json_object_set_new(o, "encoding",
+				    json_string(e->encoding == TFS_ENCODING_ZSTD
+							? "zstd"
+							: "raw"));
+		if (e->digest)
+			json_object_set_new(o, "digest",
+					    json_string(e->digest));
+	}
+	if (e->extra)
+		json_object_update(o, e->extra);
+	return o;
+}
+
+static char *dump_json(json_t *j, size_t *len)
+{
+	char *s = json_dumps(j, JSON_INDENT(2));
+	char *t;
+
+	if (!s)
+		return NULL;
+	*len = strlen(s);
+	t = realloc(s, *len + 2);
+	if (!t) {
+		free(s);
+		return NULL;
+	}
+	t[(*len)++] = '\n';
+	t[*len] = '\0';
+	return t;
+}
+
+static int add_memfile(struct node_list *nl, uint32_t dir, const char *name,
+		       char *data, size_t len)
+{
+	uint32_t idx;
+	int ret = new_node(nl, name, strlen(name), dir, TFS_NODE_MEMFILE, &idx);
+
+	if (ret) {
+		free(data);
+		return ret;
+	}
+	nl->v[idx].mem = data;
+	nl->v[idx].mem_len = len;
+	return 0;
+}
+
+static int build_json_files(struct tfs_builder *b, struct node_list *nl,
+			    const char *format, uint32_t meta_dir)
+{
+	json_t *man = json_object(), *list = json_array(), *o, *comps;
+	char *data;
+	size_t len;
+	uint32_t i, k;
+	int ret = -ENOMEM;
+
+	if (!man || !list)
+		goto out;
+	json_object_set_new(man, "format", json_string(format));
+	json_object_set(man, "tensors", list);
+	for (i = 1; i < b->n; i++) {
+		struct entry *e = &b->e[i];
+
+		if (e->kind != ENTRY_TENSOR && e->kind != ENTRY_GROUP)
+			continue;
+		o = json_file_entry(e, e->path);
+		if (!o)
+			goto out;
+		if (e->kind == ENTRY_GROUP) {
+			comps = json_array();
+			for (k = 0; comps && k < e->nmembers; k++) {
+				struct entry *c = &b->e[e->members[k]];
+
+				json_array_append_new(
+					comps,
+					json_file_entry(c, c->path));
+			}
+			json_object_set_new(o, "components", comps);
+		}
+		json_array_append_new(list, o);
+	}
+	data = dump_json(man, &len);
+	if (!data)
+		goto out;
+	ret = add_memfile(nl, meta_dir, "manifest.json", data, len);
+	if (ret)
+		goto out;
+	if (!json_object_get(b->metadata, "format")) {
+		json_t *m = json_object();
+
+		/* "format" first, then the reader's members */
+		json_object_set_new(m, "format", json_string(format));
+		json_object_update(m, b->metadata);
+		json_decref(b->metadata);
+		b->metadata = m;
+	}
+	data = dump_json(b->metadata, &len);
+	ret = data ? add_memfile(nl, meta_dir, "metadata.json", data, len)
+		   : -ENOMEM;
+	for (i = 0; !ret && i < b->nfiles; i++) {
+		data = b->files[i].data;
+		b->files[i].data = NULL;
+		ret = add_memfile(nl, meta_dir, b->files[i].name, data,
+				  b->files[i].len);
+	}
+out:
+	json_decref(list);
+	json_decref(man);
+	return ret;
+}
+
+static int fill_tensor(struct tfs_tensor *t, struct entry *e,
+		       const struct entry *group)
+{
+	t->name = e->name;
+	t->name_len = e->name_len;
+	e->name = NULL;
+	t->path = e->path;
+	e->path = NULL;
+	t->dtype = e->dtype;
+	e->dtype = NULL;
+	t->elem_size = e->elem_size;
+	t->ndim = e->ndim;
+	t->shape = e->shape;
+	e->shape = NULL;
+	t->offset = e->offset;
+	t->stored_length = e->length;
+	t->size = e->size;
+	t->encoding = e->encoding;
+	t->digest = e->digest;
+	e->digest = NULL;
+	t->node = e->node;
+	t->group = group ? group->node : TFS_NO_NODE;
+	if (group) {
+		t->role = e->comps[0];
+		e->comps[0] = NULL;
+		e->ncomps = 0;
+	}
+	return 0;
+}
+
+static int build_nodes(struct tfs_builder *b, struct node_list *nl,
+		       struct tfs_tree *t, const char *format)
+{
+	struct path_state ps = { 0 };
+	struct tfs_strmap dirs;
+	uint32_t i, k, dir, idx, meta_dir, ti = 0;
+	const char *slash;
+	char *parent;
+	int ret;
+
+	tfs_strmap_init(&dirs);
+	ret = new_node(nl, "", 0, TFS_ROOT_NODE, TFS_NODE_DIR, &idx);
+	if (ret)
+		goto out;
+	b->e[0].node = TFS_ROOT_NODE;
+	for (i = 1; i < b->n; i++) {
+		struct entry *e = &b->e[i];
+
+		if (e->kind != ENTRY_TENSOR && e->kind != ENTRY_GROUP)
+			continue;
+		slash = strrchr(e->path, '/');
+		parent = strndup(e->path, slash ? (size_t)(slash - e->path) : 0);
+		if (!parent) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		ret = get_dir(nl, &dirs, &ps, parent, &dir);
+		free(parent);
+		if (ret)
+			goto out;
+		slash = slash ? slash + 1 : e->path;
+		ret = new_node(nl, slash, strlen(slash), dir,
+			       e->kind == ENTRY_GROUP ? TFS_NODE_DIR
+						      : TFS_NODE_TENSOR,
+			       &e->node);
+		if (ret)
+			goto out;
+		for (k = 0; e->kind == ENTRY_GROUP && k < e->nmembers; k++) {
+			struct entry *c = &b->e[e->members[k]];
+
+			ret = new_node(nl, c->comps[0], strlen(c->comps[0]),
+				       e->node, TFS_NODE_TENSOR, &c->node);
+			if (!ret && asprintf(&c->path, "%s/%s", e->path,
+					     c->comps[0]) < 0)
+				ret = -ENOMEM;
+			if (ret)
+				goto out;
+		}
+	}
+	ret = new_node(nl, META_DIR, strlen(META_DIR), TFS_ROOT_NODE,
+		       TFS_NODE_DIR, &meta_dir);
+	if (!ret)
+		ret = build_json_files(b, nl, format, meta_dir);
+	if (ret)
+		goto out;
+	/* tensor records, in entry order; xattrs onto nodes */
+	for (i = 0; i < b->n; i++) {
+		struct entry *e = &b->e[i];
+
+		ret = standard_xattrs(e, format);
+		if (!ret)
+			ret = move_xattrs(&nl->v[e->node], e);
+		if (ret)
+			goto out;
+		if (e->kind == ENTRY_TENSOR || e->kind == ENTRY_COMPONENT) {
+			nl->v[e->node].tensor = ti;
+			fill_tensor(&t->tensors[ti++], e,
+				    e->kind == ENTRY_COMPONENT
+					    ? &b->e[e->group]
+					    : NULL);
+		}
+	}
+	t->ntensors = ti;
+out:
+	tfs_strmap_free(&dirs);
+	path_state_free(&ps);
+	return ret;
+}
+
+static int link_children(struct tfs_tree *t)
+{
+	uint32_t i, n = t->nnodes;
+
+	t->children = calloc(n ? n : 1, sizeof(*t->children));
+	if (!t->children)
+		return -ENOMEM;
+	for (i = 1; i < n; i++)
+		t->children[i - 1] = i;
+	qsort_r(t->children, n - 1, sizeof(*t->children), cmp_nodes,
+		t->nodes);
+	for (i = 0; i + 1 < n; i++) {
+		struct tfs_node *p = &t->nodes[t->nodes[t->children[i]].parent];
+
+		if (!p->nchildren)
+			p->first_child = i;
+		p->nchildren++;
+		if (t->nodes[t->children[i]].kind == TFS_NODE_DIR)
+			p->nsubdirs++;
+	}
+	return 0;
+}
+
+int tfs_builder_finish(struct tfs_builder *b, const char *format,
+		       struct tfs_tree **out, struct tfs_diag *d)
+{
+	struct node_list nl = { 0 };
+	struct tfs_tree *t;
+	uint32_t i, nfiles = 0;
+	int ret;
+
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return tfs_diag_set(d, -ENOMEM, "out of memory");
+	t->format = format;
+	for (i = 1; i < b->n; i++)
+		if (b->e[i].kind == ENTRY_TENSOR ||
+		    b->e[i].kind == ENTRY_COMPONENT)
+			nfiles++;
+	t->tensors = calloc(nfiles ? nfiles : 1, sizeof(*t->tensors));
+	t->ntensors = nfiles; /* zeroed records are safe to free */
+	ret = t->tensors ? place_leaves(b) : -ENOMEM;
+	if (!ret)
+		ret = build_nodes(b, &nl, t, format);
+	t->nodes = nl.v;
+	t->nnodes = nl.n;
+	if (!ret)
+		ret = link_children(t);
+	if (ret) {
+		tfs_tree_free(t);
+		return tfs_diag_set(d, ret, "cannot build the tree: %s",
+				    strerror(-ret));
+	}
+	for (i = 0; i < t->ntensors; i++)
+		t->total_bytes += t->tensors[i].size;
+	*out = t;
+	return 0;
+}

@@ -1,0 +1,455 @@
+// SPDX-License-Identifier: MIT
+/* CBOR helpers: see include/tensorfs/cbor.h and shared/specs/cbor.md. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensorfs/cbor.h"
+#include "tensorfs/cursor.h"
+#include "tensorfs/diag.h"
+#include "names.h"
+
+/* ---- the structural pre-pass --------------------------------------------- */
+
+struct frame {
+	uint64_t remaining;	/* items left (definite) */
+	uint64_t seen;		/* items seen (indefinite maps: parity) */
+	uint8_t mt;		/* major type of the container */
+	bool indefinite;
+};
+
+#define CBOR_BREAK 0xff
+
+int tfs_cbor_decode(const uint8_t *p, uint64_t len, uint64_t base,
+		    unsigned max_depth, cbor_item_t **out, uint64_t *used,
+		    struct tfs_diag *d)
+{
+	struct frame *stack;
+	struct tfs_cursor c;
+	struct cbor_load_result res;
+	unsigned depth = 0;
+	uint64_t arg, at;
+	uint8_t ib, mt, ai;
+	int ret = 0;
+
+	stack = calloc(max_depth + 1, sizeof(*stack));
+	if (!stack)
+		return tfs_diag_set(d, -ENOMEM, "out of memory");
+	tfs_cursor_init(&c, p, len, base);
+	do {
+		at = tfs_cursor_offset(&c);
+		if (tfs_cursor_u8(&c, &ib)) {
+			ret = tfs_diag_at(d, -EBADMSG, at,
+					  "CBOR: truncated (item expected)");
+			goto out;
+		}
+		mt = ib >> 5;
+		ai = ib & 0x1f;
+		arg = ai;
+		if (ai >= 24 && ai <= 27) {
+			if (tfs_cursor_be(&c, 1u << (ai - 24), &arg)) {
+				ret = tfs_diag_at(d, -EBADMSG, at,
+						  "CBOR: truncated item head");
+				goto out;
+			}
+		} else if (ai >= 28 && ai <= 30) {
+			ret = tfs_diag_at(d, -EBADMSG, at,
+					  "CBOR: reserved additional info %u",
+					  ai);
+			goto out;
+		}
+		if (depth && stack[depth - 1].indefinite &&
+		    (stack[depth - 1].mt == 2 || stack[depth - 1].mt == 3) &&
+		    ib != CBOR_BREAK && (mt != stack[depth - 1].mt || ai == 31)) {
+			ret = tfs_diag_at(d, -EBADMSG, at,
+					  "CBOR: bad chunk in an indefinite "
+					  "string");
+			goto out;
+		}
+		if (ib == CBOR_BREAK) {
+			if (!depth || !stack[depth - 1].indefinite ||
+			    (stack[depth - 1].mt == 5 &&
+			     stack[depth - 1].seen % 2)) {
+				ret = tfs_diag_at(d, -EBADMSG, at,
+						  "CBOR: unexpected break");
+				goto out;
+			}
+			depth--;
+			goto item_done;
+		}
+		if (ai == 31) {
+			if (mt < 2 || mt == 6 || mt == 7) {
+				ret = tfs_diag_at(d, -EBADMSG, at,
+						  "CBOR: indefinite length on "
+						  "major type %u",
+						  mt);
+				goto out;
+			}
+		}
+		switch (mt) {
+		case 0:
+		case 1:
+		case 7:
+			goto item_done;
+		case 2:
+		case 3:
+			if (ai != 31) {
+				if (tfs_cursor_skip(&c, arg)) {
+					ret = tfs_diag_at(
+						d, -EBADMSG, at,
+						"CBOR: string of %llu bytes "
+						"runs past the end",
+						(unsigned long long)arg);
+					goto out;
+				}
+				goto item_done;
+			}
+			break;
+		case 4:
+		case 5:
+			if (ai != 31) {
+				/* each item needs at least one byte */
+				if (arg > tfs_cursor_remaining(&c) ||
+				    (mt == 5 &&
+				     arg > tfs_cursor_remaining(&c) / 2)) {
+					ret = tfs_diag_at(
+						d, -EBADMSG, at,
+						"CBOR: %s of %llu items cannot "
+						"fit in the %llu bytes left",
+						mt == 4 ? "array" : "map",
+						(unsigned long long)arg,
+						(unsigned long long)
+							tfs_cursor_remaining(
+								&c));
+					goto out;
+				}
+				if (arg == 0)
+					goto item_done;
+				if (mt == 5)
+					arg *= 2;
+			}
+			break;
+		case 6:
+			arg = 1;
+			break;
+		}
+		if (depth == max_depth) {
+			ret = tfs_diag_at(d, -EBADMSG, at,
+					  "CBOR: nesting deeper than %u",
+					  max_depth);
+			goto out;
+		}
+		stack[depth].mt = mt;
+		stack[depth].indefinite = ai == 31 && mt != 6;
+		stack[depth].remaining = arg;
+		stack[depth].seen = 0;
+		depth++;
+		continue;
+item_done:
+		while (depth) {
+			struct frame *f = &stack[depth - 1];
+
+			f->seen++;
+			if (f->indefinite)
+				break;
+			if (--f->remaining)
+				break;
+			depth--;
+		}
+	} while (depth);
+
+	*used = c.pos;
+	*out = cbor_load(p, (size_t)c.pos, &res);
+	if (!*out || res.error.code != CBOR_ERR_NONE) {
+		if (*out)
+			cbor_decref(out);
+		ret = tfs_diag_at(d, res.error.code == CBOR_ERR_MEMERROR
+					     ? -ENOMEM
+					     : -EBADMSG,
+				  base + res.error.position,
+				  "CBOR: cannot decode (libcbor error %d)",
+				  (int)res.error.code);
+	}
+out:
+	free(stack);
+	return ret;
+}
+
+/* ---- accessors ------------------------------------------------------------ */
+
+cbor_item_t *tfs_cbor_untag(cbor_item_t *item)
+{
+	while (item && cbor_isa_tag(item))
+		item = cbor_tag_item(item) ? cbor_move(cbor_tag_item(item))
+					   : NULL;
+	return item;
+}
+
+bool tfs_cbor_uint(cbor_item_t *item, uint64_t *out)
+{
+	item = tfs_cbor_untag(item);
+	if (!item || !cbor_isa_uint(item))
+		return false;
+	*out = cbor_get_int(item);
+	return true;
+}
+
+int tfs_cbor_text(cbor_item_t *item, char **out, size_t *len)
+{
+	size_t n = 0, i, total = 0;
+	cbor_item_t **chunks;
+	char *s;
+
+	item = tfs_cbor_untag(item);
+	if (!item || !cbor_isa_string(item))
+		return -EBADMSG;
+	if (cbor_string_is_definite(item)) {
+		total = cbor_string_length(item);
+	} else {
+		chunks = cbor_string_chunks_handle(item);
+		n = cbor_string_chunk_count(item);
+		for (i = 0; i < n; i++)
+			total += cbor_string_length(chunks[i]);
+	}
+	s = malloc(total + 1);
+	if (!s)
+		return -ENOMEM;
+	if (cbor_string_is_definite(item)) {
+		if (total)
+			memcpy(s, cbor_string_handle(item), total);
+	} else {
+		chunks = cbor_string_chunks_handle(item);
+		total = 0;
+		for (i = 0; i < n; i++) {
+			size_t l = cbor_string_length(chunks[i]);
+
+			if (l)
+				memcpy(s + total, cbor_string_handle(chunks[i]),
+				       l);
+			total += l;
+		}
+	}
+	s[total] = '\0';
+	if (!tfs_utf8_valid((const unsigned char *)s, total)) {
+		free(s);
+		return -EBADMSG;
+	}
+	*out = s;
+	if (len)
+		*len = total;
+	return 0;
+}
+
+bool tfs_cbor_text_eq(cbor_item_t *item, const char *s)
+{
+	size_t l = strlen(s);
+
+	item = tfs_cbor_untag(item);
+	if (!item || !cbor_isa_string(item) || !cbor_string_is_definite(item))
+		return false;
+	return cbor_string_length(item) == l &&
+	       (l == 0 || memcmp(cbor_string_handle(item), s, l) == 0);
+}
+
+cbor_item_t *tfs_cbor_get(cbor_item_t *map, const char *key)
+{
+	struct cbor_pair *pairs;
+	size_t i, n;
+	char *k;
+	bool eq;
+
+	map = tfs_cbor_untag(map);
+	if (!map || !cbor_isa_map(map))
+		return NULL;
+	pairs = cbor_map_handle(map);
+	n = cbor_map_size(map);
+	for (i = 0; i < n; i++) {
+		if (tfs_cbor_text_eq(pairs[i].key, key))
+			return pairs[i].value;
+		/* chunked keys are legal, if unusual */
+		if (cbor_isa_string(tfs_cbor_untag(pairs[i].key)) &&
+		    !cbor_string_is_definite(tfs_cbor_untag(pairs[i].key)) &&
+		    tfs_cbor_text(pairs[i].key, &k, NULL) == 0) {
+			eq = strcmp(k, key) == 0;
+			free(k);
+			if (eq)
+				return pairs[i].value;
+		}
+	}
+	return NULL;
+}
+
+static int cmp_keys(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int tfs_cbor_keys_check(cbor_item_t *map, char **bad)
+{
+	struct cbor_pair *pairs;
+	size_t i, n, len;
+	char **keys;
+	int ret = 0;
+
+	*bad = NULL;
+	map = tfs_cbor_untag(map);
+	if (!map || !cbor_isa_map(map))
+		return -EBADMSG;
+	n = cbor_map_size(map);
+	pairs = cbor_map_handle(map);
+	keys = calloc(n ? n : 1, sizeof(*keys));
+	if (!keys)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		ret = tfs_cbor_text(pairs[i].key, &keys[i], &len);
+		if (!ret && strlen(keys[i]) != len)
+			ret = -EBADMSG; /* NUL inside a key */
+		if (ret)
+			goto out;
+	}
+	qsort(keys, n, sizeof(*keys), cmp_keys);
+	for (i = 1; i < n; i++) {
+		if (strcmp(keys[i - 1], keys[i]) == 0) {
+			*bad = strdup(keys[i]);
+			ret = -EBADMSG;
+			goto out;
+		}
+	}
+out:
+	for (i = 0; i < n; i++)
+		free(keys[i]);
+	free(keys);
+	return ret;
+}
+
+/* ---- JSON ---------------------------------------------------------------- */
+
+static json_t *bytes_to_json(cbor_item_t *item)
+{
+	size_t n, i, k, total = 0, o = 0;
+	cbor_item_t **chunks = NULL;
+	json_t *j;
+	char *hex;
+
+	if (cbor_bytestring_is_definite(item)) {
+		total = cbor_bytestring_length(item);
+		n = 1;
+	} else {
+		chunks = cbor_bytestring_chunks_handle(item);
+		n = cbor_bytestring_chunk_count(item);
+		for (i = 0; i < n; i++)
+			total += cbor_bytestring_length(chunks[i]);
+	}
+	hex = malloc(total * 2 + 1);
+	if (!hex)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		cbor_item_t *c = chunks ? chunks[i] : item;
+		const unsigned char *b = cbor_bytestring_handle(c);
+
+		for (k = 0; k < cbor_bytestring_length(c); k++, o += 2)
+			sprintf(hex + o, "%02x", b[k]);
+	}
+	hex[o] = '\0';
+	j = json_string(hex);
+	free(hex);
+	return j;
+}
+
+static json_t *float_ctrl_to_json(cbor_item_t *item)
+{
+	double v;
+
+	if (cbor_float_get_width(item) == CBOR_FLOAT_0) {
+		switch (cbor_ctrl_value(item)) {
+		case CBOR_CTRL_TRUE:
+			return json_true();
+		case CBOR_CTRL_FALSE:
+			return json_false();
+		default:
+			return json_null(); /* null, undefined, simple */
+		}
+	}
+	v = cbor_float_get_float(item);
+	return isfinite(v) ? json_real(v) : json_null();
+}
+
+json_t *tfs_cbor_to_json(cbor_item_t *item)
+{
+	struct cbor_pair *pairs;
+	size_t i, n, len;
+	json_t *j, *v;
+	bool text_keys = true;
+	char *s;
+
+	item = tfs_cbor_untag(item);
+	if (!item)
+		return NULL;
+	switch (cbor_typeof(item)) {
+	case CBOR_TYPE_UINT:
+		return json_integer((json_int_t)cbor_get_int(item));
+	case CBOR_TYPE_NEGINT:
+		/* -1 - n; n up to 2^64-1 does not fit: fall back to a real */
+		if (cbor_get_int(item) <= (uint64_t)INT64_MAX)
+			return json_integer(-1 - (json_int_t)cbor_get_int(item));
+		return json_real(-1.0 - (double)cbor_get_int(item));
+	case CBOR_TYPE_BYTESTRING:
+		return bytes_to_json(item);
+	case CBOR_TYPE_STRING:
+		if (tfs_cbor_text(item, &s, &len))
+			return NULL;
+		j = json_stringn(s, len);
+		free(s);
+		return j;
+	case CBOR_TYPE_ARRAY:
+		j = json_array();
+		n = cbor_array_size(item);
+		for (i = 0; j && i < n; i++) {
+			v = tfs_cbor_to_json(cbor_array_handle(item)[i]);
+			if (!v || json_array_append_new(j, v)) {
+				json_decref(j);
+				return NULL;
+			}
+		}
+		return j;
+	case CBOR_TYPE_MAP:
+		pairs = cbor_map_handle(item);
+		n = cbor_map_size(item);
+		for (i = 0; i < n; i++)
+			if (!cbor_isa_string(tfs_cbor_untag(pairs[i].key)))
+				text_keys = false;
+		j = text_keys ? json_object() : json_array();
+		for (i = 0; j && i < n; i++) {
+			v = tfs_cbor_to_json(pairs[i].value);
+			if (!v)
+				goto fail;
+			if (text_keys) {
+				if (tfs_cbor_text(pairs[i].key, &s, &len)) {
+					json_decref(v);
+					goto fail;
+				}
+				json_object_setn_new(j, s, len, v);
+				free(s);
+			} else {
+				json_t *k = tfs_cbor_to_json(pairs[i].key);
+
+				if (!k) {
+					json_decref(v);
+					goto fail;
+				}
+				json_array_append_new(j, json_pack("[oo]", k,
+								   v));
+			}
+		}
+		return j;
+fail:
+		json_decref(j);
+		return NULL;
+	case CBOR_TYPE_FLOAT_CTRL:
+		return float_ctrl_to_json(item);
+	default:
+		return NULL;
+	}
+}

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: MIT
+/* Diagnostics: see include/tensorfs/diag.h. */
+#include <stdio.h>
+#include <string.h>
+
+#include "tensorfs/diag.h"
+
+void tfs_diag_clear(struct tfs_diag *d)
+{
+	if (d)
+		memset(d, 0, sizeof(*d));
+}
+
+static int diag_vset(struct tfs_diag *d, int err, bool has_offset,
+		     uint64_t offset, const char *fmt, va_list ap)
+{
+	if (!d || d->msg[0])
+		return err;
+	vsnprintf(d->msg, sizeof(d->msg), fmt, ap);
+	d->has_offset = has_offset;
+	d->offset = offset;
+	d->err = err;
+	return err;
+}
+
+int tfs_diag_at(struct tfs_diag *d, int err, uint64_t offset, const char *fmt,
+		...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	err = diag_vset(d, err, true, offset, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+int tfs_diag_set(struct tfs_diag *d, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	err = diag_vset(d, err, false, 0, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+void tfs_diag_format(const struct tfs_diag *d, char *buf, size_t len)
+{
+	const char *msg = d->msg[0] ? d->msg : strerror(-d->err);
+
+	if (!len)
+		return;
+	if (d->has_offset)
+		snprintf(buf, len, "%s%s%s (at byte offset %llu)",
+			 d->format ? d->format : "", d->format ? ": " : "",
+			 msg, (unsigned long long)d->offset);
+	else
+		snprintf(buf, len, "%s%s%s", d->format ? d->format : "",
+			 d->format ? ": " : "", msg);
+}

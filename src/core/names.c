@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: MIT
+/* Name mapping: see src/core/names.h and docs/tree.md. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "names.h"
+
+size_t tfs_utf8_seq(const unsigned char *s, size_t len)
+{
+	unsigned char c = s[0];
+	size_t n, i;
+	uint32_t cp;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		n = 2;
+		cp = c & 0x1f;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		n = 3;
+		cp = c & 0x0f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		n = 4;
+		cp = c & 0x07;
+	} else {
+		return 0;
+	}
+	if (len < n)
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
+	    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+int tfs_utf8_valid(const unsigned char *s, size_t len)
+{
+	size_t i = 0, n;
+
+	while (i < len) {
+		n = tfs_utf8_seq(s + i, len - i);
+		if (!n)
+			return 0;
+		i += n;
+	}
+	return 1;
+}
+
+static int needs_escape(unsigned char c)
+{
+	return c == '%' || c == '/' || c < 0x20 || c == 0x7f;
+}
+
+void tfs_name_cut(char *comp, size_t max)
+{
+	size_t len = strlen(comp);
+	size_t i = 0, n, keep = 0;
+	const unsigned char *u = (const unsigned char *)comp;
+
+	if (len <= max)
+		return;
+	/* escaped output is valid UTF-8 with atomic "%XX" triples */
+	while (i < len) {
+		n = u[i] == '%' ? 3 : tfs_utf8_seq(u + i, len - i);
+		if (!n)
+			n = 1;
+		if (i + n > max)
+			break;
+		i += n;
+		keep = i;
+	}
+	comp[keep] = '\0';
+}
+
+char *tfs_name_escape(const char *s, size_t len, size_t max)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0, o = 0, n, k;
+	uint64_t h = 0xcbf29ce484222325ull;
+	char *out;
+
+	if (len > (SIZE_MAX - 32) / 3)
+		return NULL;
+	out = malloc(len * 3 + 32);
+	if (!out)
+		return NULL;
+	if (len == 0 || (len == 1 && s[0] == '.') ||
+	    (len == 2 && s[0] == '.' && s[1] == '.')) {
+		strcpy(out, len == 0 ? "%" : len == 1 ? "%2E" : "%2E%2E");
+		return out;
+	}
+	while (i < len) {
+		n = needs_escape(u[i]) ? 0 : tfs_utf8_seq(u + i, len - i);
+		if (n == 0) {
+			o += (size_t)sprintf(out + o, "%%%02X", u[i]);
+			i++;
+			continue;
+		}
+		for (k = 0; k < n; k++)
+			out[o++] = (char)u[i++];
+	}
+	out[o] = '\0';
+	if (o <= max)
+		return out;
+	for (i = 0; i < o; i++) {
+		h ^= (unsigned char)out[i];
+		h *= 0x100000001b3ull;
+	}
+	tfs_name_cut(out, max - 17);
+	sprintf(out + strlen(out), "~%016llx", (unsigned long long)h);
+	return out;
+}

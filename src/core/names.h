@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Name mapping: stored tensor names to safe path components.
+ * The rules are a contract, written down in docs/tree.md.
+ */
+#ifndef TFS_CORE_NAMES_H
+#define TFS_CORE_NAMES_H
+
+#include <stddef.h>
+
+#define TFS_NAME_MAX 255
+
+/*
+ * Escape @len bytes into one path component (malloc'd, NUL-terminated):
+ * '%', '/', NUL, control bytes (0x01-0x1f, 0x7f) and bytes that are not part
+ * of valid UTF-8 become "%XX"; "" becomes "%", "." "%2E", ".." "%2E%2E";
+ * longer than @max bytes: cut at a character boundary and "~" + 16 hex
+ * digits of a 64-bit FNV-1a hash of the full escaped text appended.
+ * The mapping is injective up to that hash.  NULL on allocation failure.
+ */
+char *tfs_name_escape(const char *s, size_t len, size_t max);
+
+/* Shorten @comp in place to at most @max bytes at a character boundary. */
+void tfs_name_cut(char *comp, size_t max);
+
+/* true when @s..@len is valid UTF-8 (overlongs and surrogates invalid) */
+int tfs_utf8_valid(const unsigned char *s, size_t len);
+
+/* length of the valid UTF-8 sequence at s (1..4), or 0 if invalid */
+size_t tfs_utf8_seq(const unsigned char *s, size_t len);
+
+#endif

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The format registry: every reader, in probe order (cheap, specific magics
+ * first; formats without a magic last), and the magics of formats we
+ * recognise but cannot read yet, so a user gets a useful refusal.
+ */
+#include <string.h>
+
+#include "tensorfs/format.h"
+#include "tensorfs/source.h"
+
+extern const struct tfs_format tfs_format_ztensor;
+extern const struct tfs_format tfs_format_tsr;
+
+const struct tfs_format *const tfs_formats[] = {
+	&tfs_format_ztensor,
+	&tfs_format_tsr,
+	NULL,
+};
+
+const struct tfs_format *tfs_format_detect(const struct tfs_source *src)
+{
+	const struct tfs_format *best = NULL;
+	int conf, best_conf = 0;
+	unsigned i;
+
+	for (i = 0; tfs_formats[i]; i++) {
+		conf = tfs_formats[i]->probe(src);
+		if (conf > best_conf) {
+			best = tfs_formats[i];
+			best_conf = conf;
+		}
+	}
+	return best;
+}
+
+const struct tfs_format *tfs_format_by_name(const char *name)
+{
+	unsigned i;
+
+	for (i = 0; tfs_formats[i]; i++)
+		if (strcmp(tfs_formats[i]->name, name) == 0)
+			return tfs_formats[i];
+	return NULL;
+}
+
+static const struct {
+	const char *magic;
+	size_t len;
+	const char *what;
+} unsupported[] = {
+	{ "NRUB", 4, "Burnpack (not supported yet)" },
+	{ "GPTRSCHK", 8, "gpt-rs checkpoint (not supported yet)" },
+	{ "GPTRSTEN", 8, "gpt-rs tensor archive (not supported yet)" },
+	{ "GGUF", 4, "GGUF (not supported yet)" },
+	{ "\x93NUMPY", 6, "NumPy .npy (not supported yet)" },
+	{ "PK\x03\x04", 4, "ZIP / NumPy .npz (not supported yet)" },
+	{ "\xce\x00\x00\x00\x00\xce\x00\x00\x00\x01\xce", 11,
+	  "primitiv (not supported yet)" },
+};
+
+const char *tfs_format_guess_unsupported(const struct tfs_source *src)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(unsupported) / sizeof(unsupported[0]); i++)
+		if (src->size >= unsupported[i].len &&
+		    memcmp(src->data, unsupported[i].magic,
+			   unsupported[i].len) == 0)
+			return unsupported[i].what;
+	/* safetensors: u64 header length, then '{' */
+	if (src->size >= 9 && src->data[8] == '{' && src->data[7] == 0 &&
+	    src->data[6] == 0 && src->data[5] == 0 && src->data[4] == 0)
+		return "safetensors (not supported yet)";
+	return NULL;
+}
