@@ -96,7 +96,7 @@ int tfs_cbor_decode(const uint8_t *p, uint64_t len, uint64_t base,
 		case 2:
 		case 3:
 			if (ai != 31) {
-				if (tfs_cursor_skip(&c, arg)) {
+				if (tfs_cursor_need(&c, arg)) {
 					ret = tfs_diag_at(
 						d, -EBADMSG, at,
 						"CBOR: string of %llu bytes "
@@ -104,6 +104,15 @@ int tfs_cbor_decode(const uint8_t *p, uint64_t len, uint64_t base,
 						(unsigned long long)arg);
 					goto out;
 				}
+				if (mt == 3 && !tfs_utf8_valid(c.p + c.pos,
+							       (size_t)arg)) {
+					ret = tfs_diag_at(
+						d, -EBADMSG, at,
+						"CBOR: text string is not "
+						"valid UTF-8");
+					goto out;
+				}
+				c.pos += arg;
 				goto item_done;
 			}
 			break;

@@ -1,22 +1,23 @@
 // SPDX-License-Identifier: MIT
 /*
  * The format registry: every reader, in probe order (cheap, specific magics
- * first; formats without a magic last), and the magics of formats we
- * recognise but cannot read yet, so a user gets a useful refusal.
+ * first; formats without a magic last; the list is in meson.build), and the
+ * magics of formats we recognise but cannot read yet, so a user gets a
+ * useful refusal.
  */
 #include <string.h>
 
+#include "formats.h" /* TFS_FORMAT_LIST, generated from meson.build */
 #include "tensorfs/format.h"
 #include "tensorfs/source.h"
 
-extern const struct tfs_format tfs_format_ztensor;
-extern const struct tfs_format tfs_format_tsr;
+#define X(name) extern const struct tfs_format tfs_format_##name;
+TFS_FORMAT_LIST
+#undef X
 
-const struct tfs_format *const tfs_formats[] = {
-	&tfs_format_ztensor,
-	&tfs_format_tsr,
-	NULL,
-};
+#define X(name) &tfs_format_##name,
+const struct tfs_format *const tfs_formats[] = { TFS_FORMAT_LIST NULL };
+#undef X
 
 const struct tfs_format *tfs_format_detect(const struct tfs_source *src)
 {

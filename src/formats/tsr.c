@@ -85,7 +85,9 @@ static int check_dims(const struct tsr_header *h, uint64_t *shape,
 					   i, h->dims[i], h->ndim);
 		if (i >= 4 - h->ndim)
 			shape[i - (4 - h->ndim)] = (uint64_t)h->dims[i];
-		product *= (uint64_t)h->dims[i]; /* < 2^124: cannot wrap */
+		if (!tfs_mul_u64(product, (uint64_t)h->dims[i], &product))
+			return tfs_diag_at(d, -EBADMSG, 24,
+					   "dims: product overflows 64 bits");
 	}
 	if (h->total < 0 || (uint64_t)h->total != product)
 		return tfs_diag_at(d, -EBADMSG, 40,

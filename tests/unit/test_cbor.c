@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: MIT
+/* CBOR helpers: the structural pre-pass and the JSON mapping. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensorfs/cbor.h"
+#include "testutil.h"
+
+static int decode(const char *hex_bytes, size_t len, cbor_item_t **out,
+		  struct tfs_diag *d)
+{
+	uint64_t used;
+
+	tfs_diag_clear(d);
+	return tfs_cbor_decode((const uint8_t *)hex_bytes, len, 100,
+			       TFS_CBOR_MAX_DEPTH, out, &used, d);
+}
+
+static char *to_json(const char *b, size_t len)
+{
+	struct tfs_diag d;
+	cbor_item_t *it = NULL;
+	json_t *j;
+	char *s;
+
+	ck_assert_int_eq(decode(b, len, &it, &d), 0);
+	j = tfs_cbor_to_json(it);
+	ck_assert_ptr_nonnull(j);
+	s = json_dumps(j, JSON_COMPACT | JSON_ENCODE_ANY);
+	json_decref(j);
+	cbor_decref(&it);
+	return s;
+}
+
+static void expect_json(const char *b, size_t len, const char *want)
+{
+	char *s = to_json(b, len);
+
+	ck_assert_str_eq(s, want);
+	free(s);
+}
+
+START_TEST(worked_example)
+{
+	/* cbor.md section 6 */
+	expect_json("\xa1\x63" "F32\x82\x02\x03", 8, "{\"F32\":[2,3]}");
+}
+END_TEST
+
+START_TEST(scalars)
+{
+	expect_json("\xf9\x38\x00", 3, "0.5");
+	expect_json("\x24", 1, "-5");
+	expect_json("\x3b\x7f\xff\xff\xff\xff\xff\xff\xff", 9,
+		    "-9223372036854775808");
+	expect_json("\x1b\xff\xff\xff\xff\xff\xff\xff\xff", 9, "-1"); /* wraps: documented */
+	expect_json("\x43\x01\xab\xff", 4, "\"01abff\"");
+	expect_json("\xf5", 1, "true");
+	expect_json("\xf6", 1, "null");
+	expect_json("\xfa\x7f\x80\x00\x00", 5, "null"); /* +inf */
+	expect_json("\xc1\x19\x09\x00", 4, "2304");	 /* tag skipped */
+	expect_json("\x19\x00\x05", 3, "5");		 /* long head */
+}
+END_TEST
+
+START_TEST(indefinite_forms)
+{
+	expect_json("\xbf\x61" "a\x01\xff", 5, "{\"a\":1}");
+	expect_json("\x9f\x01\x02\xff", 4, "[1,2]");
+	expect_json("\x7f\x61" "a\x62" "bc\xff", 7, "\"abc\"");
+	/* a map with a non-text key becomes [key, value] pairs */
+	expect_json("\xa1\x01\x02", 3, "[[1,2]]");
+}
+END_TEST
+
+START_TEST(rejects)
+{
+	struct tfs_diag d;
+	cbor_item_t *it = NULL;
+	char deep[200];
+
+	/* truncated */
+	ck_assert_int_eq(decode("\x82\x01\x81", 3, &it, &d), -EBADMSG);
+	ck_assert_uint_eq(d.offset, 102);
+	ck_assert_int_eq(decode("\x19\x01", 2, &it, &d), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(d.msg, "truncated"));
+	/* reserved additional info */
+	ck_assert_int_eq(decode("\x1c", 1, &it, &d), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(d.msg, "reserved"));
+	/* a 2^32-item array in 9 bytes: refused before any allocation */
+	ck_assert_int_eq(decode("\x9a\xff\xff\xff\xff\x00\x00\x00\x00", 9, &it,
+				&d),
+			 -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(d.msg, "cannot fit"));
+	ck_assert_uint_eq(d.offset, 100);
+	/* a text of 2^64-1 bytes */
+	ck_assert_int_eq(decode("\x7b\xff\xff\xff\xff\xff\xff\xff\xff", 9, &it,
+				&d),
+			 -EBADMSG);
+	/* lone break, break in a definite array, odd indefinite map */
+	ck_assert_int_eq(decode("\xff", 1, &it, &d), -EBADMSG);
+	ck_assert_int_eq(decode("\x81\xff", 2, &it, &d), -EBADMSG);
+	ck_assert_int_eq(decode("\xbf\x01\xff", 3, &it, &d), -EBADMSG);
+	/* an indefinite text with a byte-string chunk */
+	ck_assert_int_eq(decode("\x7f\x41\x00\xff", 4, &it, &d), -EBADMSG);
+	/* indefinite length on an integer */
+	ck_assert_int_eq(decode("\x1f", 1, &it, &d), -EBADMSG);
+	/* nesting: 129 arrays */
+	memset(deep, 0x81, 129);
+	deep[129] = 0x00;
+	ck_assert_int_eq(decode(deep, 130, &it, &d), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(d.msg, "nesting"));
+	memset(deep, 0x81, 128);
+	deep[128] = 0x00;
+	ck_assert_int_eq(decode(deep, 129, &it, &d), 0);
+	cbor_decref(&it);
+}
+END_TEST
+
+START_TEST(keys)
+{
+	struct tfs_diag d;
+	cbor_item_t *it = NULL;
+	char *bad = NULL, *s = NULL;
+
+	ck_assert_int_eq(decode("\xa2\x61" "a\x01\x61" "a\x02", 7, &it, &d), 0);
+	ck_assert_int_eq(tfs_cbor_keys_check(it, &bad), -EBADMSG);
+	ck_assert_str_eq(bad, "a");
+	free(bad);
+	cbor_decref(&it);
+	ck_assert_int_eq(decode("\xa2\x61" "a\x01\x61" "b\x02", 7, &it, &d), 0);
+	ck_assert_int_eq(tfs_cbor_keys_check(it, &bad), 0);
+	ck_assert_ptr_nonnull(tfs_cbor_get(it, "b"));
+	ck_assert_ptr_null(tfs_cbor_get(it, "c"));
+	cbor_decref(&it);
+	/* invalid UTF-8 text is refused with its offset */
+	ck_assert_int_eq(decode("\x82\x00\x61\xff", 4, &it, &d), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(d.msg, "UTF-8"));
+	ck_assert_uint_eq(d.offset, 102);
+	/* NUL inside a key */
+	ck_assert_int_eq(decode("\xa1\x62" "a\x00\x01", 5, &it, &d), 0);
+	ck_assert_int_eq(tfs_cbor_keys_check(it, &bad), -EBADMSG);
+	ck_assert_int_eq(tfs_cbor_text(cbor_map_handle(it)[0].key, &s, NULL), 0);
+	free(s);
+	cbor_decref(&it);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("cbor");
+	TCase *tc = tcase_create("cbor");
+
+	tcase_add_test(tc, worked_example);
+	tcase_add_test(tc, scalars);
+	tcase_add_test(tc, indefinite_forms);
+	tcase_add_test(tc, rejects);
+	tcase_add_test(tc, keys);
+	suite_add_tcase(s, tc);
+	return tu_run(s);
+}

@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: MIT
+/* TSR reader: the real fixtures, and hand-broken headers. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensorfs/tree.h"
+#include "testutil.h"
+
+/* expected values from shared/specs/tsr.md section 8 */
+static void check_fixture(const char *rel, const char *dtype,
+			  const char *shape, size_t bytes, const char *sha)
+{
+	struct tfs_image *img;
+	struct tfs_diag d;
+	char hex[65];
+	uint8_t *data;
+	size_t len;
+	uint32_t n;
+
+	ck_assert_int_eq(tu_load_file(tu_fixture(rel), &img, &d), 0);
+	ck_assert_str_eq(img->tree->format, "tsr");
+	n = tfs_tree_resolve(img->tree, "tensor");
+	ck_assert_uint_ne(n, TFS_NO_NODE);
+	ck_assert_str_eq(tu_xattr(img, "tensor", "dtype"), dtype);
+	ck_assert_str_eq(tu_xattr(img, "tensor", "shape"), shape);
+	ck_assert_str_eq(tu_xattr(img, "", "format"), "tsr");
+	data = tu_read_node(img, n, &len);
+	ck_assert_uint_eq(len, bytes);
+	tu_sha256_hex(data, len, hex);
+	ck_assert_str_eq(hex, sha);
+	free(data);
+	tfs_image_close(img);
+}
+
+START_TEST(real_test_labels)
+{
+	struct tfs_image *img;
+	struct tfs_diag d;
+	const int32_t first[] = { 7, 2, 1, 0, 4, 1, 4, 9, 5, 9, 0, 6 };
+	int32_t v[12];
+	struct tfs_view view;
+
+	check_fixture("tsr/test_labels.tsr", "int32", "[10000]", 40000,
+		      "52aa149c856ca033d02e1d2e5cc61033b4c56ed4a56f0edc328206a178c42126");
+	ck_assert_int_eq(tu_load_file(tu_fixture("tsr/test_labels.tsr"), &img,
+				      &d),
+			 0);
+	ck_assert_int_eq(tfs_image_read(img, tfs_tree_resolve(img->tree,
+							      "tensor"),
+					0, sizeof(v), &view),
+			 0);
+	memcpy(v, view.data, sizeof(v));
+	ck_assert_mem_eq(v, first, sizeof(first));
+	tfs_image_close(img);
+}
+END_TEST
+
+START_TEST(real_train_labels)
+{
+	check_fixture("tsr/train_labels.tsr", "int32", "[60000]", 240000,
+		      "ba2e26c82ab7a46fbcd5ec6de8eee4d541cf3829f5050669177da23b515defeb");
+}
+END_TEST
+
+START_TEST(synthesized)
+{
+	check_fixture("tsr/synthesized/fp32_2x3.tsr", "float32", "[2,3]", 24,
+		      "e2c0a71510b5394df7773b63fb5f54372b84c3564e67811bde7d665be227976d");
+	check_fixture("tsr/synthesized/fp32_1x5.tsr", "float32", "[1,5]", 20,
+		      "561101624175594d3810c811e621f9c9992a82b919a94b00e3ffdd1eaf93be94");
+	check_fixture("tsr/synthesized/int8_scalar.tsr", "int8", "[]", 1,
+		      "d52022534fa2dba3bb8a45809c425f42a5dd8786ef8d206fcff19c1fd66725b4");
+}
+END_TEST
+
+/* a copy of fp32_2x3.tsr with a little-endian field patched */
+static uint8_t *patched(size_t *len, size_t off, unsigned width, uint64_t v)
+{
+	uint8_t *b = tu_read_file(tu_fixture("tsr/synthesized/fp32_2x3.tsr"),
+				  len);
+	unsigned i;
+
+	for (i = 0; i < width; i++)
+		b[off + i] = (uint8_t)(v >> (8 * i));
+	return b;
+}
+
+static void expect_reject(const uint8_t *b, size_t len, int err,
+			  uint64_t offset, const char *word)
+{
+	struct tfs_image *img = NULL;
+	struct tfs_diag d;
+
+	ck_assert_int_eq(tu_load_mem(b, len, &img, &d), err);
+	ck_assert_ptr_null(img);
+	ck_assert(d.has_offset);
+	ck_assert_uint_eq(d.offset, offset);
+	ck_assert_msg(strstr(d.msg, word) != NULL, "'%s' not in '%s'", word,
+		      d.msg);
+}
+
+START_TEST(reject_fields)
+{
+	size_t len;
+	uint8_t *b;
+
+	b = patched(&len, 4, 4, 2);
+	expect_reject(b, len, -ENOTSUP, 4, "version");
+	free(b);
+	b = patched(&len, 8, 4, 128);
+	expect_reject(b, len, -EBADMSG, 8, "header_size");
+	free(b);
+	b = patched(&len, 16, 4, 0);
+	expect_reject(b, len, -EBADMSG, 16, "dtype");
+	free(b);
+	b = patched(&len, 16, 4, 4);
+	expect_reject(b, len, -EBADMSG, 16, "dtype");
+	free(b);
+	b = patched(&len, 20, 4, 5);
+	expect_reject(b, len, -EBADMSG, 20, "ndim");
+	free(b);
+	b = patched(&len, 20, 4, 0xffffffff);
+	expect_reject(b, len, -EBADMSG, 20, "ndim");
+	free(b);
+	/* dims 1,1,2,3 -> 1,1,2,-3 */
+	b = patched(&len, 36, 4, (uint32_t)-3);
+	expect_reject(b, len, -EBADMSG, 36, "negative");
+	free(b);
+	/* unused leading dim must be 1 */
+	b = patched(&len, 28, 4, 2);
+	expect_reject(b, len, -EBADMSG, 28, "unused");
+	free(b);
+	/* total_elements does not match the dims */
+	b = patched(&len, 40, 8, 7);
+	expect_reject(b, len, -EBADMSG, 40, "total_elements");
+	free(b);
+}
+END_TEST
+
+START_TEST(reject_sizes)
+{
+	uint8_t *b, *big;
+	size_t len;
+
+	b = patched(&len, 0, 1, 'T');
+	expect_reject(b, 63, -EBADMSG, 63, "header");
+	expect_reject(b, len - 1, -EBADMSG, len - 1, "data");
+	big = calloc(1, len + 1);
+	memcpy(big, b, len);
+	expect_reject(big, len + 1, -EBADMSG, len, "data");
+	free(big);
+	free(b);
+	/* 4 dims of 2^31-1: the product overflows 64 bits */
+	b = patched(&len, 20, 4, 4);
+	for (int i = 0; i < 4; i++)
+		memcpy(b + 24 + 4 * i, "\xff\xff\xff\x7f", 4);
+	expect_reject(b, len, -EBADMSG, 24, "overflow");
+	free(b);
+	/* a huge total whose byte count overflows */
+	b = patched(&len, 20, 4, 4);
+	memcpy(b + 24, "\xff\xff\xff\x7f\xff\xff\xff\x7f\x02\x00\x00\x00"
+		       "\x01\x00\x00\x00", 16);
+	memcpy(b + 40, "\x02\x00\x00\x00\xfe\xff\xff\x7f", 8);
+	expect_reject(b, len, -EBADMSG, 40, "total_elements");
+	free(b);
+}
+END_TEST
+
+START_TEST(reject_magic)
+{
+	struct tfs_image *img = NULL;
+	struct tfs_diag d;
+	size_t len;
+	uint8_t *b = patched(&len, 0, 4, 0x21525354 + 1);
+
+	ck_assert_int_eq(tu_load_mem(b, len, &img, &d), -ENOEXEC);
+	free(b);
+	b = tu_read_file(tu_fixture("tsr4/test_fp16.tsr"), &len);
+	ck_assert_int_eq(tu_load_mem(b, len, &img, &d), -ENOTSUP);
+	ck_assert_ptr_nonnull(strstr(d.msg, "TSR4"));
+	free(b);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("tsr");
+	TCase *tc = tcase_create("tsr");
+
+	tcase_add_test(tc, real_test_labels);
+	tcase_add_test(tc, real_train_labels);
+	tcase_add_test(tc, synthesized);
+	tcase_add_test(tc, reject_fields);
+	tcase_add_test(tc, reject_sizes);
+	tcase_add_test(tc, reject_magic);
+	suite_add_tcase(s, tc);
+	return tu_run(s);
+}

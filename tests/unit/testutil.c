@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: MIT
+/* Helpers shared by the Check suites (tests/unit/testutil.h). */
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensorfs/source.h"
+#include "tensorfs/tree.h"
+#include "testutil.h"
+
+static const char *env_path(const char *var, const char *rel)
+{
+	static char buf[4096];
+	const char *dir = getenv(var);
+
+	ck_assert_msg(dir != NULL, "%s is not set", var);
+	snprintf(buf, sizeof(buf), "%s/%s", dir, rel);
+	return buf;
+}
+
+const char *tu_fixture(const char *rel)
+{
+	return env_path("TFS_FIXTURES", rel);
+}
+
+const char *tu_testdata(const char *rel)
+{
+	return env_path("TFS_TESTDATA", rel);
+}
+
+uint8_t *tu_read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *buf;
+	long n;
+
+	ck_assert_msg(f != NULL, "cannot open %s", path);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc((size_t)n + 1);
+	ck_assert(buf != NULL);
+	ck_assert_uint_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	*len = (size_t)n;
+	return buf;
+}
+
+int tu_load_mem(const void *buf, size_t len, struct tfs_image **img,
+		struct tfs_diag *d)
+{
+	struct tfs_source src;
+
+	tfs_diag_clear(d);
+	tfs_source_init_memory(&src, buf, len);
+	return tfs_image_load(img, &src, NULL, d);
+}
+
+int tu_load_file(const char *path, struct tfs_image **img, struct tfs_diag *d)
+{
+	tfs_diag_clear(d);
+	return tfs_image_open(img, path, NULL, d);
+}
+
+uint8_t *tu_read_node(struct tfs_image *img, uint32_t node, size_t *len)
+{
+	uint64_t size = tfs_node_size(img->tree, node), off = 0;
+	uint8_t *buf = malloc(size ? size : 1);
+	struct tfs_view v;
+
+	ck_assert(buf != NULL);
+	while (off < size) {
+		/* odd chunk size: exercises reads that straddle anything */
+		ck_assert_int_eq(tfs_image_read(img, node, off, 4093, &v), 0);
+		ck_assert_uint_gt(v.len, 0);
+		memcpy(buf + off, v.data, v.len);
+		off += v.len;
+		tfs_view_release(img, &v);
+	}
+	ck_assert_int_eq(tfs_image_read(img, node, size, 16, &v), 0);
+	ck_assert_uint_eq(v.len, 0);
+	*len = (size_t)size;
+	return buf;
+}
+
+const struct tfs_tensor *tu_tensor(const struct tfs_image *img,
+				   const char *name)
+{
+	uint32_t i;
+
+	for (i = 0; i < img->tree->ntensors; i++)
+		if (img->tree->tensors[i].name &&
+		    img->tree->tensors[i].name_len == strlen(name) &&
+		    memcmp(img->tree->tensors[i].name, name, strlen(name)) == 0)
+			return &img->tree->tensors[i];
+	return NULL;
+}
+
+void tu_sha256_hex(const void *p, size_t len, char out[65])
+{
+	unsigned char md[32];
+	unsigned int mdlen = 0;
+	int i;
+
+	EVP_Digest(p, len, md, &mdlen, EVP_sha256(), NULL);
+	for (i = 0; i < 32; i++)
+		sprintf(out + 2 * i, "%02x", md[i]);
+	out[64] = '\0';
+}
+
+const char *tu_xattr(const struct tfs_image *img, const char *path,
+		     const char *key)
+{
+	static char buf[4096];
+	const struct tfs_xattr *x;
+	char name[256];
+	uint32_t n = tfs_tree_resolve(img->tree, path);
+
+	if (n == TFS_NO_NODE)
+		return NULL;
+	snprintf(name, sizeof(name), TFS_XATTR_PREFIX "%s", key);
+	x = tfs_tree_xattr(img->tree, n, name);
+	if (!x || x->len >= sizeof(buf))
+		return NULL;
+	memcpy(buf, x->value, x->len);
+	buf[x->len] = '\0';
+	return buf;
+}
+
+int tu_run(Suite *s)
+{
+	SRunner *sr = srunner_create(s);
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/* Helpers shared by the Check suites. */
+#ifndef TFS_TESTUTIL_H
+#define TFS_TESTUTIL_H
+
+#include <check.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tensorfs/diag.h"
+#include "tensorfs/image.h"
+
+/* path of a file under the shared fixtures (TFS_FIXTURES); static buffer */
+const char *tu_fixture(const char *rel);
+/* path under the repo's tests/fixtures (TFS_TESTDATA); static buffer */
+const char *tu_testdata(const char *rel);
+/* whole file into a malloc'd buffer; fails the test when unreadable */
+uint8_t *tu_read_file(const char *path, size_t *len);
+/* load a container from memory; @buf must outlive the image */
+int tu_load_mem(const void *buf, size_t len, struct tfs_image **img,
+		struct tfs_diag *d);
+/* load from a file path */
+int tu_load_file(const char *path, struct tfs_image **img,
+		 struct tfs_diag *d);
+/* the whole content of a regular file of the tree, through tfs_image_read */
+uint8_t *tu_read_node(struct tfs_image *img, uint32_t node, size_t *len);
+/* the tensor record whose stored name is @name, or NULL */
+const struct tfs_tensor *tu_tensor(const struct tfs_image *img,
+				   const char *name);
+/* lowercase hex SHA-256 */
+void tu_sha256_hex(const void *p, size_t len, char out[65]);
+/* value of xattr "user.tensorfs.<key>" on the node at @path, NUL-terminated
+ * copy in a static buffer, or NULL */
+const char *tu_xattr(const struct tfs_image *img, const char *path,
+		     const char *key);
+/* run one suite; returns the process exit status */
+int tu_run(Suite *s);
+
+#endif
