@@ -73,6 +73,7 @@ struct tfs_builder {
 };
 
 #define META_DIR ".tensorfs"
+#define TFS_PATH_MAX_DEPTH 64
 
 int tfs_builder_new(struct tfs_builder **out, const struct tfs_source *src,
 		    const struct tfs_build_options *opts)
@@ -193,28 +194,53 @@ static int add_comp(struct entry *e, const char *s, size_t len)
 	return 0;
 }
 
-/* the wanted path of a leaf: explicit, split at '.' and '/', or flat */
+/*
+ * The wanted path of a leaf: explicit, split at '.' and '/', or flat.
+ * At most TFS_PATH_MAX_DEPTH components: what lies beyond the last allowed
+ * separator stays whole in the last component (so hostile names with
+ * thousands of dots cannot build thousands of directories).
+ */
 static int set_wanted_path(struct tfs_builder *b, struct entry *e,
 			   const struct tfs_tensor_spec *s)
 {
-	size_t i, start;
+	size_t i, start, len;
+	char *rest;
 	int ret;
 
 	if (s->path) {
 		if (s->path_len == 0)
 			return add_comp(e, "", 0);
-		for (i = 0; i < s->path_len; i++) {
+		for (i = 0; i < s->path_len && i + 1 < TFS_PATH_MAX_DEPTH;
+		     i++) {
 			ret = add_comp(e, s->path[i], strlen(s->path[i]));
 			if (ret)
 				return ret;
 		}
-		return 0;
+		if (i == s->path_len)
+			return 0;
+		/* the remaining key elements, joined by '/' (escaped) */
+		for (len = 0, start = i; start < s->path_len; start++)
+			len += strlen(s->path[start]) + 1;
+		rest = malloc(len);
+		if (!rest)
+			return -ENOMEM;
+		for (len = 0; i < s->path_len; i++) {
+			if (len)
+				rest[len++] = '/';
+			memcpy(rest + len, s->path[i], strlen(s->path[i]));
+			len += strlen(s->path[i]);
+		}
+		ret = add_comp(e, rest, len);
+		free(rest);
+		return ret;
 	}
 	if (b->opts.flat)
 		return add_comp(e, s->name, s->name_len);
 	start = 0;
 	for (i = 0; i <= s->name_len; i++) {
-		if (i < s->name_len && s->name[i] != '.' && s->name[i] != '/')
+		if (i < s->name_len &&
+		    ((s->name[i] != '.' && s->name[i] != '/') ||
+		     e->ncomps + 1 == TFS_PATH_MAX_DEPTH))
 			continue;
 		ret = add_comp(e, s->name + start, i - start);
 		if (ret)

@@ -51,13 +51,9 @@ static const struct {
 	const char *what;
 } unsupported[] = {
 	{ "NRUB", 4, "Burnpack (not supported yet)" },
-	{ "GPTRSCHK", 8, "gpt-rs checkpoint (not supported yet)" },
-	{ "GPTRSTEN", 8, "gpt-rs tensor archive (not supported yet)" },
 	{ "GGUF", 4, "GGUF (not supported yet)" },
 	{ "\x93NUMPY", 6, "NumPy .npy (not supported yet)" },
 	{ "PK\x03\x04", 4, "ZIP / NumPy .npz (not supported yet)" },
-	{ "\xce\x00\x00\x00\x00\xce\x00\x00\x00\x01\xce", 11,
-	  "primitiv (not supported yet)" },
 };
 
 const char *tfs_format_guess_unsupported(const struct tfs_source *src)

@@ -1,2 +1,56 @@
-#!/bin/bash
-exit 77
+#!/usr/bin/env bash
+# The FUSE-free subcommands: ls, cat, info, xattr, help, version, exit codes.
+. "$(dirname "$0")/lib.sh"
+
+out=$("$TENSORFS" ls "$SAMPLE")
+eq "ls lists the sample's 9 tensors" "$(echo "$out" | wc -l)" 9
+eq "ls shows path, dtype, shape, bytes" \
+	"$(echo "$out" | grep '^encoder/layers/0/weight ' | tr -s ' ')" \
+	"encoder/layers/0/weight float32 [4,4] 64"
+eq "ls shows a scalar" "$(echo "$out" | grep '^step ' | tr -s ' ')" \
+	"step int64 [] 8"
+
+# cat by stored name and by mount path equals the generator's bytes
+python3 "$TFS_SOURCE_ROOT/tools/make_sample.py" --dump embed.weight >"$WORK/embed.want"
+"$TENSORFS" cat "$SAMPLE" embed.weight >"$WORK/embed.byname"
+"$TENSORFS" cat "$SAMPLE" embed/weight >"$WORK/embed.bypath"
+check "cat by stored name" cmp -s "$WORK/embed.byname" "$WORK/embed.want"
+check "cat by path" cmp -s "$WORK/embed.bypath" "$WORK/embed.want"
+"$TENSORFS" cat "$SAMPLE" .tensorfs/manifest.json >"$WORK/manifest.json"
+check "cat .tensorfs/manifest.json is JSON naming every tensor" \
+	python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); assert len(m["tensors"]) == 9; assert {t["name"] for t in m["tensors"]} >= {"step","vocab.mask"}' "$WORK/manifest.json"
+
+"$TENSORFS" cat "$SAMPLE" no.such.tensor >/dev/null 2>"$WORK/err"
+eq "cat of an unknown tensor exits 6" "$?" 6
+"$TENSORFS" cat "$SAMPLE" encoder >/dev/null 2>&1
+eq "cat of a directory exits 6" "$?" 6
+
+out=$("$TENSORFS" info "$SAMPLE")
+check "info names the format" grep -q '^format: *ztensor' <<<"$out"
+check "info counts tensors" grep -q '^tensors: *9 files, 328 bytes' <<<"$out"
+
+out=$("$TENSORFS" xattr "$SAMPLE" head/weight)
+check "xattr shows dtype" grep -qx 'user.tensorfs.dtype="float16"' <<<"$out"
+check "xattr shows shape" grep -qx 'user.tensorfs.shape="\[2,4\]"' <<<"$out"
+check "xattr of the root shows the format" \
+	grep -qx 'user.tensorfs.format="ztensor"' <<<"$("$TENSORFS" xattr "$SAMPLE")"
+
+eq "--flat keeps names whole" "$("$TENSORFS" ls --flat "$SAMPLE" | cut -d' ' -f1 | sort | head -n 1)" "embed.weight"
+
+"$TENSORFS" >/dev/null 2>&1
+eq "no arguments: usage, exit 1" "$?" 1
+"$TENSORFS" --help >"$WORK/help" 2>&1
+eq "--help exits 0" "$?" 0
+check "--help documents the subcommands" grep -q 'tensorfs ls' "$WORK/help"
+check "--version prints tensorfs and libfuse versions" \
+	grep -q 'libfuse' <<<"$("$TENSORFS" --version 2>&1)"
+"$TENSORFS" ls /nonexistent/x.zt 2>"$WORK/err"
+eq "a missing file exits 4" "$?" 4
+check "a missing file is named in one line" \
+	test "$(wc -l <"$WORK/err")" -eq 1 -a -n "$(grep /nonexistent/x.zt "$WORK/err")"
+"$TENSORFS" ls "$TFS_FIXTURES/tsr4/test_fp16.tsr" 2>/dev/null
+eq "TSR4 is refused as unsupported (3)" "$?" 3
+head -c 100 /dev/zero >"$WORK/zeros"
+"$TENSORFS" ls "$WORK/zeros" 2>/dev/null
+eq "an unknown format exits 3" "$?" 3
+finish

@@ -144,6 +144,33 @@ START_TEST(flat_and_reserved)
 }
 END_TEST
 
+START_TEST(deep_names_are_capped)
+{
+	char name[4001];
+	struct tfs_tree *t;
+	const char *p;
+	int i, slashes = 0;
+
+	for (i = 0; i < 2000; i++) {
+		name[2 * i] = 'a';
+		name[2 * i + 1] = '.';
+	}
+	name[3999] = 'z';
+	name[4000] = '\0';
+	ck_assert_int_eq(add(name), 0);
+	t = finish();
+	p = path_of(t, name);
+	for (i = 0; p[i]; i++)
+		slashes += p[i] == '/';
+	ck_assert_int_eq(slashes, 63); /* 64 components at most */
+	/* the rest stays whole in the last component, cut with a hash */
+	ck_assert_ptr_nonnull(strstr(strrchr(p, '/'), "a.a.a"));
+	ck_assert_uint_le(strlen(strrchr(p, '/') + 1), 255);
+	ck_assert_uint_ne(tfs_tree_resolve(t, p), TFS_NO_NODE);
+	tfs_tree_free(t);
+}
+END_TEST
+
 START_TEST(shared_checks)
 {
 	struct tfs_tensor_spec s = spec_for("w", 4090, 8);
@@ -280,6 +307,7 @@ int main(void)
 	tcase_add_test(tc, splits_names);
 	tcase_add_test(tc, conflicts_are_deterministic);
 	tcase_add_test(tc, flat_and_reserved);
+	tcase_add_test(tc, deep_names_are_capped);
 	tcase_add_test(tc, shared_checks);
 	tcase_add_test(tc, groups_and_xattrs);
 	tcase_add_test(tc, manifest_json);

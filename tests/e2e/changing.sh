@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The container changes under a live mount: truncation must not crash the
+# daemon (reads of vanished bytes give EIO, the rest keeps working, unmount
+# works); deleting the file changes nothing for the mount.
+. "$(dirname "$0")/lib.sh"
+need_fuse
+
+size=65536
+python3 "$TFS_SOURCE_ROOT/tools/make_sample.py" --many 8 $size "$WORK/c.zt"
+M=$(mount_container "$WORK/c.zt") || { fail "mount"; finish; }
+pid=$(daemon_pid "$M")
+
+# cut the file in the middle of block 4: blocks 0..3 stay whole
+truncate -s $((64 + 4 * size + 100)) "$WORK/c.zt"
+echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true
+err=$(cat "$M/block/6/data" 2>&1 >/dev/null)
+check "a read of truncated bytes fails with EIO" grep -q "Input/output error" <<<"$err"
+err=$(cat "$M/block/4/data" 2>&1 >/dev/null)
+check "a read straddling the new end fails with EIO" grep -q "Input/output error" <<<"$err"
+check "a read of bytes still there works" \
+	cmp -s "$M/block/1/data" <(dd if="$WORK/c.zt" bs=1 skip=$((64 + size)) count=$size status=none)
+check "the daemon survived" kill -0 "$pid"
+check "listing still works" test "$(ls "$M/block" | wc -l)" -eq 8
+
+rm -f "$WORK/c.zt"
+check "after the file is deleted, reads of mapped bytes work" \
+	test "$(head -c 100 "$M/block/0/data" | wc -c)" -eq 100
+check "unmount works" unmount "$M"
+for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+check "the daemon exited" bash -c "! kill -0 $pid 2>/dev/null"
+finish

@@ -1,0 +1,87 @@
+# Shared helpers of the end-to-end tests (sourced).  Each test script runs
+# under `meson test` with TENSORFS, TFS_FIXTURES, TFS_TESTDATA and
+# TFS_SOURCE_ROOT set, and exits 0 (pass), 1 (fail) or 77 (skip).
+set -u
+
+: "${TENSORFS:?}" "${TFS_FIXTURES:?}" "${TFS_SOURCE_ROOT:?}"
+SAMPLE="$TFS_SOURCE_ROOT/data/sample.zt"
+FAILS=0
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/tfs-e2e.XXXXXX")
+MOUNTS=()
+
+cleanup() {
+	local m
+	for m in "${MOUNTS[@]}"; do
+		mountpoint -q "$m" 2>/dev/null && fusermount3 -u "$m" 2>/dev/null
+	done
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+# Tests that mount need /dev/fuse and fusermount3: skip (77) only without them.
+need_fuse() {
+	if [ ! -e /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
+		echo "SKIP: /dev/fuse or fusermount3 missing"
+		exit 77
+	fi
+}
+
+fail() {
+	echo "FAIL: $*" >&2
+	FAILS=$((FAILS + 1))
+}
+
+ok() {
+	echo "ok: $*"
+}
+
+# check DESCRIPTION COMMAND...: the command must succeed
+check() {
+	local what=$1
+	shift
+	if "$@"; then ok "$what"; else fail "$what"; fi
+}
+
+# eq DESCRIPTION GOT WANT
+eq() {
+	if [ "$2" = "$3" ]; then
+		ok "$1"
+	else
+		fail "$1: got '$2', want '$3'"
+	fi
+}
+
+# mount_container FILE [OPTIONS...]: mounts under $WORK, prints the mountpoint
+mount_container() {
+	local file=$1 mnt
+	shift
+	mnt=$(mktemp -d "$WORK/mnt.XXXXXX")
+	if ! "$TENSORFS" "$@" "$file" "$mnt" >"$WORK/mount.out" 2>&1; then
+		cat "$WORK/mount.out" >&2
+		return 1
+	fi
+	MOUNTS+=("$mnt")
+	echo "$mnt"
+}
+
+# pid of the daemon serving MOUNTPOINT
+daemon_pid() {
+	pgrep -f -- " $1\$" | head -n 1
+}
+
+unmount() {
+	fusermount3 -u "$1"
+}
+
+finish() {
+	if [ "$FAILS" -ne 0 ]; then
+		echo "$FAILS check(s) failed"
+		exit 1
+	fi
+	echo "all checks passed"
+	exit 0
+}
+
+sha() {
+	sha256sum "$1" | cut -d' ' -f1
+}

@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Write data/sample.zt: the bundled sample checkpoint.
+
+A small zTensor v1.0 file (magic at 0, no footer, long dtype names, a
+`tensors` map, dense raw tensors), laid out exactly as the reference writer
+(pie-project/ztensor 1.0) lays files out: 64-byte aligned blobs in write
+order, then the CBOR manifest (struct keys in declaration order, names sorted
+bytewise), then the u64 LE manifest size.  Deterministic: the same bytes on
+every run, so tests can compare the committed file with a fresh one.
+
+Standard library only.
+Usage: make_sample.py [OUTPUT]             the sample (default data/sample.zt)
+       make_sample.py --dump NAME          one tensor's bytes to stdout
+       make_sample.py --many N BYTES OUT   N tensors "block.<i>.data" of BYTES
+                                           pseudo-random bytes each (tests)
+"""
+import math
+import struct
+import sys
+
+
+def head(major, n):
+    if n < 24:
+        return bytes([major << 5 | n])
+    for ai, fmt in ((24, ">B"), (25, ">H"), (26, ">I"), (27, ">Q")):
+        if n < 1 << (8 * struct.calcsize(fmt)):
+            return bytes([major << 5 | ai]) + struct.pack(fmt, n)
+    raise ValueError(n)
+
+
+def cbor(v):
+    if isinstance(v, bool):
+        raise TypeError("no bools in the manifest")
+    if isinstance(v, int):
+        return head(0, v)
+    if isinstance(v, str):
+        b = v.encode()
+        return head(3, len(b)) + b
+    if isinstance(v, list):
+        return head(4, len(v)) + b"".join(cbor(x) for x in v)
+    if isinstance(v, dict):  # insertion order = declaration order
+        return head(5, len(v)) + b"".join(cbor(k) + cbor(x) for k, x in v.items())
+    raise TypeError(type(v))
+
+
+def floats(n, f):
+    return struct.pack("<%df" % n, *(f(i) for i in range(n)))
+
+
+# (name, dtype, shape, bytes) in write order
+TENSORS = [
+    ("embed.weight", "float32", [8, 4], floats(32, lambda i: round(math.sin(i) / 2, 6))),
+    ("encoder.layers.0.weight", "float32", [4, 4], floats(16, lambda i: (i - 8) / 8)),
+    ("encoder.layers.0.bias", "float32", [4], floats(4, lambda i: 0.1 * i)),
+    ("encoder.layers.1.weight", "float32", [4, 4], floats(16, lambda i: 1.0 if i % 5 == 0 else 0.0)),
+    ("encoder.layers.1.bias", "float32", [4], floats(4, lambda i: -0.5)),
+    ("head.weight", "float16", [2, 4], struct.pack("<8e", *[0.25 * i for i in range(8)])),
+    ("head.scale", "float64", [], struct.pack("<d", math.pi)),
+    ("step", "int64", [], struct.pack("<q", 1000)),
+    ("vocab.mask", "uint8", [8], bytes([1, 1, 0, 1, 0, 0, 1, 1])),
+]
+
+
+def many(n, size):
+    """n uint8 tensors of pseudo-random bytes (an LCG: deterministic)."""
+    state = 12345
+    result = []
+    for i in range(n):
+        data = bytearray(size)
+        for k in range(0, size, 4):
+            state = (state * 1103515245 + 12345) & 0xFFFFFFFF
+            data[k:k + 4] = struct.pack("<I", state)[: size - k]
+        result.append(("block.%d.data" % i, "uint8", [size], bytes(data)))
+    return result
+
+
+def build(tensors=TENSORS):
+    out = bytearray(b"ZTEN1000")
+    placed = {}
+    for name, dtype, shape, data in tensors:
+        out += b"\0" * (-len(out) % 64)
+        placed[name] = (dtype, shape, len(out), len(data))
+        out += data
+    tensors = {}
+    for name in sorted(placed, key=lambda s: s.encode()):
+        dtype, shape, off, length = placed[name]
+        tensors[name] = {
+            "dtype": dtype,
+            "shape": shape,
+            "format": "dense",
+            "components": {"data": {"offset": off, "length": length}},
+        }
+    manifest = cbor({
+        "version": "1.0",
+        "generator": "zTensor-Rust v0.1.0",
+        "attributes": {},
+        "tensors": tensors,
+    })
+    out += manifest + struct.pack("<Q", len(manifest))
+    return bytes(out)
+
+
+if __name__ == "__main__":
+    args = sys.argv[1:]
+    if args[:1] == ["--dump"]:
+        sys.stdout.buffer.write(dict((t[0], t[3]) for t in TENSORS)[args[1]])
+    elif args[:1] == ["--many"]:
+        with open(args[3], "wb") as f:
+            f.write(build(many(int(args[1]), int(args[2]))))
+    else:
+        with open(args[0] if args else "data/sample.zt", "wb") as f:
+            f.write(build())
