@@ -190,9 +190,13 @@ out:
 
 cbor_item_t *tfs_cbor_untag(cbor_item_t *item)
 {
-	while (item && cbor_isa_tag(item))
-		item = cbor_tag_item(item) ? cbor_move(cbor_tag_item(item))
-					   : NULL;
+	cbor_item_t *inner;
+
+	while (item && cbor_isa_tag(item)) {
+		/* cbor_tag_item() takes a reference: give it back at once */
+		inner = cbor_tag_item(item);
+		item = inner ? cbor_move(inner) : NULL;
+	}
 	return item;
 }
 
@@ -391,6 +395,7 @@ json_t *tfs_cbor_to_json(cbor_item_t *item)
 	size_t i, n, len;
 	json_t *j, *v;
 	bool text_keys = true;
+	char num[32];
 	char *s;
 
 	item = tfs_cbor_untag(item);
@@ -398,12 +403,21 @@ json_t *tfs_cbor_to_json(cbor_item_t *item)
 		return NULL;
 	switch (cbor_typeof(item)) {
 	case CBOR_TYPE_UINT:
-		return json_integer((json_int_t)cbor_get_int(item));
+		if (cbor_get_int(item) <= (uint64_t)INT64_MAX)
+			return json_integer((json_int_t)cbor_get_int(item));
+		/* beyond JSON's safe 64-bit range: exact, as a decimal string */
+		snprintf(num, sizeof(num), "%llu",
+			 (unsigned long long)cbor_get_int(item));
+		return json_string(num);
 	case CBOR_TYPE_NEGINT:
-		/* -1 - n; n up to 2^64-1 does not fit: fall back to a real */
+		/* -1 - n */
 		if (cbor_get_int(item) <= (uint64_t)INT64_MAX)
 			return json_integer(-1 - (json_int_t)cbor_get_int(item));
-		return json_real(-1.0 - (double)cbor_get_int(item));
+		if (cbor_get_int(item) == UINT64_MAX)
+			return json_string("-18446744073709551616");
+		snprintf(num, sizeof(num), "-%llu",
+			 (unsigned long long)cbor_get_int(item) + 1ull);
+		return json_string(num);
 	case CBOR_TYPE_BYTESTRING:
 		return bytes_to_json(item);
 	case CBOR_TYPE_STRING:
@@ -426,9 +440,15 @@ json_t *tfs_cbor_to_json(cbor_item_t *item)
 	case CBOR_TYPE_MAP:
 		pairs = cbor_map_handle(item);
 		n = cbor_map_size(item);
-		for (i = 0; i < n; i++)
-			if (!cbor_isa_string(tfs_cbor_untag(pairs[i].key)))
+		/* text keys (without NUL, which JSON objects cannot hold) */
+		for (i = 0; i < n && text_keys; i++) {
+			if (tfs_cbor_text(pairs[i].key, &s, &len)) {
 				text_keys = false;
+				continue;
+			}
+			text_keys = strlen(s) == len;
+			free(s);
+		}
 		j = text_keys ? json_object() : json_array();
 		for (i = 0; j && i < n; i++) {
 			v = tfs_cbor_to_json(pairs[i].value);

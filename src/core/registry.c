@@ -50,7 +50,6 @@ static const struct {
 	size_t len;
 	const char *what;
 } unsupported[] = {
-	{ "NRUB", 4, "Burnpack (not supported yet)" },
 	{ "GGUF", 4, "GGUF (not supported yet)" },
 	{ "\x93NUMPY", 6, "NumPy .npy (not supported yet)" },
 	{ "PK\x03\x04", 4, "ZIP / NumPy .npz (not supported yet)" },

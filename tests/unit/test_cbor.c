@@ -54,7 +54,13 @@ START_TEST(scalars)
 	expect_json("\x24", 1, "-5");
 	expect_json("\x3b\x7f\xff\xff\xff\xff\xff\xff\xff", 9,
 		    "-9223372036854775808");
-	expect_json("\x1b\xff\xff\xff\xff\xff\xff\xff\xff", 9, "-1"); /* wraps: documented */
+	/* beyond int64: exact decimal strings */
+	expect_json("\x1b\xff\xff\xff\xff\xff\xff\xff\xff", 9,
+		    "\"18446744073709551615\"");
+	expect_json("\x3b\xff\xff\xff\xff\xff\xff\xff\xff", 9,
+		    "\"-18446744073709551616\"");
+	expect_json("\x3b\x80\x00\x00\x00\x00\x00\x00\x00", 9,
+		    "\"-9223372036854775809\"");
 	expect_json("\x43\x01\xab\xff", 4, "\"01abff\"");
 	expect_json("\xf5", 1, "true");
 	expect_json("\xf6", 1, "null");
@@ -71,6 +77,10 @@ START_TEST(indefinite_forms)
 	expect_json("\x7f\x61" "a\x62" "bc\xff", 7, "\"abc\"");
 	/* a map with a non-text key becomes [key, value] pairs */
 	expect_json("\xa1\x01\x02", 3, "[[1,2]]");
+	/* so does one with a NUL inside a text key */
+	expect_json("\xa1\x62" "a\x00\x02", 5, "[[\"a\\u0000\",2]]");
+	/* a tagged item: the tag is dropped and nothing leaks (ASan) */
+	expect_json("\xc1\xc2\x01", 3, "1");
 }
 END_TEST
 
