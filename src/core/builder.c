@@ -28,7 +28,7 @@
 #include "tensorfs/checked.h"
 #include "tensorfs/diag.h"
 #include "tensorfs/source.h"
-#include "names.h"
+#include "tensorfs/names.h"
 #include "strmap.h"
 
 enum entry_kind { ENTRY_ROOT, ENTRY_TENSOR, ENTRY_GROUP, ENTRY_COMPONENT };

@@ -9,7 +9,7 @@
 #include "tensorfs/cbor.h"
 #include "tensorfs/cursor.h"
 #include "tensorfs/diag.h"
-#include "names.h"
+#include "tensorfs/names.h"
 
 /* ---- the structural pre-pass --------------------------------------------- */
 

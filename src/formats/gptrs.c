@@ -33,7 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../core/names.h" /* tfs_utf8_seq, tfs_name_escape */
+#include "tensorfs/names.h"
 #include "tensorfs/blake3.h"
 #include "tensorfs/builder.h"
 #include "tensorfs/checked.h"

@@ -50,6 +50,7 @@
 #include "tensorfs/diag.h"
 #include "tensorfs/dtype.h"
 #include "tensorfs/format.h"
+#include "tensorfs/names.h"
 #include "tensorfs/source.h"
 
 #define PV_HEADER_SIZE 15
@@ -311,47 +312,6 @@ static int pv_count_fits(struct pv *p, const char *field, uint64_t start,
 		       (unsigned long long)min_each, pv_left(p));
 }
 
-/* strict UTF-8: no overlongs, no surrogates, nothing above U+10FFFF */
-static bool pv_utf8_ok(const uint8_t *s, uint64_t len)
-{
-	uint64_t i = 0;
-
-	while (i < len) {
-		uint8_t c = s[i];
-		unsigned n;
-		uint8_t lo = 0x80, hi = 0xbf;
-		unsigned k;
-
-		if (c < 0x80)
-			n = 0;
-		else if (c < 0xc2)
-			return false; /* continuation byte or overlong lead */
-		else if (c < 0xe0)
-			n = 1;
-		else if (c < 0xf0)
-			n = 2;
-		else if (c < 0xf5)
-			n = 3;
-		else
-			return false;
-		if (n > len - i - 1)
-			return false;
-		if (c == 0xe0)
-			lo = 0xa0;
-		else if (c == 0xed)
-			hi = 0x9f;
-		else if (c == 0xf0)
-			lo = 0x90;
-		else if (c == 0xf4)
-			hi = 0x8f;
-		for (k = 1; k <= n; k++, lo = 0x80, hi = 0xbf)
-			if (s[i + k] < lo || s[i + k] > hi)
-				return false;
-		i += n + 1;
-	}
-	return true;
-}
-
 /*
  * A key string (stat key, Model key element, config key): it names a path
  * component, an xattr or a JSON member, so it must be UTF-8 (as msgpack
@@ -365,7 +325,7 @@ static int pv_key(struct pv *p, const char *field, const uint8_t **s,
 
 	if (ret)
 		return ret;
-	if (!pv_utf8_ok(*s, *len))
+	if (!tfs_utf8_valid(*s, (size_t)*len))
 		return pv_fail(p, -EBADMSG, *start, field,
 			       "the string is not valid UTF-8");
 	if (memchr(*s, 0, *len))

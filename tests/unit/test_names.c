@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../src/core/names.h"
+#include "tensorfs/names.h"
 #include "testutil.h"
 
 static void expect(const char *in, size_t len, const char *want)

@@ -3,8 +3,8 @@
  * Name mapping: stored tensor names to safe path components.
  * The rules are a contract, written down in docs/tree.md.
  */
-#ifndef TFS_CORE_NAMES_H
-#define TFS_CORE_NAMES_H
+#ifndef TENSORFS_NAMES_H
+#define TENSORFS_NAMES_H
 
 #include <stddef.h>
 
