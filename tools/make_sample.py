@@ -13,6 +13,7 @@ Usage: make_sample.py [OUTPUT]             the sample (default data/sample.zt)
        make_sample.py --dump NAME          one tensor's bytes to stdout
        make_sample.py --many N BYTES OUT   N tensors "block.<i>.data" of BYTES
                                            pseudo-random bytes each (tests)
+       make_sample.py --hostile OUT        tensors with hostile names (tests)
 """
 import math
 import struct
@@ -74,6 +75,21 @@ def many(n, size):
     return result
 
 
+# Names a container may hold that must neither escape the mount nor collide
+# (docs/tree.md).  CBOR text must be UTF-8, so no raw invalid bytes here;
+# those are covered by the unit tests of the name rules.
+HOSTILE_NAMES = [
+    "../../etc/passwd", "a/../../b", "..", ".", "", "/abs/path", "x", "x.y",
+    "x/y", "x~1", "new\nline\ttab\x1b[31m", "%2E%2E", "caf\u00e9.\u2603",
+    "d" * 300, "d" * 301, "e." * 100 + "end", ".tensorfs", "p//q", "trail.",
+]
+
+
+def hostile():
+    return [(name, "uint8", [4], struct.pack("<I", i))
+            for i, name in enumerate(HOSTILE_NAMES)]
+
+
 def build(tensors=TENSORS):
     out = bytearray(b"ZTEN1000")
     placed = {}
@@ -104,6 +120,9 @@ if __name__ == "__main__":
     args = sys.argv[1:]
     if args[:1] == ["--dump"]:
         sys.stdout.buffer.write(dict((t[0], t[3]) for t in TENSORS)[args[1]])
+    elif args[:1] == ["--hostile"]:
+        with open(args[1], "wb") as f:
+            f.write(build(hostile()))
     elif args[:1] == ["--many"]:
         with open(args[3], "wb") as f:
             f.write(build(many(int(args[1]), int(args[2]))))
