@@ -5,33 +5,90 @@
  *
  * tfs_image_read() returns a view of a file's bytes: for raw tensors a
  * pointer into the mapping (no copy), for in-memory files a pointer into
- * the tree.  Views are valid until tfs_view_release().  Reads are
+ * the tree, for zstd tensors a pointer into a decoded buffer of the decode
+ * cache (decode_cache.h), pinned until tfs_view_release().  Reads are
  * thread-safe.
+ *
+ * zstd tensors.  A tensor whose decoded size fits in the cache budget is
+ * decoded into one buffer by a background thread, which runs up to 64 MiB
+ * ahead of the furthest byte asked for; a read waits only until the bytes
+ * it needs are decoded (and the stored bytes verified), and concurrent
+ * readers of one tensor share one decode.  A larger tensor is decoded by
+ * the reading threads as a stream of fixed windows (budget / 8, between
+ * 64 KiB and 8 MiB) that are cached separately; reading backwards past an
+ * evicted window restarts the stream from the start.  Memory stays within
+ * the budget apart from what concurrent reads pin.  Decoded output must be
+ * exactly the expected size, else the read fails.  tfs_image_close() waits
+ * for the background threads.
+ *
+ * Digests (tfs_tensor.digest, over the stored bytes).  verify=first (the
+ * default) checks a component the first time its stored bytes are needed
+ * (raw: the first read; zstd: before the first decode); verify=always
+ * checks every time they are read: on every read of a raw tensor (the
+ * whole component is hashed per read, a full pass each time: a debugging
+ * aid, not for big files) and every time a zstd tensor is (re)decoded;
+ * verify=off never.  A mismatch or a decode failure makes that tensor's
+ * reads fail with -EIO from then on, and is reported once through the
+ * options' log callback.  Unknown digest algorithms are not checked.
  */
 #ifndef TENSORFS_IMAGE_H
 #define TENSORFS_IMAGE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "tensorfs/builder.h"
+#include "tensorfs/decode_cache.h"
+#include "tensorfs/digest.h"
 #include "tensorfs/source.h"
 #include "tensorfs/tree.h"
 
 struct tfs_diag;
 struct tfs_format;
+struct tfs_read_state;
 
 struct tfs_image {
 	struct tfs_source src;
 	struct tfs_tree *tree;
 	const struct tfs_format *format;
+	struct tfs_read_state *rs; /* private: the read path's state */
 };
 
 struct tfs_view {
 	const void *data;
 	size_t len;
 	void *pin;		/* private: what to release */
+	int pin_kind;		/* private */
+};
+
+enum tfs_verify_mode {
+	TFS_VERIFY_FIRST = 0, /* the first time a component is read */
+	TFS_VERIFY_OFF,
+	TFS_VERIFY_ALWAYS, /* every time the stored bytes are read */
+};
+
+#define TFS_CACHE_SIZE_MIN (1ull << 20)
+
+struct tfs_image_options {
+	uint64_t cache_size; /* decoded bytes kept; 0: the default */
+	enum tfs_verify_mode verify;
+	/*
+	 * Integrity failures seen by reads (digest mismatch, corrupt or
+	 * wrongly sized zstd data), one line without a newline naming the
+	 * tensor; NULL: not reported.  Called from reader threads.
+	 */
+	void (*log)(void *arg, const char *line);
+	void *log_arg;
+};
+
+struct tfs_image_stats {
+	struct tfs_cache_stats cache;
+	uint64_t decodes; /* decode passes started */
+	uint64_t decoded_bytes;
+	uint64_t digest_checks; /* full hashes of a component's bytes */
+	uint64_t digest_failures;
 };
 
 /* Open @path, detect its format, load and validate it. */
@@ -48,6 +105,29 @@ int tfs_image_load(struct tfs_image **out, struct tfs_source *src,
 void tfs_image_close(struct tfs_image *img);
 
 /*
+ * Change the read options (cache size, verify mode, log) of a loaded image;
+ * call before the first read.  -EINVAL for a cache size below
+ * TFS_CACHE_SIZE_MIN.
+ */
+int tfs_image_configure(struct tfs_image *img,
+			const struct tfs_image_options *opts);
+
+/* the default cache size: 1 GiB, or a quarter of the RAM when less */
+uint64_t tfs_default_cache_size(void);
+
+/*
+ * "1073741824", "512M", "2G", "64KiB", "1.5G": a byte count with an
+ * optional binary suffix (K, M, G, T, with or without "iB"/"B").
+ * -EINVAL when malformed, -ERANGE when above 2^63.
+ */
+int tfs_parse_size(const char *s, uint64_t *out);
+/* "off", "first", "always"; -EINVAL otherwise */
+int tfs_parse_verify_mode(const char *s, enum tfs_verify_mode *out);
+const char *tfs_verify_mode_name(enum tfs_verify_mode m);
+
+void tfs_image_get_stats(struct tfs_image *img, struct tfs_image_stats *st);
+
+/*
  * View up to @len bytes of regular file @node from @off.  A read at or past
  * the end gives an empty view.  Returns 0, or -EISDIR, -EIO (the bytes are
  * no longer backed by the file), -ENOMEM.
@@ -55,5 +135,33 @@ void tfs_image_close(struct tfs_image *img);
 int tfs_image_read(struct tfs_image *img, uint32_t node, uint64_t off,
 		   size_t len, struct tfs_view *v);
 void tfs_view_release(struct tfs_image *img, struct tfs_view *v);
+
+/*
+ * true when regular file @node failed an integrity check (digest mismatch,
+ * corrupt or wrongly sized zstd data): its reads give -EIO for good and the
+ * reason was reported once through the log callback.  A -EIO from a node
+ * for which this is false means the container no longer holds the bytes.
+ */
+bool tfs_image_node_failed(const struct tfs_image *img, uint32_t node);
+
+/*
+ * What `tensorfs verify` does for one tensor record (img->tree->tensors
+ * index): the stored range is still in the file, its digest (any known
+ * algorithm) matches, and a zstd component decodes to exactly its size.
+ * It runs in one pass over the stored bytes with bounded memory, whatever
+ * the verify mode, and leaves the cache alone.  @progress (may be NULL) is
+ * called now and then with the stored bytes of this tensor done so far.
+ */
+struct tfs_check_result {
+	int err;		    /* 0, -EBADMSG (mismatch, bad data), -EIO */
+	enum tfs_digest_alg digest; /* the digest's algorithm (NONE: none) */
+	bool digest_checked;
+	char msg[256]; /* why it failed, or "" */
+};
+
+int tfs_image_check_tensor(struct tfs_image *img, uint32_t tensor,
+			   struct tfs_check_result *r,
+			   void (*progress)(void *arg, uint64_t done),
+			   void *arg);
 
 #endif

@@ -33,6 +33,7 @@ int tfs_cmd_ls(int argc, char **argv);
 int tfs_cmd_cat(int argc, char **argv);
 int tfs_cmd_info(int argc, char **argv);
 int tfs_cmd_xattr(int argc, char **argv);
+int tfs_cmd_verify(int argc, char **argv);
 
 /* FUSE mount (src/fuse/mount.c); argv as given to main */
 int tfs_mount_main(int argc, char **argv);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The FUSE-free subcommands: ls, cat, info, xattr.  Each opens the
+ * The FUSE-free subcommands: ls, cat, info, xattr, verify.  Each opens the
  * container exactly as a mount would (same validation, same tree), so what
  * they print is what the mount shows.
  */
@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -87,6 +88,21 @@ static int cmp_path(const void *a, const void *b)
 		      (*(const struct tfs_tensor *const *)b)->path);
 }
 
+/* the image's tensor records sorted by path (malloc'd), or NULL */
+static const struct tfs_tensor **sorted_tensors(const struct tfs_image *img)
+{
+	const struct tfs_tensor **v;
+	uint32_t k;
+
+	v = calloc(img->tree->ntensors + 1, sizeof(*v));
+	if (!v)
+		return NULL;
+	for (k = 0; k < img->tree->ntensors; k++)
+		v[k] = &img->tree->tensors[k];
+	qsort(v, img->tree->ntensors, sizeof(*v), cmp_path);
+	return v;
+}
+
 int tfs_cmd_ls(int argc, char **argv)
 {
 	struct tfs_build_options o;
@@ -104,17 +120,14 @@ int tfs_cmd_ls(int argc, char **argv)
 	ret = tfs_cli_open(argv[i], &o, &img);
 	if (ret)
 		return ret;
-	v = calloc(img->tree->ntensors + 1, sizeof(*v));
+	v = sorted_tensors(img);
 	if (!v) {
 		tfs_image_close(img);
 		return TFS_EXIT_USAGE;
 	}
-	for (k = 0; k < img->tree->ntensors; k++) {
-		v[k] = &img->tree->tensors[k];
+	for (k = 0; k < img->tree->ntensors; k++)
 		if ((int)strlen(v[k]->path) > w)
 			w = (int)strlen(v[k]->path);
-	}
-	qsort(v, img->tree->ntensors, sizeof(*v), cmp_path);
 	for (k = 0; k < img->tree->ntensors; k++) {
 		shape_str(shape, sizeof(shape), v[k]);
 		printf("%-*s  %-9s %-16s %12llu\n", w, v[k]->path, v[k]->dtype,
@@ -158,8 +171,16 @@ static int write_all(int fd, const void *p, size_t len)
 	return 0;
 }
 
+/* integrity failures met by reads (digest, zstd) go to stderr */
+static void log_stderr(void *arg, const char *line)
+{
+	(void)arg;
+	fprintf(stderr, "%s: %s\n", tfs_progname, line);
+}
+
 int tfs_cmd_cat(int argc, char **argv)
 {
+	struct tfs_image_options io = { .log = log_stderr };
 	struct tfs_build_options o;
 	struct tfs_image *img;
 	struct tfs_view v;
@@ -175,6 +196,7 @@ int tfs_cmd_cat(int argc, char **argv)
 	ret = tfs_cli_open(argv[i], &o, &img);
 	if (ret)
 		return ret;
+	tfs_image_configure(img, &io);
 	n = find_node(img->tree, argv[i + 1]);
 	if (n == TFS_NO_NODE || img->tree->nodes[n].kind == TFS_NODE_DIR) {
 		fprintf(stderr, "%s: %s: %s: %s\n", tfs_progname, argv[i],
@@ -280,4 +302,135 @@ int tfs_cmd_xattr(int argc, char **argv)
 	}
 	tfs_image_close(img);
 	return TFS_EXIT_OK;
+}
+
+/* ---- verify --------------------------------------------------------------- */
+
+struct progress {
+	bool on; /* stderr is a terminal and the work is large */
+	uint64_t total, done_before, now;
+	struct timespec last;
+};
+
+static void progress_show(struct progress *p, bool force)
+{
+	struct timespec t;
+	double ms;
+
+	if (!p->on)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	ms = (double)(t.tv_sec - p->last.tv_sec) * 1e3 +
+	     (double)(t.tv_nsec - p->last.tv_nsec) / 1e6;
+	if (!force && ms < 200)
+		return;
+	p->last = t;
+	fprintf(stderr, "\rverifying: %3d%% (%llu of %llu MiB)",
+		p->total ? (int)(p->now * 100 / p->total) : 100,
+		(unsigned long long)(p->now >> 20),
+		(unsigned long long)(p->total >> 20));
+	fflush(stderr);
+}
+
+static void progress_cb(void *arg, uint64_t done)
+{
+	struct progress *p = arg;
+
+	p->now = p->done_before + done;
+	progress_show(p, false);
+}
+
+/* the reader's warnings from metadata.json (rules it reports, not enforces) */
+static unsigned print_warnings(const struct tfs_image *img)
+{
+	uint32_t n = tfs_tree_resolve(img->tree, ".tensorfs/metadata.json");
+	json_t *meta, *w;
+	unsigned count = 0;
+	size_t i;
+
+	if (n == TFS_NO_NODE)
+		return 0;
+	meta = json_loadb(img->tree->nodes[n].mem,
+			  (size_t)img->tree->nodes[n].mem_len, 0, NULL);
+	w = json_object_get(meta, "warnings");
+	for (i = 0; i < json_array_size(w); i++, count++)
+		printf("warning  %s\n",
+		       json_string_value(json_array_get(w, i)));
+	json_decref(meta);
+	return count;
+}
+
+int tfs_cmd_verify(int argc, char **argv)
+{
+	struct tfs_build_options o;
+	struct tfs_image *img;
+	struct tfs_check_result r;
+	struct progress p = { 0 };
+	const struct tfs_tensor **v;
+	unsigned failed = 0, digests = 0, unknown = 0, decoded = 0, warnings;
+	uint32_t k, idx;
+	int i = common_args(argc, argv, &o), ret;
+
+	if (i < 0 || argc - i != 1) {
+		fprintf(stderr, "usage: %s verify [--flat] CONTAINER\n",
+			tfs_progname);
+		return TFS_EXIT_USAGE;
+	}
+	/* loading checks every structural rule; a failure is one line */
+	ret = tfs_cli_open(argv[i], &o, &img);
+	if (ret)
+		return ret;
+	v = sorted_tensors(img);
+	if (!v) {
+		tfs_image_close(img);
+		return TFS_EXIT_USAGE;
+	}
+	for (k = 0; k < img->tree->ntensors; k++)
+		p.total += v[k]->stored_length;
+	p.on = isatty(STDERR_FILENO) && p.total >= (64u << 20);
+	warnings = print_warnings(img);
+	for (k = 0; k < img->tree->ntensors; k++) {
+		idx = (uint32_t)(v[k] - img->tree->tensors);
+		p.done_before = p.now;
+		tfs_image_check_tensor(img, idx, &r, progress_cb, &p);
+		p.now = p.done_before + v[k]->stored_length;
+		if (p.on)
+			fprintf(stderr, "\r\033[K");
+		if (r.digest_checked)
+			digests++;
+		if (r.digest == TFS_DIGEST_UNKNOWN)
+			unknown++;
+		if (v[k]->encoding == TFS_ENCODING_ZSTD)
+			decoded++;
+		if (r.err) {
+			failed++;
+			printf("FAILED   %s: %s\n", v[k]->path, r.msg);
+		} else {
+			printf("ok       %s (%s%s%s", v[k]->path,
+			       r.digest_checked ? tfs_digest_alg_name(r.digest)
+			       : r.digest == TFS_DIGEST_UNKNOWN
+				   ? "digest of an unknown algorithm, not "
+				     "checked"
+				   : "no digest",
+			       r.digest_checked ? " matches" : "",
+			       v[k]->encoding == TFS_ENCODING_ZSTD
+				   ? "; zstd decodes to"
+				   : ")\n");
+			if (v[k]->encoding == TFS_ENCODING_ZSTD)
+				printf(" %llu bytes)\n",
+				       (unsigned long long)v[k]->size);
+		}
+		fflush(stdout);
+		progress_show(&p, false);
+	}
+	if (p.on)
+		fprintf(stderr, "\r\033[K");
+	printf("%s: %u tensor files, %u ok, %u failed; %u digests checked, "
+	       "%u with an unknown algorithm (not checked), %u zstd "
+	       "decoded; %u warnings\n",
+	       argv[i], img->tree->ntensors, img->tree->ntensors - failed,
+	       failed, digests, unknown, decoded, warnings);
+	free(v);
+	tfs_image_close(img);
+	return failed ? TFS_EXIT_MALFORMED : TFS_EXIT_OK;
 }

@@ -19,6 +19,7 @@ static void usage(FILE *f)
 		"       tensorfs cat [--flat] CONTAINER NAME|PATH\n"
 		"       tensorfs info [--flat] CONTAINER\n"
 		"       tensorfs xattr [--flat] CONTAINER [PATH]\n"
+		"       tensorfs verify [--flat] CONTAINER\n"
 		"       tensorfs --help | --version\n"
 		"\n"
 		"Mount a tensor container (checkpoint) read-only: every tensor is a\n"
@@ -33,10 +34,22 @@ static void usage(FILE *f)
 		"          stdout; also any file of the tree, e.g. .tensorfs/manifest.json\n"
 		"  info    format, size, tensor count and the container's metadata\n"
 		"  xattr   the extended attributes of PATH (default: the root)\n"
+		"  verify  check every structural rule, every digest, and that\n"
+		"          every compressed tensor decodes to its size; one line\n"
+		"          per tensor and a summary (exit 2 on any failure)\n"
 		"  --flat  place every tensor at the root under its full stored name\n"
 		"\n"
 		"Mount options:\n"
 		"  -o flat          as --flat\n"
+		"  -o cache_size=SIZE\n"
+		"                   memory for decoded (zstd) tensor data, least\n"
+		"                   recently used evicted first; bytes or with\n"
+		"                   K/M/G/T (default 1G, or a quarter of the RAM\n"
+		"                   if less; at least 1M)\n"
+		"  -o verify=MODE   digests of stored bytes: first (default: when\n"
+		"                   a tensor is first read), always (every read;\n"
+		"                   slow), off.  A mismatch fails that tensor's\n"
+		"                   reads with EIO and is logged\n"
 		"  -f               stay in the foreground (logs to stderr, else syslog)\n"
 		"  -d               debug output (implies -f)\n"
 		"  -s               single-threaded\n"
@@ -44,9 +57,10 @@ static void usage(FILE *f)
 		"  -h, --help       this help, with FUSE's options\n"
 		"  -V, --version    tensorfs and libfuse versions\n"
 		"\n"
-		"Exit status: 0 ok, 1 usage, 2 malformed container, 3 unsupported or\n"
-		"unrecognised container, 4 cannot open or read it, 5 mount failed,\n"
-		"6 no such tensor.  Unmount with: fusermount3 -u MOUNTPOINT\n");
+		"Exit status: 0 ok, 1 usage, 2 malformed container (verify: a check\n"
+		"failed), 3 unsupported or unrecognised container, 4 cannot open or\n"
+		"read it, 5 mount failed, 6 no such tensor.  Unmount with:\n"
+		"fusermount3 -u MOUNTPOINT\n");
 }
 
 int main(int argc, char **argv)
@@ -65,6 +79,8 @@ int main(int argc, char **argv)
 		return tfs_cmd_info(argc - 1, argv + 1);
 	if (strcmp(cmd, "xattr") == 0)
 		return tfs_cmd_xattr(argc - 1, argv + 1);
+	if (strcmp(cmd, "verify") == 0)
+		return tfs_cmd_verify(argc - 1, argv + 1);
 	if (strcmp(cmd, "help") == 0 ||
 	    (argc == 2 && (strcmp(cmd, "--help") == 0 ||
 			   strcmp(cmd, "-h") == 0))) {

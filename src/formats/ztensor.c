@@ -1,18 +1,41 @@
 // SPDX-License-Identifier: MIT
 /*
- * zTensor 1.x (.zt).  Spec: shared/specs/ztensor.md.
+ * zTensor 1.x (.zt), every generation: v0.1, v1.0, v1.1, v1.2.
+ * Spec: shared/specs/ztensor.md (+ cbor.md); docs/formats/ztensor.md.
  *
  * Layout: magic at 0, 64-aligned component blobs, a CBOR manifest, then a
- * little-endian u64 manifest size (and, from v1.1 on, the magic again as a
- * footer).  Detection follows spec section 2 exactly: the magic and the
- * footer select the generation, the manifest schema must agree with it.
+ * little-endian u64 manifest size and, from v1.1 on, the magic again as a
+ * footer.  Detection follows spec section 2 exactly: the magic and the
+ * footer select the form (v0.1 / v1.0 / footer), and the manifest schema
+ * must agree with it (array; map with "tensors"; map with "objects").  The
+ * version string decides nothing.  v1.1 and v1.2 share one parser: v1.2
+ * only adds optional keys.
  *
- * This reader handles v1.0 (map root with "tensors", long dtype names) with
- * dense raw tensors.  v0.1, the footer form (v1.1/v1.2), zstd, digests and
- * non-dense formats are refused as "not supported yet" so a user never gets
- * wrong bytes.  zTensor 2.x has another magic and is refused by name.
+ * Every generation is parsed into the same description (struct zt_obj: a
+ * logical tensor with its components), which one function validates and
+ * hands to the builder:
+ *   - a "dense" tensor whose only component is "data" becomes a file;
+ *   - any other (sparse_csr, sparse_coo, quantized_group, unknown formats,
+ *     dense with extra roles) becomes a directory (a builder group) with
+ *     one file per component role.
+ * Component rules, all checked here before any byte is touched: offset a
+ * multiple of 64 (a hard error, as in the reference reader), inside
+ * [64, manifest start), no two components overlapping, dense raw length
+ * == product(shape) x element size, sparse lengths multiples of the element
+ * size.  zstd components get their decoded size from uncompressed_length
+ * (v1.2), from the shape (dense), or else from a counting decode at load
+ * time (v1.0/v1.1 sparse): frames carry no content size.  The decoding
+ * itself, the cache and the digest checks are the image's read path
+ * (src/core/image.c); digests are parsed here so a malformed one is
+ * refused at mount.
+ *
+ * CBOR goes through tfs_cbor_decode (structural pre-check, depth cap 128).
+ * Field errors point at the manifest start: libcbor keeps no positions.
+ * zTensor 2.x has another magic and is refused by name.
  */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,25 +44,67 @@
 #include "tensorfs/checked.h"
 #include "tensorfs/cursor.h"
 #include "tensorfs/diag.h"
+#include "tensorfs/digest.h"
 #include "tensorfs/dtype.h"
 #include "tensorfs/format.h"
 #include "tensorfs/source.h"
+#include "tensorfs/zstd_codec.h"
 
 #define ZT_MAGIC_V01 "ZTEN0001"
 #define ZT_MAGIC_V1 "ZTEN1000"
 #define ZT_MAGIC_V2 "\x89ZT2\r\n\x1a\n"
 #define ZT_ALIGN 64
 #define ZT_MANIFEST_MAX (1ull << 30)
+#define ZT_DECODED_MAX (32ull << 30) /* reference 1.2's limit */
+#define ZT_ATTR_XATTR_MAX 1024	     /* longest attribute value as xattr */
+#define ZT_ATTR_KEY_MAX 200
 
 enum zt_form { ZT_FORM_V01, ZT_FORM_V10, ZT_FORM_FOOTER };
+
+/* one stored extent, for the overlap check */
+struct zt_extent {
+	uint64_t offset, length;
+	char *label; /* "tensor 'x' component 'y'" */
+};
 
 struct zt_ctx {
 	const struct tfs_source *src;
 	struct tfs_builder *b;
 	struct tfs_diag *d;
-	uint64_t man_off;	/* manifest start: where field errors point */
+	uint64_t man_off; /* manifest start: where field errors point */
 	uint64_t man_len;
 	enum zt_form form;
+	struct zt_extent *ext;
+	size_t next, ext_cap;
+	json_t *obj_attrs; /* metadata "object_attributes" */
+	json_t *warnings;  /* metadata "warnings" */
+};
+
+struct zt_comp {
+	char *role;
+	enum tfs_dtype dtype;
+	char *type; /* v1.2 logical type, or NULL */
+	uint64_t offset, length;
+	bool has_ulen;
+	uint64_t ulen; /* v1.2 uncompressed_length */
+	bool zstd;
+	char *digest;
+	uint64_t size; /* decoded size, once known */
+};
+
+/* a logical tensor of any generation */
+struct zt_obj {
+	char *name;
+	size_t name_len;
+	uint64_t *shape;
+	size_t ndim;
+	char *format;		 /* "dense", "sparse_csr", ... */
+	enum tfs_dtype dtype;	 /* v0.1/v1.0 tensor dtype, else INVALID */
+	json_t *attrs;		 /* object attributes (owned), or NULL */
+	cbor_item_t *attrs_cbor; /* the same, for xattrs (borrowed) */
+	bool big_endian;	 /* v0.1 data_endianness "big" */
+	struct zt_comp *comps;
+	size_t ncomps;
 };
 
 static int zt_probe(const struct tfs_source *src)
@@ -53,27 +118,1179 @@ static int zt_probe(const struct tfs_source *src)
 	return 0;
 }
 
-/* v1.0 long dtype names (spec section 5) */
-static enum tfs_dtype zt_long_dtype(const char *s)
+/* ---- dtypes (spec section 5) --------------------------------------------- */
+
+static const struct {
+	const char *lng, *shrt;
+	enum tfs_dtype t;
+} zt_dtypes[] = {
+    {"float64", "f64", TFS_DTYPE_FLOAT64},
+    {"float32", "f32", TFS_DTYPE_FLOAT32},
+    {"float16", "f16", TFS_DTYPE_FLOAT16},
+    {"bfloat16", "bf16", TFS_DTYPE_BFLOAT16},
+    {"int64", "i64", TFS_DTYPE_INT64},
+    {"int32", "i32", TFS_DTYPE_INT32},
+    {"int16", "i16", TFS_DTYPE_INT16},
+    {"int8", "i8", TFS_DTYPE_INT8},
+    {"uint64", "u64", TFS_DTYPE_UINT64},
+    {"uint32", "u32", TFS_DTYPE_UINT32},
+    {"uint16", "u16", TFS_DTYPE_UINT16},
+    {"uint8", "u8", TFS_DTYPE_UINT8},
+    {"bool", "bool", TFS_DTYPE_BOOL},
+};
+
+/* long names in v0.1/v1.0, short ones from v1.1 on; case-sensitive */
+static enum tfs_dtype zt_dtype(const char *s, bool short_names)
 {
-	static const struct {
-		const char *name;
-		enum tfs_dtype t;
-	} map[] = {
-		{ "float64", TFS_DTYPE_FLOAT64 }, { "float32", TFS_DTYPE_FLOAT32 },
-		{ "float16", TFS_DTYPE_FLOAT16 }, { "bfloat16", TFS_DTYPE_BFLOAT16 },
-		{ "int64", TFS_DTYPE_INT64 },	  { "int32", TFS_DTYPE_INT32 },
-		{ "int16", TFS_DTYPE_INT16 },	  { "int8", TFS_DTYPE_INT8 },
-		{ "uint64", TFS_DTYPE_UINT64 },	  { "uint32", TFS_DTYPE_UINT32 },
-		{ "uint16", TFS_DTYPE_UINT16 },	  { "uint8", TFS_DTYPE_UINT8 },
-		{ "bool", TFS_DTYPE_BOOL },
-	};
 	size_t i;
 
-	for (i = 0; i < sizeof(map) / sizeof(map[0]); i++)
-		if (strcmp(map[i].name, s) == 0)
-			return map[i].t;
+	for (i = 0; i < sizeof(zt_dtypes) / sizeof(zt_dtypes[0]); i++)
+		if (strcmp(short_names ? zt_dtypes[i].shrt : zt_dtypes[i].lng,
+			   s) == 0)
+			return zt_dtypes[i].t;
 	return TFS_DTYPE_INVALID;
+}
+
+/* ---- small helpers ----------------------------------------------------- */
+
+static void zt_obj_free(struct zt_obj *o)
+{
+	size_t i;
+
+	free(o->name);
+	free(o->shape);
+	free(o->format);
+	json_decref(o->attrs);
+	for (i = 0; i < o->ncomps; i++) {
+		free(o->comps[i].role);
+		free(o->comps[i].type);
+		free(o->comps[i].digest);
+	}
+	free(o->comps);
+	memset(o, 0, sizeof(*o));
+}
+
+static int zt_oom(struct zt_ctx *z)
+{
+	return tfs_diag_set(z->d, -ENOMEM, "out of memory");
+}
+
+static int zt_err(struct zt_ctx *z, int err, uint64_t off,
+		  const struct zt_obj *o, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+/* "manifest: tensor 'NAME': <what>" at @off */
+static int zt_err(struct zt_ctx *z, int err, uint64_t off,
+		  const struct zt_obj *o, const char *fmt, ...)
+{
+	char what[240];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	if (o && o->name)
+		return tfs_diag_at(z->d, err, off,
+				   "manifest: tensor '%.80s': %s", o->name,
+				   what);
+	return tfs_diag_at(z->d, err, off, "manifest: %s", what);
+}
+
+static void zt_warn(struct zt_ctx *z, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void zt_warn(struct zt_ctx *z, const char *fmt, ...)
+{
+	char what[300];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	if (!z->warnings)
+		z->warnings = json_array();
+	json_array_append_new(z->warnings, json_string(what));
+}
+
+/* a struct-like map: text keys, none twice */
+static int zt_struct_map(struct zt_ctx *z, cbor_item_t *m,
+			 const struct zt_obj *o, const char *what)
+{
+	char *bad = NULL;
+	int ret;
+
+	m = tfs_cbor_untag(m);
+	if (!m || !cbor_isa_map(m))
+		return zt_err(z, -EBADMSG, z->man_off, o, "%s: not a map",
+			      what);
+	ret = tfs_cbor_keys_check(m, &bad);
+	if (ret == -ENOMEM)
+		return zt_oom(z);
+	if (ret) {
+		ret = zt_err(z, -EBADMSG, z->man_off, o, "%s: %s%s", what,
+			     bad ? "key given twice: " : "a key is not text",
+			     bad ? bad : "");
+		free(bad);
+	}
+	return ret;
+}
+
+/* required (or optional, *out = NULL) text field */
+static int zt_text(struct zt_ctx *z, cbor_item_t *m, const char *key,
+		   bool required, const struct zt_obj *o, char **out)
+{
+	cbor_item_t *v = tfs_cbor_get(m, key);
+	int ret;
+
+	*out = NULL;
+	if (!v)
+		return required ? zt_err(z, -EBADMSG, z->man_off, o,
+					 "%s: missing", key)
+				: 0;
+	ret = tfs_cbor_text(v, out, NULL);
+	if (ret == -ENOMEM)
+		return zt_oom(z);
+	if (ret)
+		return zt_err(z, -EBADMSG, z->man_off, o, "%s: not UTF-8 text",
+			      key);
+	return 0;
+}
+
+static int zt_uint(struct zt_ctx *z, cbor_item_t *m, const char *key,
+		   const struct zt_obj *o, uint64_t *out, bool *present)
+{
+	cbor_item_t *v = tfs_cbor_get(m, key);
+
+	if (present)
+		*present = v != NULL;
+	if (!v && present)
+		return 0;
+	if (!v || !tfs_cbor_uint(v, out))
+		return zt_err(z, -EBADMSG, z->man_off, o,
+			      "%s: missing or not an unsigned integer", key);
+	return 0;
+}
+
+static int zt_shape(struct zt_ctx *z, cbor_item_t *m, struct zt_obj *o)
+{
+	cbor_item_t *item = tfs_cbor_untag(tfs_cbor_get(m, "shape"));
+	size_t i, n;
+
+	if (!item)
+		return zt_err(z, -EBADMSG, z->man_off, o, "shape: missing");
+	if (!cbor_isa_array(item))
+		return zt_err(z, -EBADMSG, z->man_off, o,
+			      "shape: not an array");
+	n = cbor_array_size(item);
+	o->shape = calloc(n ? n : 1, sizeof(*o->shape));
+	if (!o->shape)
+		return zt_oom(z);
+	for (i = 0; i < n; i++)
+		if (!tfs_cbor_uint(cbor_array_handle(item)[i], &o->shape[i]))
+			return zt_err(z, -EBADMSG, z->man_off, o,
+				      "shape: dim %zu is not an unsigned "
+				      "integer",
+				      i);
+	o->ndim = n;
+	return 0;
+}
+
+static int zt_name(struct zt_ctx *z, cbor_item_t *key, struct zt_obj *o)
+{
+	int ret = tfs_cbor_text(key, &o->name, &o->name_len);
+
+	if (ret == -ENOMEM)
+		return zt_oom(z);
+	if (ret)
+		return zt_err(z, -EBADMSG, z->man_off, NULL,
+			      "a tensor name is not UTF-8 text");
+	return 0;
+}
+
+static struct zt_comp *zt_add_comp(struct zt_ctx *z, struct zt_obj *o,
+				   const char *role)
+{
+	struct zt_comp *nc;
+
+	nc = reallocarray(o->comps, o->ncomps + 1, sizeof(*nc));
+	if (!nc)
+		return NULL;
+	o->comps = nc;
+	nc = &o->comps[o->ncomps];
+	memset(nc, 0, sizeof(*nc));
+	nc->role = strdup(role);
+	if (!nc->role)
+		return NULL;
+	o->ncomps++;
+	return nc;
+}
+
+/*
+ * "encoding": absent/"raw" or "zstd"; anything else is refused, as by the
+ * reference from v1.0 on.
+ */
+static int zt_encoding(struct zt_ctx *z, cbor_item_t *m, struct zt_obj *o,
+		       struct zt_comp *c)
+{
+	char *enc;
+	int ret = zt_text(z, m, "encoding", false, o, &enc);
+
+	if (ret || !enc)
+		return ret;
+	if (strcmp(enc, "zstd") == 0)
+		c->zstd = true;
+	else if (strcmp(enc, "raw") != 0)
+		ret = zt_err(z, -EBADMSG, z->man_off, o,
+			     "component '%s': encoding: unknown value '%.40s'",
+			     c->role, enc);
+	free(enc);
+	return ret;
+}
+
+/* ---- v1.0 and v1.1/v1.2 -------------------------------------------------- */
+
+/* one component map of v1.0 (@short_names false) or v1.1+ */
+static int zt_component(struct zt_ctx *z, struct zt_obj *o, cbor_item_t *key,
+			cbor_item_t *val, bool short_names)
+{
+	struct zt_comp *c;
+	char *role = NULL, *dt = NULL;
+	int ret;
+
+	ret = tfs_cbor_text(key, &role, NULL);
+	if (ret == -ENOMEM)
+		return zt_oom(z);
+	if (ret)
+		return zt_err(z, -EBADMSG, z->man_off, o,
+			      "components: a role is not text");
+	c = zt_add_comp(z, o, role);
+	free(role);
+	if (!c)
+		return zt_oom(z);
+	ret = zt_struct_map(z, val, o, "component");
+	if (!ret)
+		ret = zt_uint(z, val, "offset", o, &c->offset, NULL);
+	if (!ret)
+		ret = zt_uint(z, val, "length", o, &c->length, NULL);
+	if (!ret)
+		ret = zt_encoding(z, val, o, c);
+	if (!ret)
+		ret = zt_text(z, val, "digest", false, o, &c->digest);
+	if (ret || !short_names)
+		return ret;
+	/* v1.1+: the component carries its dtype; v1.2 adds two keys */
+	ret = zt_text(z, val, "dtype", true, o, &dt);
+	if (ret)
+		return ret;
+	c->dtype = zt_dtype(dt, true);
+	if (c->dtype == TFS_DTYPE_INVALID)
+		ret = zt_err(z, -EBADMSG, z->man_off, o,
+			     "component '%s': dtype: unknown dtype '%.40s'",
+			     c->role, dt);
+	free(dt);
+	if (!ret)
+		ret = zt_text(z, val, "type", false, o, &c->type);
+	if (!ret)
+		ret = zt_uint(z, val, "uncompressed_length", o, &c->ulen,
+			      &c->has_ulen);
+	return ret;
+}
+
+static int zt_components(struct zt_ctx *z, cbor_item_t *m, struct zt_obj *o,
+			 bool short_names)
+{
+	cbor_item_t *comps = tfs_cbor_untag(tfs_cbor_get(m, "components"));
+	struct cbor_pair *pairs;
+	size_t i, n;
+	int ret;
+
+	if (!comps)
+		return zt_err(z, -EBADMSG, z->man_off, o,
+			      "components: missing");
+	ret = zt_struct_map(z, comps, o, "components");
+	if (ret)
+		return ret;
+	pairs = cbor_map_handle(comps);
+	n = cbor_map_size(comps);
+	for (i = 0; i < n && !ret; i++)
+		ret = zt_component(z, o, pairs[i].key,
+				   tfs_cbor_untag(pairs[i].value), short_names);
+	return ret;
+}
+
+/* attributes: a map with text keys; @text_only for v1.0's text -> text */
+static int zt_attributes(struct zt_ctx *z, cbor_item_t *attrs,
+			 const struct zt_obj *o, bool text_only, json_t **out)
+{
+	struct cbor_pair *pairs;
+	size_t i, n;
+	int ret;
+
+	*out = NULL;
+	attrs = tfs_cbor_untag(attrs);
+	ret = zt_struct_map(z, attrs, o, "attributes");
+	if (ret)
+		return ret;
+	pairs = cbor_map_handle(attrs);
+	n = cbor_map_size(attrs);
+	for (i = 0; text_only && i < n; i++)
+		if (!cbor_isa_string(tfs_cbor_untag(pairs[i].value)))
+			return zt_err(z, -EBADMSG, z->man_off, o,
+				      "attributes: a value is not text "
+				      "(v1.0 allows text only)");
+	*out = tfs_cbor_to_json(attrs);
+	if (!*out)
+		return zt_err(z, -EBADMSG, z->man_off, o,
+			      "attributes: a text value is not UTF-8");
+	return 0;
+}
+
+static int zt_tensor_v10(struct zt_ctx *z, cbor_item_t *key, cbor_item_t *t,
+			 struct zt_obj *o)
+{
+	char *dt = NULL;
+	int ret;
+
+	ret = zt_name(z, key, o);
+	if (!ret)
+		ret = zt_struct_map(z, t, o, "tensor");
+	if (!ret)
+		ret = zt_text(z, t, "dtype", true, o, &dt);
+	if (ret)
+		return ret;
+	o->dtype = zt_dtype(dt, false);
+	if (o->dtype == TFS_DTYPE_INVALID)
+		ret = zt_err(z, -EBADMSG, z->man_off, o,
+			     "dtype: unknown dtype '%.40s'", dt);
+	free(dt);
+	if (!ret)
+		ret = zt_shape(z, t, o);
+	if (!ret)
+		ret = zt_text(z, t, "format", true, o, &o->format);
+	if (!ret)
+		ret = zt_components(z, t, o, false);
+	return ret;
+}
+
+static int zt_object_v11(struct zt_ctx *z, cbor_item_t *key, cbor_item_t *t,
+			 struct zt_obj *o)
+{
+	cbor_item_t *attrs;
+	int ret;
+
+	ret = zt_name(z, key, o);
+	if (!ret)
+		ret = zt_struct_map(z, t, o, "object");
+	if (!ret)
+		ret = zt_shape(z, t, o);
+	if (!ret)
+		ret = zt_text(z, t, "format", true, o, &o->format);
+	if (ret)
+		return ret;
+	attrs = tfs_cbor_get(t, "attributes");
+	if (attrs) {
+		ret = zt_attributes(z, attrs, o, false, &o->attrs);
+		o->attrs_cbor = tfs_cbor_untag(attrs);
+	}
+	if (!ret)
+		ret = zt_components(z, t, o, true);
+	return ret;
+}
+
+/* ---- v0.1 ---------------------------------------------------------------- */
+
+static const char *const zt_v01_keys[] = {
+    "name",	"offset",	   "size",     "dtype", "layout", "shape",
+    "encoding", "data_endianness", "checksum",
+};
+
+/* v0.1 custom fields (keys the format does not define) as attributes */
+static int zt_v01_custom(struct zt_ctx *z, cbor_item_t *m, struct zt_obj *o)
+{
+	struct cbor_pair *pairs = cbor_map_handle(m);
+	size_t i, k, n = cbor_map_size(m);
+	json_t *v;
+	char *key;
+	bool known;
+
+	for (i = 0; i < n; i++) {
+		if (tfs_cbor_text(pairs[i].key, &key, NULL))
+			return zt_oom(z); /* keys were checked: text */
+		known = false;
+		for (k = 0; k < sizeof(zt_v01_keys) / sizeof(*zt_v01_keys); k++)
+			if (strcmp(key, zt_v01_keys[k]) == 0)
+				known = true;
+		if (!known) {
+			v = tfs_cbor_to_json(pairs[i].value);
+			if (!o->attrs)
+				o->attrs = json_object();
+			if (!v || !o->attrs) {
+				json_decref(v);
+				free(key);
+				return zt_err(z, -EBADMSG, z->man_off, o,
+					      "field '%.40s': not UTF-8", key);
+			}
+			json_object_set_new(o->attrs, key, v);
+		}
+		free(key);
+	}
+	return 0;
+}
+
+/* one v0.1 entry; *skip when its layout is not dense (reference: skipped) */
+static int zt_entry_v01(struct zt_ctx *z, cbor_item_t *m, struct zt_obj *o,
+			char **layout)
+{
+	struct zt_comp *c;
+	char *dt = NULL, *enc = NULL, *endian = NULL;
+	int ret;
+
+	*layout = NULL;
+	ret = zt_struct_map(z, m, NULL, "tensor entry");
+	if (ret)
+		return ret;
+	m = tfs_cbor_untag(m);
+	ret = zt_text(z, m, "name", true, NULL, &o->name);
+	if (!ret)
+		ret = zt_text(z, m, "layout", false, o, layout);
+	if (ret || (*layout && **layout && strcmp(*layout, "dense") != 0))
+		return ret; /* not dense: the caller skips it */
+	o->name_len = strlen(o->name);
+	c = zt_add_comp(z, o, "data");
+	if (!c)
+		return zt_oom(z);
+	ret = zt_uint(z, m, "offset", o, &c->offset, NULL);
+	if (!ret)
+		ret = zt_uint(z, m, "size", o, &c->length, NULL);
+	if (!ret)
+		ret = zt_text(z, m, "dtype", true, o, &dt);
+	if (!ret) {
+		o->dtype = c->dtype = zt_dtype(dt, false);
+		if (o->dtype == TFS_DTYPE_INVALID)
+			ret = zt_err(z, -EBADMSG, z->man_off, o,
+				     "dtype: unknown dtype '%.40s'", dt);
+	}
+	if (!ret)
+		ret = zt_shape(z, m, o);
+	if (!ret)
+		ret = zt_text(z, m, "encoding", true, o, &enc);
+	/* the reference reads anything but "zstd" as raw */
+	if (!ret && strcmp(enc, "zstd") == 0)
+		c->zstd = true;
+	else if (!ret && strcmp(enc, "raw") != 0)
+		zt_warn(z,
+			"tensor '%.80s': encoding '%.40s' read as raw, as the "
+			"reference does",
+			o->name, enc);
+	if (!ret)
+		ret = zt_text(z, m, "data_endianness", false, o, &endian);
+	if (!ret && endian && strcmp(endian, "big") == 0)
+		o->big_endian = true;
+	if (!ret)
+		ret = zt_text(z, m, "checksum", false, o, &c->digest);
+	if (!ret)
+		ret = zt_v01_custom(z, m, o);
+	if (!ret) {
+		o->format = strdup("dense");
+		if (!o->format)
+			ret = zt_oom(z);
+	}
+	free(dt);
+	free(enc);
+	free(endian);
+	return ret;
+}
+
+/* ---- validation and the builder ------------------------------------------ */
+
+static int zt_extent_add(struct zt_ctx *z, const struct zt_obj *o,
+			 const struct zt_comp *c)
+{
+	struct zt_extent *ne;
+
+	if (!c->length)
+		return 0; /* nothing stored: overlaps nothing */
+	if (z->next == z->ext_cap) {
+		z->ext_cap = z->ext_cap ? z->ext_cap * 2 : 64;
+		ne = reallocarray(z->ext, z->ext_cap, sizeof(*ne));
+		if (!ne)
+			return zt_oom(z);
+		z->ext = ne;
+	}
+	ne = &z->ext[z->next];
+	if (asprintf(&ne->label, "tensor '%.80s' component '%.40s'", o->name,
+		     c->role) < 0)
+		return zt_oom(z);
+	ne->offset = c->offset;
+	ne->length = c->length;
+	z->next++;
+	return 0;
+}
+
+static int cmp_extent(const void *a, const void *b)
+{
+	const struct zt_extent *x = a, *y = b;
+
+	if (x->offset != y->offset)
+		return x->offset < y->offset ? -1 : 1;
+	return 0;
+}
+
+/*
+ * No two stored extents may share a byte (the reference does not check).
+ * Zero-length components share no byte with anything, wherever they sit.
+ */
+static int zt_check_overlaps(struct zt_ctx *z)
+{
+	const struct zt_extent *prev = NULL, *e;
+	size_t i;
+
+	if (z->next < 2)
+		return 0;
+	qsort(z->ext, z->next, sizeof(*z->ext), cmp_extent);
+	for (i = 0; i < z->next; i++) {
+		e = &z->ext[i];
+		if (!e->length)
+			continue;
+		/* sorted and disjoint so far: prev ends furthest */
+		if (prev && e->offset < prev->offset + prev->length)
+			return tfs_diag_at(
+			    z->d, -EBADMSG, e->offset,
+			    "manifest: %s [%llu, +%llu) overlaps %s "
+			    "[%llu, +%llu)",
+			    e->label, (unsigned long long)e->offset,
+			    (unsigned long long)e->length, prev->label,
+			    (unsigned long long)prev->offset,
+			    (unsigned long long)prev->length);
+		prev = e;
+	}
+	return 0;
+}
+
+/* the implied dtype of a v1.0 (and v0.1) component (spec section 6) */
+static enum tfs_dtype zt_role_dtype(const struct zt_obj *o,
+				    const struct zt_comp *c)
+{
+	if (strcmp(c->role, "data") == 0 || strcmp(c->role, "values") == 0)
+		return o->dtype;
+	if ((strcmp(o->format, "sparse_csr") == 0 &&
+	     (strcmp(c->role, "indices") == 0 ||
+	      strcmp(c->role, "indptr") == 0)) ||
+	    (strcmp(o->format, "sparse_coo") == 0 &&
+	     strcmp(c->role, "coords") == 0))
+		return TFS_DTYPE_UINT64;
+	return TFS_DTYPE_UINT8;
+}
+
+static const struct zt_comp *zt_find(const struct zt_obj *o, const char *role)
+{
+	size_t i;
+
+	for (i = 0; i < o->ncomps; i++)
+		if (strcmp(o->comps[i].role, role) == 0)
+			return &o->comps[i];
+	return NULL;
+}
+
+/* where the stored bytes are; the decoded size of a zstd component */
+static int zt_check_comp(struct zt_ctx *z, const struct zt_obj *o,
+			 struct zt_comp *c, bool dense_data,
+			 uint64_t dense_bytes)
+{
+	char msg[TFS_ZSTD_MSG_MAX];
+	struct tfs_digest dg;
+	int ret;
+
+	if (c->offset % ZT_ALIGN)
+		return zt_err(z, -EBADMSG, c->offset, o,
+			      "component '%s': offset %llu is not a multiple "
+			      "of 64",
+			      c->role, (unsigned long long)c->offset);
+	if (c->offset < ZT_ALIGN ||
+	    !tfs_range_ok(c->offset, c->length, z->man_off))
+		return zt_err(z, -EBADMSG, c->offset, o,
+			      "component '%s': data [%llu, +%llu) is outside "
+			      "the data area [64, %llu)",
+			      c->role, (unsigned long long)c->offset,
+			      (unsigned long long)c->length,
+			      (unsigned long long)z->man_off);
+	if (tfs_digest_parse(c->digest, &dg))
+		return zt_err(z, -EBADMSG, z->man_off, o,
+			      "component '%s': digest: malformed value "
+			      "'%.80s'",
+			      c->role, c->digest);
+	if (!c->zstd) {
+		if (dense_data && c->length != dense_bytes)
+			return zt_err(z, -EBADMSG, z->man_off, o,
+				      "data: length %llu does not match shape "
+				      "x %u-byte %s = %llu",
+				      (unsigned long long)c->length,
+				      tfs_dtype_size(c->dtype),
+				      tfs_dtype_name(c->dtype),
+				      (unsigned long long)dense_bytes);
+		if (c->has_ulen && c->ulen != c->length)
+			return zt_err(z, -EBADMSG, z->man_off, o,
+				      "component '%s': uncompressed_length "
+				      "%llu differs from the raw length %llu",
+				      c->role, (unsigned long long)c->ulen,
+				      (unsigned long long)c->length);
+		c->size = c->length;
+		return 0;
+	}
+	if (c->has_ulen) {
+		if (c->ulen > ZT_DECODED_MAX)
+			return zt_err(z, -E2BIG, z->man_off, o,
+				      "component '%s': uncompressed_length "
+				      "%llu exceeds the 32 GiB limit",
+				      c->role, (unsigned long long)c->ulen);
+		if (dense_data && c->ulen != dense_bytes)
+			return zt_err(z, -EBADMSG, z->man_off, o,
+				      "component 'data': uncompressed_length "
+				      "%llu differs from shape x element size "
+				      "= %llu",
+				      (unsigned long long)c->ulen,
+				      (unsigned long long)dense_bytes);
+		c->size = c->ulen;
+		return 0;
+	}
+	if (dense_data) {
+		if (dense_bytes > ZT_DECODED_MAX)
+			return zt_err(z, -E2BIG, z->man_off, o,
+				      "decoded size %llu exceeds the 32 GiB "
+				      "limit",
+				      (unsigned long long)dense_bytes);
+		c->size = dense_bytes;
+		return 0;
+	}
+	/* nothing says how large it is: count it now (frames have no FCS) */
+	ret = tfs_zstd_decoded_size(z->src->data + c->offset, (size_t)c->length,
+				    ZT_DECODED_MAX, &c->size, msg);
+	if (ret == -ENOMEM)
+		return zt_oom(z);
+	if (ret)
+		return zt_err(z, ret, c->offset, o, "component '%s': %s",
+			      c->role, msg);
+	return 0;
+}
+
+static int zt_spec_common(struct zt_ctx *z, const struct zt_obj *o,
+			  struct tfs_tensor_spec *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->name = o->name;
+	s->name_len = o->name_len;
+	s->desc_offset = z->man_off;
+	return 0;
+}
+
+static void zt_comp_spec(const struct zt_comp *c, struct tfs_tensor_spec *s)
+{
+	s->dtype = tfs_dtype_name(c->dtype);
+	s->elem_size = tfs_dtype_size(c->dtype);
+	s->offset = c->offset;
+	s->length = c->length;
+	s->encoding = c->zstd ? TFS_ENCODING_ZSTD : TFS_ENCODING_RAW;
+	s->size = c->size;
+	s->digest = c->digest;
+}
+
+/* an attribute value as xattr text, or false when not small and scalar */
+static bool zt_attr_text(cbor_item_t *v, char *buf, size_t len)
+{
+	char *s;
+	size_t n;
+	double d;
+	int prec;
+
+	v = tfs_cbor_untag(v);
+	if (!v)
+		return false;
+	switch (cbor_typeof(v)) {
+	case CBOR_TYPE_UINT:
+		snprintf(buf, len, "%llu", (unsigned long long)cbor_get_int(v));
+		return true;
+	case CBOR_TYPE_NEGINT:
+		if (cbor_get_int(v) == UINT64_MAX)
+			snprintf(buf, len, "-18446744073709551616");
+		else
+			snprintf(buf, len, "-%llu",
+				 (unsigned long long)cbor_get_int(v) + 1);
+		return true;
+	case CBOR_TYPE_STRING:
+		if (tfs_cbor_text(v, &s, &n))
+			return false;
+		if (n >= len || memchr(s, '\0', n)) {
+			free(s);
+			return false;
+		}
+		memcpy(buf, s, n + 1);
+		free(s);
+		return true;
+	case CBOR_TYPE_FLOAT_CTRL:
+		if (cbor_float_get_width(v) == CBOR_FLOAT_0) {
+			if (cbor_is_bool(v))
+				snprintf(buf, len, "%s",
+					 cbor_get_bool(v) ? "true" : "false");
+			else if (cbor_is_null(v))
+				snprintf(buf, len, "null");
+			else
+				return false;
+			return true;
+		}
+		d = cbor_float_get_float(v);
+		/* the shortest text that reads back as the stored width */
+		for (prec = 1; prec <= 17; prec++) {
+			snprintf(buf, len, "%.*g", prec, d);
+			if (cbor_float_get_width(v) == CBOR_FLOAT_64
+				? strtod(buf, NULL) == d
+				: (float)strtod(buf, NULL) == (float)d)
+				break;
+		}
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* small scalar attributes as user.tensorfs.attr.<key> on @handle */
+static int zt_attr_xattrs(struct zt_ctx *z, uint32_t handle, cbor_item_t *m)
+{
+	char buf[ZT_ATTR_XATTR_MAX + 1], key[ZT_ATTR_KEY_MAX + 8];
+	struct cbor_pair *pairs;
+	size_t i, n, klen;
+	char *k;
+	int ret = 0;
+
+	m = tfs_cbor_untag(m);
+	if (!m || !cbor_isa_map(m))
+		return 0;
+	pairs = cbor_map_handle(m);
+	n = cbor_map_size(m);
+	for (i = 0; i < n && !ret; i++) {
+		if (tfs_cbor_text(pairs[i].key, &k, &klen))
+			continue;
+		if (klen && klen <= ZT_ATTR_KEY_MAX &&
+		    zt_attr_text(pairs[i].value, buf, sizeof(buf))) {
+			snprintf(key, sizeof(key), "attr.%s", k);
+			ret = tfs_builder_set_xattr_str(z->b, handle, key, buf);
+		}
+		free(k);
+	}
+	return ret ? zt_oom(z) : 0;
+}
+
+/* xattrs and manifest members every tensor file or group gets */
+static int zt_decorate(struct zt_ctx *z, const struct zt_obj *o,
+		       uint32_t handle)
+{
+	json_t *extra = tfs_builder_manifest_extra(z->b, handle);
+	int ret;
+
+	ret = tfs_builder_set_xattr_str(z->b, handle, "layout", o->format);
+	if (!ret && o->big_endian)
+		ret = tfs_builder_set_xattr_str(z->b, handle, "byte_order",
+						"big");
+	if (ret || !extra)
+		return zt_oom(z);
+	json_object_set_new(extra, "layout", json_string(o->format));
+	if (o->big_endian) {
+		json_t *meta = tfs_builder_metadata(z->b), *be;
+
+		json_object_set_new(extra, "byte_order", json_string("big"));
+		be = json_object_get(meta, "big_endian_tensors");
+		if (!be) {
+			be = json_array();
+			json_object_set_new(meta, "big_endian_tensors", be);
+		}
+		json_array_append_new(be, json_stringn(o->name, o->name_len));
+	}
+	if (o->attrs) {
+		json_object_set(extra, "attributes", o->attrs);
+		if (!z->obj_attrs)
+			z->obj_attrs = json_object();
+		json_object_setn(z->obj_attrs, o->name, o->name_len, o->attrs);
+	}
+	if (o->attrs_cbor)
+		return zt_attr_xattrs(z, handle, o->attrs_cbor);
+	/* v0.1 custom fields: JSON only; scalars as xattrs too */
+	if (o->attrs) {
+		const char *k;
+		json_t *v;
+		char *s;
+
+		json_object_foreach(o->attrs, k, v)
+		{
+			if (json_is_object(v) || json_is_array(v) ||
+			    strlen(k) > ZT_ATTR_KEY_MAX)
+				continue;
+			s = json_is_string(v) ? strdup(json_string_value(v))
+					      : json_dumps(v, JSON_ENCODE_ANY);
+			if (!s)
+				return zt_oom(z);
+			if (strlen(s) <= ZT_ATTR_XATTR_MAX) {
+				char key[ZT_ATTR_KEY_MAX + 8];
+
+				snprintf(key, sizeof(key), "attr.%s", k);
+				ret = tfs_builder_set_xattr_str(z->b, handle,
+								key, s);
+			}
+			free(s);
+			if (ret)
+				return zt_oom(z);
+		}
+	}
+	return 0;
+}
+
+/* per-file xattrs of one component (or of a dense tensor file) */
+static int zt_decorate_comp(struct zt_ctx *z, const struct zt_comp *c,
+			    uint32_t handle)
+{
+	struct tfs_digest dg;
+	json_t *extra;
+	int ret = 0;
+
+	tfs_digest_parse(c->digest, &dg); /* checked: cannot fail */
+	if (dg.alg == TFS_DIGEST_UNKNOWN)
+		ret = tfs_builder_set_xattr_str(
+		    z->b, handle, "digest_unverified", "unknown algorithm");
+	if (!ret && c->type) {
+		ret = tfs_builder_set_xattr_str(z->b, handle, "logical_type",
+						c->type);
+		extra = tfs_builder_manifest_extra(z->b, handle);
+		if (extra)
+			json_object_set_new(extra, "logical_type",
+					    json_string(c->type));
+	}
+	return ret ? zt_oom(z) : 0;
+}
+
+/* the natural shape of a component file (spec section 6) */
+static void zt_comp_shape(const struct zt_obj *o, const struct zt_comp *c,
+			  uint64_t nnz, bool have_nnz, uint64_t dims[2],
+			  size_t *ndim)
+{
+	uint64_t count = c->size / tfs_dtype_size(c->dtype), want;
+
+	*ndim = 1;
+	dims[0] = count;
+	if (strcmp(o->format, "sparse_coo") == 0 &&
+	    strcmp(c->role, "coords") == 0 && have_nnz &&
+	    tfs_mul_u64(nnz, o->ndim, &want) && want == count && o->ndim) {
+		*ndim = 2;
+		dims[0] = o->ndim;
+		dims[1] = nnz;
+	}
+}
+
+/* CSR count rules: warnings only, as the reference never checks them */
+static void zt_csr_warnings(struct zt_ctx *z, const struct zt_obj *o,
+			    uint64_t nnz)
+{
+	const struct zt_comp *ind = zt_find(o, "indices");
+	const struct zt_comp *ptr = zt_find(o, "indptr");
+	uint64_t n;
+
+	if (o->ndim != 2) {
+		zt_warn(z, "tensor '%.80s': sparse_csr with %zu dims, not 2",
+			o->name, o->ndim);
+		return;
+	}
+	if (ind && (n = ind->size / tfs_dtype_size(ind->dtype)) != nnz)
+		zt_warn(z,
+			"tensor '%.80s': sparse_csr: indices has %llu "
+			"entries, values %llu",
+			o->name, (unsigned long long)n,
+			(unsigned long long)nnz);
+	if (ptr &&
+	    (n = ptr->size / tfs_dtype_size(ptr->dtype)) != o->shape[0] + 1)
+		zt_warn(z,
+			"tensor '%.80s': sparse_csr: indptr has %llu "
+			"entries, rows + 1 = %llu",
+			o->name, (unsigned long long)n,
+			(unsigned long long)o->shape[0] + 1);
+}
+
+static int zt_emit_group(struct zt_ctx *z, struct zt_obj *o)
+{
+	struct tfs_tensor_spec s;
+	const struct zt_comp *v = zt_find(o, "values");
+	uint64_t nnz = 0, dims[2], want;
+	uint32_t group, h;
+	size_t i, ndim;
+	bool have_nnz = false;
+	int ret;
+
+	zt_spec_common(z, o, &s);
+	if (!v)
+		v = zt_find(o, "data");
+	if (o->dtype != TFS_DTYPE_INVALID)
+		s.dtype = tfs_dtype_name(o->dtype);
+	else if (v)
+		s.dtype = tfs_dtype_name(v->dtype);
+	s.ndim = o->ndim;
+	s.shape = o->shape;
+	v = zt_find(o, "values");
+	for (i = 0; i < o->ncomps; i++) {
+		/* dense with extra roles: 'data' still has the tensor's size */
+		bool dd =
+		    strcmp(o->format, "dense") == 0 &&
+		    strcmp(o->comps[i].role, "data") == 0 &&
+		    tfs_shape_product(o->shape, o->ndim, &want) &&
+		    tfs_mul_u64(want, tfs_dtype_size(o->comps[i].dtype), &want);
+
+		ret = zt_check_comp(z, o, &o->comps[i], dd, dd ? want : 0);
+		if (ret)
+			return ret;
+		if (o->comps[i].size % tfs_dtype_size(o->comps[i].dtype))
+			return zt_err(z, -EBADMSG, z->man_off, o,
+				      "component '%s': %llu bytes is not a "
+				      "multiple of the %u-byte %s",
+				      o->comps[i].role,
+				      (unsigned long long)o->comps[i].size,
+				      tfs_dtype_size(o->comps[i].dtype),
+				      tfs_dtype_name(o->comps[i].dtype));
+	}
+	if (v) {
+		nnz = v->size / tfs_dtype_size(v->dtype);
+		have_nnz = true;
+	}
+	if (strcmp(o->format, "sparse_coo") == 0 && have_nnz) {
+		const struct zt_comp *co = zt_find(o, "coords");
+
+		if (co && (!tfs_mul_u64(nnz, o->ndim, &want) ||
+			   co->size / tfs_dtype_size(co->dtype) != want))
+			return zt_err(
+			    z, -EBADMSG, z->man_off, o,
+			    "sparse_coo: coords holds %llu indices, "
+			    "not ndim x nnz = %zu x %llu",
+			    (unsigned long long)(co->size /
+						 tfs_dtype_size(co->dtype)),
+			    o->ndim, (unsigned long long)nnz);
+	}
+	if (strcmp(o->format, "sparse_csr") == 0 && have_nnz)
+		zt_csr_warnings(z, o, nnz);
+	ret = tfs_builder_add_group(z->b, &s, &group, z->d);
+	if (!ret)
+		ret = zt_decorate(z, o, group);
+	for (i = 0; i < o->ncomps && !ret; i++) {
+		struct zt_comp *c = &o->comps[i];
+
+		zt_spec_common(z, o, &s);
+		zt_comp_spec(c, &s);
+		zt_comp_shape(o, c, nnz, have_nnz, dims, &ndim);
+		s.ndim = ndim;
+		s.shape = dims;
+		ret = tfs_builder_add_component(z->b, group, c->role, &s, &h,
+						z->d);
+		if (!ret)
+			ret = zt_decorate_comp(z, c, h);
+		if (!ret)
+			ret = zt_extent_add(z, o, c);
+	}
+	return ret;
+}
+
+static int zt_emit(struct zt_ctx *z, struct zt_obj *o)
+{
+	struct tfs_tensor_spec s;
+	struct zt_comp *c;
+	uint64_t count, bytes;
+	uint32_t h;
+	size_t i;
+	int ret;
+
+	/* v0.1 / v1.0: dtypes follow from the roles */
+	for (i = 0; i < o->ncomps; i++)
+		if (o->dtype != TFS_DTYPE_INVALID)
+			o->comps[i].dtype = zt_role_dtype(o, &o->comps[i]);
+	if (strcmp(o->format, "dense") != 0 || o->ncomps != 1 ||
+	    strcmp(o->comps[0].role, "data") != 0) {
+		if (strcmp(o->format, "dense") == 0 && !zt_find(o, "data"))
+			return zt_err(z, -EBADMSG, z->man_off, o,
+				      "components: a dense tensor has no "
+				      "'data'");
+		return zt_emit_group(z, o);
+	}
+	c = &o->comps[0];
+	if (!tfs_shape_product(o->shape, o->ndim, &count) ||
+	    !tfs_mul_u64(count, tfs_dtype_size(c->dtype), &bytes))
+		return zt_err(z, -EBADMSG, z->man_off, o,
+			      "shape: element count x element size "
+			      "overflows 64 bits");
+	ret = zt_check_comp(z, o, c, true, bytes);
+	if (ret)
+		return ret;
+	zt_spec_common(z, o, &s);
+	zt_comp_spec(c, &s);
+	s.ndim = o->ndim;
+	s.shape = o->shape;
+	ret = tfs_builder_add_tensor(z->b, &s, &h, z->d);
+	if (!ret)
+		ret = zt_decorate(z, o, h);
+	if (!ret)
+		ret = zt_decorate_comp(z, c, h);
+	if (!ret)
+		ret = zt_extent_add(z, o, c);
+	return ret;
+}
+
+/* ---- manifests ----------------------------------------------------------- */
+
+/* a map of name -> tensor/object; @parse fills a zt_obj from one pair */
+static int zt_name_map(struct zt_ctx *z, cbor_item_t *root, const char *key,
+		       int (*parse)(struct zt_ctx *, cbor_item_t *,
+				    cbor_item_t *, struct zt_obj *))
+{
+	cbor_item_t *m = tfs_cbor_untag(tfs_cbor_get(root, key));
+	struct cbor_pair *pairs;
+	struct zt_obj o = {0};
+	size_t i, n;
+	int ret;
+
+	if (!m)
+		return zt_err(z, -EBADMSG, z->man_off, NULL, "%s: missing",
+			      key);
+	ret = zt_struct_map(z, m, NULL, key);
+	if (ret)
+		return ret;
+	pairs = cbor_map_handle(m);
+	n = cbor_map_size(m);
+	for (i = 0; i < n && !ret; i++) {
+		ret =
+		    parse(z, pairs[i].key, tfs_cbor_untag(pairs[i].value), &o);
+		if (!ret)
+			ret = zt_emit(z, &o);
+		zt_obj_free(&o);
+	}
+	return ret;
+}
+
+static int zt_meta_text(struct zt_ctx *z, cbor_item_t *root, const char *key,
+			bool required)
+{
+	char *s;
+	int ret = zt_text(z, root, key, required, NULL, &s);
+
+	if (ret || !s)
+		return ret;
+	json_object_set_new(tfs_builder_metadata(z->b), key, json_string(s));
+	if (strcmp(key, "version") == 0 &&
+	    tfs_builder_set_xattr_str(z->b, TFS_BUILDER_ROOT, "ztensor.version",
+				      s))
+		ret = zt_oom(z);
+	free(s);
+	return ret;
+}
+
+/* root attributes: metadata.json, and small scalars as root xattrs */
+static int zt_root_attributes(struct zt_ctx *z, cbor_item_t *root,
+			      bool required, bool text_only)
+{
+	cbor_item_t *attrs = tfs_cbor_get(root, "attributes");
+	json_t *ja;
+	int ret;
+
+	if (!attrs)
+		return required ? zt_err(z, -EBADMSG, z->man_off, NULL,
+					 "attributes: missing")
+				: 0;
+	ret = zt_attributes(z, attrs, NULL, text_only, &ja);
+	if (ret)
+		return ret;
+	json_object_set_new(tfs_builder_metadata(z->b), "attributes", ja);
+	return zt_attr_xattrs(z, TFS_BUILDER_ROOT, attrs);
+}
+
+static int zt_load_v10(struct zt_ctx *z, cbor_item_t *root)
+{
+	int ret;
+
+	ret = zt_meta_text(z, root, "version", true);
+	if (!ret)
+		ret = zt_meta_text(z, root, "generator", true);
+	if (!ret)
+		ret = zt_root_attributes(z, root, true, true);
+	if (!ret)
+		ret = zt_name_map(z, root, "tensors", zt_tensor_v10);
+	return ret;
+}
+
+static int zt_load_v11(struct zt_ctx *z, cbor_item_t *root)
+{
+	int ret;
+
+	ret = zt_meta_text(z, root, "version", true);
+	if (!ret)
+		ret = zt_root_attributes(z, root, false, false);
+	if (!ret)
+		ret = zt_name_map(z, root, "objects", zt_object_v11);
+	return ret;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* v0.1 names live in an array: refuse one given twice (the builder would
+ * keep both under different paths, hiding the clash) */
+static int zt_v01_unique(struct zt_ctx *z, cbor_item_t *root)
+{
+	size_t i, k = 0, n = cbor_array_size(root);
+	char **names = calloc(n ? n : 1, sizeof(*names));
+	int ret = 0;
+
+	if (!names)
+		return zt_oom(z);
+	for (i = 0; i < n; i++)
+		if (tfs_cbor_text(
+			tfs_cbor_get(cbor_array_handle(root)[i], "name"),
+			&names[k], NULL) == 0)
+			k++;
+	qsort(names, k, sizeof(*names), cmp_str);
+	for (i = 1; i < k && !ret; i++)
+		if (strcmp(names[i - 1], names[i]) == 0)
+			ret = zt_err(z, -EBADMSG, z->man_off, NULL,
+				     "tensor '%.80s' given twice", names[i]);
+	for (i = 0; i < k; i++)
+		free(names[i]);
+	free(names);
+	return ret;
+}
+
+static int zt_load_v01(struct zt_ctx *z, cbor_item_t *root)
+{
+	json_t *skipped = NULL;
+	struct zt_obj o = {0};
+	char *layout = NULL;
+	size_t i, n = cbor_array_size(root);
+	int ret = zt_v01_unique(z, root);
+
+	for (i = 0; i < n && !ret; i++) {
+		ret = zt_entry_v01(z, cbor_array_handle(root)[i], &o, &layout);
+		if (!ret && layout && *layout && strcmp(layout, "dense") != 0) {
+			/* the reference skips these silently; we say so */
+			zt_warn(z,
+				"tensor '%.80s': v0.1 layout '%.40s' skipped, "
+				"as by the reference reader",
+				o.name, layout);
+			if (!skipped)
+				skipped = json_array();
+			json_array_append_new(
+			    skipped, json_pack("{s:s,s:s}", "name", o.name,
+					       "layout", layout));
+		} else if (!ret) {
+			ret = zt_emit(z, &o);
+		}
+		zt_obj_free(&o);
+		free(layout);
+		layout = NULL;
+	}
+	if (skipped)
+		json_object_set_new(tfs_builder_metadata(z->b),
+				    "skipped_tensors", skipped);
+	return ret;
 }
 
 /* locate the manifest (spec section 2) */
@@ -111,292 +1328,56 @@ static int zt_locate(struct zt_ctx *z)
 				   (unsigned long long)m,
 				   (unsigned long long)limit);
 	if (m > ZT_MANIFEST_MAX)
-		return tfs_diag_at(z->d, -E2BIG, src->size - trailer,
-				   "manifest_size: %llu exceeds the 1 GiB limit",
-				   (unsigned long long)m);
+		return tfs_diag_at(
+		    z->d, -E2BIG, src->size - trailer,
+		    "manifest_size: %llu exceeds the 1 GiB limit",
+		    (unsigned long long)m);
 	z->man_len = m;
 	z->man_off = src->size - trailer - m;
 	return 0;
 }
 
-static int zt_field_err(struct zt_ctx *z, const char *name, const char *what)
-{
-	return tfs_diag_at(z->d, -EBADMSG, z->man_off,
-			   "manifest: tensor '%s': %s", name, what);
-}
+static const char *const zt_generation[] = {
+    [ZT_FORM_V01] = "v0.1",
+    [ZT_FORM_V10] = "v1.0",
+    [ZT_FORM_FOOTER] = "v1.1/v1.2",
+};
 
-static int zt_shape(struct zt_ctx *z, const char *name, cbor_item_t *item,
-		    uint64_t **shape, size_t *ndim)
+/* the manifest's root must match the form (spec section 2, step 4) */
+static int zt_check_schema(struct zt_ctx *z, cbor_item_t *root)
 {
-	size_t i, n;
-
-	item = tfs_cbor_untag(item);
-	if (!item || !cbor_isa_array(item))
-		return zt_field_err(z, name, "shape: not an array");
-	n = cbor_array_size(item);
-	*shape = calloc(n ? n : 1, sizeof(**shape));
-	if (!*shape)
-		return tfs_diag_set(z->d, -ENOMEM, "out of memory");
-	for (i = 0; i < n; i++)
-		if (!tfs_cbor_uint(cbor_array_handle(item)[i], &(*shape)[i]))
-			return zt_field_err(z, name,
-					    "shape: a dim is not an unsigned "
-					    "integer");
-	*ndim = n;
+	if (z->form == ZT_FORM_V01)
+		return cbor_isa_array(root)
+			   ? 0
+			   : tfs_diag_at(z->d, -EBADMSG, z->man_off,
+					 "manifest: a v0.1 (ZTEN0001) "
+					 "manifest must be an array");
+	if (!cbor_isa_map(root))
+		return tfs_diag_at(z->d, -EBADMSG, z->man_off,
+				   "manifest: root is not a map");
+	if (z->form == ZT_FORM_FOOTER && !tfs_cbor_get(root, "objects"))
+		return tfs_diag_at(z->d, -EBADMSG, z->man_off,
+				   "manifest: no 'objects' key (a footer-form "
+				   "v1.1/v1.2 file needs one%s)",
+				   tfs_cbor_get(root, "tensors")
+				       ? "; 'tensors' is the v1.0 schema"
+				       : "");
+	if (z->form == ZT_FORM_V10 && !tfs_cbor_get(root, "tensors"))
+		return tfs_diag_at(
+		    z->d, -EBADMSG, z->man_off,
+		    "manifest: no 'tensors' key (a v1.1+ "
+		    "'objects' manifest needs the footer magic)");
 	return 0;
-}
-
-/* one v1.0 component map: offset, length, encoding?, digest? */
-static int zt_component_v10(struct zt_ctx *z, const char *name,
-			    cbor_item_t *comp, struct tfs_tensor_spec *spec)
-{
-	cbor_item_t *off, *len, *enc, *dig;
-	char *bad = NULL;
-	int ret;
-
-	ret = tfs_cbor_keys_check(comp, &bad);
-	if (ret) {
-		ret = tfs_diag_at(z->d, -EBADMSG, z->man_off,
-				  "manifest: tensor '%s': component: %s%s",
-				  name, bad ? "duplicate key " : "bad keys",
-				  bad ? bad : "");
-		free(bad);
-		return ret;
-	}
-	off = tfs_cbor_get(comp, "offset");
-	len = tfs_cbor_get(comp, "length");
-	enc = tfs_cbor_get(comp, "encoding");
-	dig = tfs_cbor_get(comp, "digest");
-	if (!off || !tfs_cbor_uint(off, &spec->offset))
-		return zt_field_err(z, name, "offset: missing or not an "
-					     "unsigned integer");
-	if (!len || !tfs_cbor_uint(len, &spec->length))
-		return zt_field_err(z, name, "length: missing or not an "
-					     "unsigned integer");
-	if (enc && !tfs_cbor_text_eq(enc, "raw")) {
-		if (tfs_cbor_text_eq(enc, "zstd"))
-			return tfs_diag_at(z->d, -ENOTSUP, z->man_off,
-					   "manifest: tensor '%s': encoding: "
-					   "zstd is not supported yet",
-					   name);
-		return zt_field_err(z, name, "encoding: unknown value");
-	}
-	if (dig)
-		return tfs_diag_at(z->d, -ENOTSUP, z->man_off,
-				   "manifest: tensor '%s': digest: checking "
-				   "digests is not supported yet",
-				   name);
-	if (spec->offset % ZT_ALIGN)
-		return tfs_diag_at(z->d, -EBADMSG, spec->offset,
-				   "manifest: tensor '%s': offset %llu is not "
-				   "a multiple of 64",
-				   name, (unsigned long long)spec->offset);
-	if (spec->offset < ZT_ALIGN ||
-	    !tfs_range_ok(spec->offset, spec->length, z->man_off))
-		return tfs_diag_at(z->d, -EBADMSG, spec->offset,
-				   "manifest: tensor '%s': data [%llu, +%llu) "
-				   "is outside the data area [64, %llu)",
-				   name, (unsigned long long)spec->offset,
-				   (unsigned long long)spec->length,
-				   (unsigned long long)z->man_off);
-	spec->encoding = TFS_ENCODING_RAW;
-	spec->size = spec->length;
-	return 0;
-}
-
-static int zt_tensor_v10(struct zt_ctx *z, cbor_item_t *key, cbor_item_t *t)
-{
-	struct tfs_tensor_spec spec = { 0 };
-	cbor_item_t *dtype, *shape, *format, *comps, *data = NULL;
-	char *name = NULL, *dt = NULL, *bad = NULL;
-	struct cbor_pair *pairs;
-	enum tfs_dtype dtv;
-	size_t name_len, i, n;
-	uint64_t *dims = NULL;
-	int ret;
-
-	ret = tfs_cbor_text(key, &name, &name_len);
-	if (ret) {
-		ret = tfs_diag_at(z->d, -EBADMSG, z->man_off,
-				  "manifest: tensors: a name is not UTF-8 "
-				  "text");
-		goto out;
-	}
-	ret = tfs_cbor_keys_check(t, &bad);
-	if (ret) {
-		ret = zt_field_err(z, name, bad ? "duplicate key"
-						: "not a map with text keys");
-		goto out;
-	}
-	dtype = tfs_cbor_get(t, "dtype");
-	shape = tfs_cbor_get(t, "shape");
-	format = tfs_cbor_get(t, "format");
-	comps = tfs_cbor_untag(tfs_cbor_get(t, "components"));
-	if (!dtype || tfs_cbor_text(dtype, &dt, NULL)) {
-		ret = zt_field_err(z, name, "dtype: missing or not text");
-		goto out;
-	}
-	dtv = zt_long_dtype(dt);
-	if (dtv == TFS_DTYPE_INVALID) {
-		ret = tfs_diag_at(z->d, -EBADMSG, z->man_off,
-				  "manifest: tensor '%s': dtype: unknown "
-				  "dtype '%s'",
-				  name, dt);
-		goto out;
-	}
-	if (!shape) {
-		ret = zt_field_err(z, name, "shape: missing");
-		goto out;
-	}
-	ret = zt_shape(z, name, shape, &dims, &spec.ndim);
-	if (ret)
-		goto out;
-	if (!format || !cbor_isa_string(tfs_cbor_untag(format))) {
-		ret = zt_field_err(z, name, "format: missing or not text");
-		goto out;
-	}
-	if (!tfs_cbor_text_eq(format, "dense")) {
-		ret = tfs_diag_at(z->d, -ENOTSUP, z->man_off,
-				  "manifest: tensor '%s': format: only dense "
-				  "tensors are supported yet",
-				  name);
-		goto out;
-	}
-	if (!comps || !cbor_isa_map(comps)) {
-		ret = zt_field_err(z, name, "components: missing or not a map");
-		goto out;
-	}
-	ret = tfs_cbor_keys_check(comps, &bad);
-	if (ret) {
-		ret = zt_field_err(z, name, bad ? "components: duplicate role"
-						: "components: bad role");
-		goto out;
-	}
-	pairs = cbor_map_handle(comps);
-	n = cbor_map_size(comps);
-	for (i = 0; i < n; i++) {
-		if (!tfs_cbor_text_eq(pairs[i].key, "data")) {
-			ret = tfs_diag_at(z->d, -ENOTSUP, z->man_off,
-					  "manifest: tensor '%s': components: "
-					  "a dense tensor with roles other "
-					  "than 'data' is not supported yet",
-					  name);
-			goto out;
-		}
-		data = tfs_cbor_untag(pairs[i].value);
-	}
-	if (!data || !cbor_isa_map(data)) {
-		ret = zt_field_err(z, name, "components: no 'data' map");
-		goto out;
-	}
-	ret = zt_component_v10(z, name, data, &spec);
-	if (ret)
-		goto out;
-	spec.name = name;
-	spec.name_len = name_len;
-	spec.dtype = tfs_dtype_name(dtv);
-	spec.elem_size = tfs_dtype_size(dtv);
-	spec.shape = dims;
-	spec.desc_offset = z->man_off;
-	ret = tfs_builder_add_tensor(z->b, &spec, NULL, z->d);
-out:
-	free(name);
-	free(dt);
-	free(bad);
-	free(dims);
-	return ret;
-}
-
-static int zt_metadata_text(struct zt_ctx *z, cbor_item_t *root,
-			    const char *key, bool required)
-{
-	cbor_item_t *v = tfs_cbor_get(root, key);
-	char *s;
-
-	if (!v)
-		return required ? tfs_diag_at(z->d, -EBADMSG, z->man_off,
-					      "manifest: %s: missing", key)
-				: 0;
-	if (tfs_cbor_text(v, &s, NULL))
-		return tfs_diag_at(z->d, -EBADMSG, z->man_off,
-				   "manifest: %s: not UTF-8 text", key);
-	json_object_set_new(tfs_builder_metadata(z->b), key, json_string(s));
-	if (strcmp(key, "version") == 0)
-		tfs_builder_set_xattr_str(z->b, TFS_BUILDER_ROOT,
-					  "ztensor.version", s);
-	free(s);
-	return 0;
-}
-
-static int zt_load_v10(struct zt_ctx *z, cbor_item_t *root)
-{
-	cbor_item_t *attrs, *tensors;
-	struct cbor_pair *pairs;
-	json_t *meta = tfs_builder_metadata(z->b), *ja;
-	char *bad = NULL;
-	size_t i, n;
-	int ret;
-
-	json_object_set_new(meta, "generation", json_string("v1.0"));
-	ret = zt_metadata_text(z, root, "version", true);
-	if (!ret)
-		ret = zt_metadata_text(z, root, "generator", true);
-	if (ret)
-		return ret;
-	/* attributes: required, text -> text */
-	attrs = tfs_cbor_untag(tfs_cbor_get(root, "attributes"));
-	if (!attrs || !cbor_isa_map(attrs))
-		return tfs_diag_at(z->d, -EBADMSG, z->man_off,
-				   "manifest: attributes: missing or not a "
-				   "map");
-	ret = tfs_cbor_keys_check(attrs, &bad);
-	if (ret) {
-		ret = tfs_diag_at(z->d, -EBADMSG, z->man_off,
-				  "manifest: attributes: %s%s",
-				  bad ? "duplicate key " : "a key is not text",
-				  bad ? bad : "");
-		free(bad);
-		return ret;
-	}
-	pairs = cbor_map_handle(attrs);
-	n = cbor_map_size(attrs);
-	for (i = 0; i < n; i++)
-		if (!cbor_isa_string(tfs_cbor_untag(pairs[i].value)))
-			return tfs_diag_at(z->d, -EBADMSG, z->man_off,
-					   "manifest: attributes: a value is "
-					   "not text");
-	ja = tfs_cbor_to_json(attrs);
-	if (!ja)
-		return tfs_diag_at(z->d, -EBADMSG, z->man_off,
-				   "manifest: attributes: not UTF-8");
-	json_object_set_new(meta, "attributes", ja);
-
-	tensors = tfs_cbor_untag(tfs_cbor_get(root, "tensors"));
-	if (!tensors || !cbor_isa_map(tensors))
-		return tfs_diag_at(z->d, -EBADMSG, z->man_off,
-				   "manifest: tensors: missing or not a map");
-	ret = tfs_cbor_keys_check(tensors, &bad);
-	if (ret) {
-		ret = tfs_diag_at(z->d, -EBADMSG, z->man_off,
-				  "manifest: tensors: %s%s",
-				  bad ? "duplicate name " : "a name is not text",
-				  bad ? bad : "");
-		free(bad);
-		return ret;
-	}
-	pairs = cbor_map_handle(tensors);
-	n = cbor_map_size(tensors);
-	for (i = 0; i < n && !ret; i++)
-		ret = zt_tensor_v10(z, pairs[i].key, pairs[i].value);
-	return ret;
 }
 
 static int zt_load(const struct tfs_source *src, struct tfs_builder *b,
 		   struct tfs_diag *d)
 {
-	struct zt_ctx z = { .src = src, .b = b, .d = d };
-	cbor_item_t *root = NULL;
+	struct zt_ctx z = {.src = src, .b = b, .d = d};
+	json_t *meta = tfs_builder_metadata(b);
+	cbor_item_t *root = NULL, *r;
 	uint64_t used;
+	size_t i;
 	int ret;
 
 	if (src->size < 8)
@@ -404,38 +1385,46 @@ static int zt_load(const struct tfs_source *src, struct tfs_builder *b,
 	ret = zt_locate(&z);
 	if (ret)
 		return ret;
-	if (z.form == ZT_FORM_V01)
-		return tfs_diag_at(d, -ENOTSUP, 0,
-				   "magic: zTensor v0.1 (ZTEN0001) is not "
-				   "supported yet");
-	if (z.form == ZT_FORM_FOOTER)
-		return tfs_diag_at(d, -ENOTSUP, src->size - 8,
-				   "footer: zTensor v1.1/v1.2 (footer magic) "
-				   "is not supported yet");
 	ret = tfs_cbor_decode(src->data + z.man_off, z.man_len, z.man_off,
 			      TFS_CBOR_MAX_DEPTH, &root, &used, d);
 	if (ret)
 		return ret;
-	if (!cbor_isa_map(tfs_cbor_untag(root))) {
-		ret = tfs_diag_at(d, -EBADMSG, z.man_off,
-				  "manifest: root is not a map");
+	r = tfs_cbor_untag(root);
+	ret = zt_check_schema(&z, r);
+	if (ret)
+		goto out;
+	json_object_set_new(meta, "generation",
+			    json_string(zt_generation[z.form]));
+	if (tfs_builder_set_xattr_str(b, TFS_BUILDER_ROOT, "ztensor.generation",
+				      zt_generation[z.form])) {
+		ret = zt_oom(&z);
 		goto out;
 	}
-	if (!tfs_cbor_get(root, "tensors")) {
-		ret = tfs_diag_at(d, -EBADMSG, z.man_off,
-				  "manifest: no 'tensors' key (a v1.1+ "
-				  "'objects' manifest needs the footer magic)");
-		goto out;
-	}
-	ret = zt_load_v10(&z, tfs_cbor_untag(root));
+	if (z.form == ZT_FORM_V01)
+		ret = zt_load_v01(&z, r);
+	else if (z.form == ZT_FORM_V10)
+		ret = zt_load_v10(&z, r);
+	else
+		ret = zt_load_v11(&z, r);
+	if (!ret)
+		ret = zt_check_overlaps(&z);
+	if (!ret && z.obj_attrs)
+		json_object_set(meta, "object_attributes", z.obj_attrs);
+	if (!ret && z.warnings)
+		json_object_set(meta, "warnings", z.warnings);
 out:
+	for (i = 0; i < z.next; i++)
+		free(z.ext[i].label);
+	free(z.ext);
+	json_decref(z.obj_attrs);
+	json_decref(z.warnings);
 	cbor_decref(&root);
 	return ret;
 }
 
 const struct tfs_format tfs_format_ztensor = {
-	.name = "ztensor",
-	.description = "zTensor 1.x (.zt)",
-	.probe = zt_probe,
-	.load = zt_load,
+    .name = "ztensor",
+    .description = "zTensor 1.x (.zt): v0.1, v1.0, v1.1, v1.2",
+    .probe = zt_probe,
+    .load = zt_load,
 };

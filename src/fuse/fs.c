@@ -270,7 +270,8 @@ static void tfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	ret = tfs_image_read(fs->img, node, (uint64_t)off, size, &v);
 	if (ret) {
-		if (ret == -EIO)
+		/* integrity failures were logged once, with their reason */
+		if (ret == -EIO && !tfs_image_node_failed(fs->img, node))
 			fuse_log(FUSE_LOG_ERR,
 				 "tensorfs: %s: read of '%s' at %lld failed: "
 				 "the container no longer holds these bytes "

@@ -5,9 +5,14 @@
  * returns when the mount is ready.  A refused container never leaves a mount
  * behind.  SIGINT/SIGTERM/SIGHUP end the loop and unmount (libfuse's
  * handlers).  Logs go to stderr in the foreground, to syslog once detached.
+ * Our own options: flat, cache_size=SIZE (decoded zstd data kept in
+ * memory), verify=off|first|always (digest checks); the read path reports
+ * integrity failures through fuse_log.
  */
 #define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
+#include <stdbool.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,11 +27,15 @@
 struct mount_opts {
 	char *container;
 	int flat;
+	char *cache_size;
+	char *verify;
 };
 
 static const struct fuse_opt opt_spec[] = {
 	{ "flat", offsetof(struct mount_opts, flat), 1 },
-	FUSE_OPT_END,
+	{ "cache_size=%s", offsetof(struct mount_opts, cache_size), 0 },
+	{ "verify=%s", offsetof(struct mount_opts, verify), 0 },
+    FUSE_OPT_END,
 };
 
 static int opt_proc(void *data, const char *arg, int key,
@@ -48,6 +57,37 @@ static void log_to_syslog(enum fuse_log_level level, const char *fmt,
 	vsyslog((int)level, fmt, ap);
 }
 
+/* integrity failures seen by the read path (core/image.c) */
+static void log_integrity(void *arg, const char *line)
+{
+	(void)arg;
+	fuse_log(FUSE_LOG_ERR, "tensorfs: %s\n", line);
+}
+
+/* -o cache_size= and -o verify= into @io; false (and a message) if bad */
+static bool read_options(const struct mount_opts *mo,
+			 struct tfs_image_options *io)
+{
+	memset(io, 0, sizeof(*io));
+	io->log = log_integrity;
+	if (mo->cache_size &&
+	    (tfs_parse_size(mo->cache_size, &io->cache_size) ||
+	     io->cache_size < TFS_CACHE_SIZE_MIN)) {
+		fprintf(stderr,
+			"%s: cache_size=%s: expected a size of at least 1M, "
+			"such as 256M or 2G\n",
+			tfs_progname, mo->cache_size);
+		return false;
+	}
+	if (mo->verify && tfs_parse_verify_mode(mo->verify, &io->verify)) {
+		fprintf(stderr,
+			"%s: verify=%s: expected off, first or always\n",
+			tfs_progname, mo->verify);
+		return false;
+	}
+	return true;
+}
+
 static void mount_help(void)
 {
 	printf("\nFUSE options:\n");
@@ -63,6 +103,7 @@ int tfs_mount_main(int argc, char **argv)
 	struct fuse_session *se = NULL;
 	struct mount_opts mo = { 0 };
 	struct tfs_build_options bo = { 0 };
+	struct tfs_image_options io;
 	struct tfs_fs fs = { 0 };
 	char *mopts = NULL, *fsname = NULL;
 	int ret = TFS_EXIT_USAGE;
@@ -91,10 +132,16 @@ int tfs_mount_main(int argc, char **argv)
 		goto out;
 	}
 
+	if (!read_options(&mo, &io))
+		goto out;
 	bo.flat = mo.flat;
 	ret = tfs_cli_open(mo.container, &bo, &fs.img);
 	if (ret)
 		goto out;
+	if (tfs_image_configure(fs.img, &io)) {
+		ret = TFS_EXIT_USAGE;
+		goto out;
+	}
 	fs.uid = getuid();
 	fs.gid = getgid();
 
@@ -110,6 +157,12 @@ int tfs_mount_main(int argc, char **argv)
 	se = fuse_session_new(&args, &tfs_fuse_ops, sizeof(tfs_fuse_ops), &fs);
 	if (!se)
 		goto out;
+	/*
+	 * A shell starts background jobs with SIGINT ignored, and libfuse
+	 * leaves ignored signals alone; "kill -INT" must still unmount.
+	 */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out_session;
 	if (fuse_session_mount(se, co.mountpoint) != 0)
@@ -135,7 +188,10 @@ int tfs_mount_main(int argc, char **argv)
 		fuse_loop_cfg_set_idle_threads(lc, co.max_idle_threads);
 		ret = fuse_session_loop_mt(se, lc);
 	}
-	ret = ret == 0 ? TFS_EXIT_OK : TFS_EXIT_IO;
+	/* a loop ended by SIGINT/SIGTERM/SIGHUP reports the signal: clean */
+	ret = ret == 0 || ret == SIGINT || ret == SIGTERM || ret == SIGHUP
+		  ? TFS_EXIT_OK
+		  : TFS_EXIT_IO;
 out_unmount:
 	fuse_session_unmount(se);
 out_signals:
@@ -148,6 +204,8 @@ out:
 	tfs_image_close(fs.img);
 	free(co.mountpoint);
 	free(mo.container);
+	free(mo.cache_size);
+	free(mo.verify);
 	free(mopts);
 	free(fsname);
 	fuse_opt_free_args(&args);
