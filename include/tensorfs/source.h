@@ -7,10 +7,14 @@
  * immutable after open and may be read from any thread.
  *
  * A mapped file can shrink under us (another process truncates it): touching
- * a page past the new end raises SIGBUS.  Readers only touch the mapping while
- * the image is loaded (the file was just stat'ed); the daemon re-checks the
- * live size with tfs_source_live_range_ok() before it hands a range to the
- * kernel, so a shrunken file gives EIO instead of a crash.
+ * a page past the new end raises SIGBUS.  Two defences:
+ *   - the daemon re-checks the live size with tfs_source_live_range_ok()
+ *     before it hands a range to the kernel (which then copies it; a page
+ *     that vanishes during that copy fails the request with EIO in the
+ *     kernel, no signal);
+ *   - code that reads the mapping itself for a long time (zstd decoding,
+ *     digests) runs inside tfs_source_guard(), which turns a SIGBUS into
+ *     -EFAULT once tfs_source_catch_sigbus() installed the handler.
  */
 #ifndef TENSORFS_SOURCE_H
 #define TENSORFS_SOURCE_H
@@ -51,5 +55,21 @@ bool tfs_source_range_ok(const struct tfs_source *s, uint64_t off,
  */
 bool tfs_source_live_range_ok(const struct tfs_source *s, uint64_t off,
 			      uint64_t len);
+
+/*
+ * Install the process-wide SIGBUS handler that tfs_source_guard() needs.
+ * Call once, early (main does).  0 or -errno.
+ */
+int tfs_source_catch_sigbus(void);
+
+/*
+ * Run @fn(@arg).  If it touches a mapped page whose file bytes are gone
+ * (SIGBUS), it is abandoned at that point and -EFAULT is returned instead.
+ * @fn must only read memory and compute: hold no lock, allocate nothing
+ * that an abandoned run would leak, and leave any state it updates
+ * unusable for the caller to discard.  Without the handler installed this
+ * is a plain call.  Thread-safe; nests.
+ */
+int tfs_source_guard(int (*fn)(void *arg), void *arg);
 
 #endif

@@ -8,6 +8,7 @@
 
 #include "config.h"
 #include "cli/cli.h"
+#include "tensorfs/source.h"
 
 const char *tfs_progname = "tensorfs";
 
@@ -67,6 +68,8 @@ int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : NULL;
 
+	/* a container truncated while we decode it: -EIO, not a crash */
+	tfs_source_catch_sigbus();
 	if (!cmd) {
 		usage(stderr);
 		return TFS_EXIT_USAGE;

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "tensorfs/digest.h"
+#include "tensorfs/source.h"
 
 #define CRC32C_POLY 0x82F63B78u
 
@@ -246,13 +247,34 @@ int tfs_digest_begin(struct tfs_digest_ctx **out, enum tfs_digest_alg alg)
 	return 0;
 }
 
-int tfs_digest_update(struct tfs_digest_ctx *c, const void *p, size_t len)
+struct update_args {
+	struct tfs_digest_ctx *c;
+	const void *p;
+	size_t len;
+};
+
+static int update_fn(void *arg)
 {
-	if (c->alg == TFS_DIGEST_CRC32C) {
-		c->crc = tfs_crc32c(c->crc, p, len);
+	struct update_args *a = arg;
+
+	if (a->c->alg == TFS_DIGEST_CRC32C) {
+		a->c->crc = tfs_crc32c(a->c->crc, a->p, a->len);
 		return 0;
 	}
-	return EVP_DigestUpdate(c->md, p, len) == 1 ? 0 : -ENOMEM;
+	return EVP_DigestUpdate(a->c->md, a->p, a->len) == 1 ? 0 : -ENOMEM;
+}
+
+/*
+ * The bytes hashed are usually the container's mapping, which may shrink
+ * under us: a SIGBUS abandons the update (-EIO) and the context must then
+ * only be aborted.
+ */
+int tfs_digest_update(struct tfs_digest_ctx *c, const void *p, size_t len)
+{
+	struct update_args a = { c, p, len };
+	int ret = tfs_source_guard(update_fn, &a);
+
+	return ret == -EFAULT ? -EIO : ret;
 }
 
 int tfs_digest_final(struct tfs_digest_ctx *c, struct tfs_digest *out)

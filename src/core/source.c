@@ -2,6 +2,8 @@
 /* Container sources: see include/tensorfs/source.h. */
 #include <errno.h>
 #include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -107,4 +109,44 @@ bool tfs_source_live_range_ok(const struct tfs_source *s, uint64_t off,
 	/* the mapping never grows: also stay inside what was mapped */
 	return tfs_range_ok(off, len, s->size) &&
 	       tfs_range_ok(off, len, (uint64_t)st.st_size);
+}
+
+/* ---- SIGBUS guard ---------------------------------------------------------*/
+
+/* the innermost guard of this thread, or NULL */
+static _Thread_local sigjmp_buf *guard_jmp;
+
+static void on_sigbus(int sig)
+{
+	if (guard_jmp)
+		siglongjmp(*guard_jmp, 1);
+	/* not ours to handle: die of it, as without the handler */
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+int tfs_source_catch_sigbus(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_sigbus;
+	sigemptyset(&sa.sa_mask);
+	sa.sa_flags = SA_NODEFER;
+	return sigaction(SIGBUS, &sa, NULL) < 0 ? -errno : 0;
+}
+
+int tfs_source_guard(int (*fn)(void *arg), void *arg)
+{
+	sigjmp_buf jb, *outer = guard_jmp;
+	int ret;
+
+	if (sigsetjmp(jb, 1)) {
+		guard_jmp = outer;
+		return -EFAULT;
+	}
+	guard_jmp = &jb;
+	ret = fn(arg);
+	guard_jmp = outer;
+	return ret;
 }

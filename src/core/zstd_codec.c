@@ -22,6 +22,7 @@
 #include <zstd.h>
 #include <zstd_errors.h>
 
+#include "tensorfs/source.h"
 #include "tensorfs/zstd_codec.h"
 
 #define IN_SLICE (256u << 10)
@@ -34,6 +35,7 @@ struct tfs_zstd {
 	size_t in_pos;
 	bool in_frame; /* a frame was started and not yet finished */
 	bool stable;
+	bool vanished; /* a step was cut short by SIGBUS: unusable */
 	char msg[TFS_ZSTD_MSG_MAX];
 };
 
@@ -108,7 +110,7 @@ static int fail(struct tfs_zstd *z, const char *fmt, unsigned long long a,
 }
 
 /* one ZSTD_decompressStream call on the next input slice */
-static int step(struct tfs_zstd *z, ZSTD_outBuffer *ob)
+static int unguarded_step(struct tfs_zstd *z, ZSTD_outBuffer *ob)
 {
 	ZSTD_inBuffer ib;
 	size_t slice = z->src_len - z->in_pos, r;
@@ -132,6 +134,40 @@ static int step(struct tfs_zstd *z, ZSTD_outBuffer *ob)
 	}
 	z->in_frame = r != 0;
 	return 0;
+}
+
+struct step_args {
+	struct tfs_zstd *z;
+	ZSTD_outBuffer *ob;
+};
+
+static int step_fn(void *arg)
+{
+	struct step_args *a = arg;
+
+	return unguarded_step(a->z, a->ob);
+}
+
+/*
+ * One ZSTD_decompressStream() call over the stored bytes, which may be a
+ * mapping of a file that shrinks under us: a SIGBUS abandons the call and
+ * leaves the decoder unusable (-EIO from then on).
+ */
+static int step(struct tfs_zstd *z, ZSTD_outBuffer *ob)
+{
+	struct step_args a = { z, ob };
+	int ret;
+
+	if (z->vanished)
+		return -EIO;
+	ret = tfs_source_guard(step_fn, &a);
+	if (ret != -EFAULT)
+		return ret;
+	z->vanished = true;
+	snprintf(z->msg, sizeof(z->msg),
+		 "the stored bytes vanished while being decoded (the "
+		 "container was truncated?)");
+	return -EIO;
 }
 
 static int truncated(struct tfs_zstd *z)

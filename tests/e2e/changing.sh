@@ -22,6 +22,29 @@ check "a read of bytes still there works" \
 check "the daemon survived" kill -0 "$pid"
 check "listing still works" test "$(ls "$M/block" | wc -l)" -eq 8
 
+# a zstd tensor whose stored bytes vanish while it is decoded: the decoder
+# is cut short (SIGBUS caught), the read fails with EIO, the daemon lives
+python3 - "$TFS_SOURCE_ROOT/tests/fixtures/ztensor" "$WORK/z.zt" <<'PY'
+import os, sys
+sys.path.insert(0, sys.argv[1])
+from generate import Writer, comp, dense, v12
+data = os.urandom(8 << 20)
+w = Writer()
+objects = {"big": dense([len(data)], comp(w, data, dtype="u8", zstd=True,
+                                          ulen=True))}
+open(sys.argv[2], "wb").write(w.finish(v12(objects), footer=True))
+PY
+Z=$(mount_container "$WORK/z.zt") || fail "mount the zstd container"
+zpid=$(daemon_pid "$Z")
+truncate -s $((1 << 20)) "$WORK/z.zt"
+echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true
+err=$(cat "$Z/big" 2>&1 >/dev/null)
+check "a zstd tensor whose bytes vanished reads as EIO" \
+	grep -q "Input/output error" <<<"$err"
+check "the daemon survived decoding vanished bytes" kill -0 "$zpid"
+check "the zstd mount still lists" test -f "$Z/.tensorfs/manifest.json"
+unmount "$Z"
+
 rm -f "$WORK/c.zt"
 check "after the file is deleted, reads of mapped bytes work" \
 	test "$(head -c 100 "$M/block/0/data" | wc -c)" -eq 100
