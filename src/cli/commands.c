@@ -69,6 +69,27 @@ static int common_args(int argc, char **argv, struct tfs_build_options *o)
 	return i;
 }
 
+/*
+ * The start of every subcommand: "[--flat] CONTAINER ARGS...", with
+ * @min..@max positional arguments after CONTAINER (@usage names them), then
+ * open the container.  Returns 0 with *img and *first (the index of
+ * CONTAINER in argv), or the exit status to return.
+ */
+static int open_for(int argc, char **argv, const char *usage, int min,
+		    int max, struct tfs_image **img, int *first)
+{
+	struct tfs_build_options o;
+	int i = common_args(argc, argv, &o);
+
+	if (i < 0 || argc - i - 1 < min || argc - i - 1 > max) {
+		fprintf(stderr, "usage: %s %s [--flat] CONTAINER%s%s\n",
+			tfs_progname, argv[0], *usage ? " " : "", usage);
+		return TFS_EXIT_USAGE;
+	}
+	*first = i;
+	return tfs_cli_open(argv[i], &o, img);
+}
+
 static void shape_str(char *buf, size_t len, const struct tfs_tensor *t)
 {
 	size_t o = 0;
@@ -105,19 +126,13 @@ static const struct tfs_tensor **sorted_tensors(const struct tfs_image *img)
 
 int tfs_cmd_ls(int argc, char **argv)
 {
-	struct tfs_build_options o;
 	struct tfs_image *img;
 	const struct tfs_tensor **v;
 	char shape[256];
-	int i = common_args(argc, argv, &o), ret, w = 4;
+	int i, ret, w = 4;
 	uint32_t k;
 
-	if (i < 0 || argc - i != 1) {
-		fprintf(stderr, "usage: %s ls [--flat] CONTAINER\n",
-			tfs_progname);
-		return TFS_EXIT_USAGE;
-	}
-	ret = tfs_cli_open(argv[i], &o, &img);
+	ret = open_for(argc, argv, "", 0, 0, &img, &i);
 	if (ret)
 		return ret;
 	v = sorted_tensors(img);
@@ -181,19 +196,13 @@ static void log_stderr(void *arg, const char *line)
 int tfs_cmd_cat(int argc, char **argv)
 {
 	struct tfs_image_options io = { .log = log_stderr };
-	struct tfs_build_options o;
 	struct tfs_image *img;
 	struct tfs_view v;
 	uint64_t off = 0, size;
 	uint32_t n;
-	int i = common_args(argc, argv, &o), ret;
+	int i, ret;
 
-	if (i < 0 || argc - i != 2) {
-		fprintf(stderr, "usage: %s cat [--flat] CONTAINER NAME|PATH\n",
-			tfs_progname);
-		return TFS_EXIT_USAGE;
-	}
-	ret = tfs_cli_open(argv[i], &o, &img);
+	ret = open_for(argc, argv, "NAME|PATH", 1, 1, &img, &i);
 	if (ret)
 		return ret;
 	tfs_image_configure(img, &io);
@@ -228,18 +237,12 @@ int tfs_cmd_cat(int argc, char **argv)
 
 int tfs_cmd_info(int argc, char **argv)
 {
-	struct tfs_build_options o;
 	struct tfs_image *img;
 	const struct tfs_node *meta;
 	uint32_t n;
-	int i = common_args(argc, argv, &o), ret;
+	int i, ret;
 
-	if (i < 0 || argc - i != 1) {
-		fprintf(stderr, "usage: %s info [--flat] CONTAINER\n",
-			tfs_progname);
-		return TFS_EXIT_USAGE;
-	}
-	ret = tfs_cli_open(argv[i], &o, &img);
+	ret = open_for(argc, argv, "", 0, 0, &img, &i);
 	if (ret)
 		return ret;
 	printf("file:     %s\n", argv[i]);
@@ -261,20 +264,14 @@ int tfs_cmd_info(int argc, char **argv)
 
 int tfs_cmd_xattr(int argc, char **argv)
 {
-	struct tfs_build_options o;
 	struct tfs_image *img;
 	const struct tfs_node *nd;
 	const char *path;
 	uint32_t n, k;
 	size_t j;
-	int i = common_args(argc, argv, &o), ret;
+	int i, ret;
 
-	if (i < 0 || argc - i < 1 || argc - i > 2) {
-		fprintf(stderr, "usage: %s xattr [--flat] CONTAINER [PATH]\n",
-			tfs_progname);
-		return TFS_EXIT_USAGE;
-	}
-	ret = tfs_cli_open(argv[i], &o, &img);
+	ret = open_for(argc, argv, "[PATH]", 0, 1, &img, &i);
 	if (ret)
 		return ret;
 	path = argc - i == 2 ? argv[i + 1] : "";
@@ -362,22 +359,16 @@ static unsigned print_warnings(const struct tfs_image *img)
 
 int tfs_cmd_verify(int argc, char **argv)
 {
-	struct tfs_build_options o;
 	struct tfs_image *img;
 	struct tfs_check_result r;
 	struct progress p = { 0 };
 	const struct tfs_tensor **v;
 	unsigned failed = 0, digests = 0, unknown = 0, decoded = 0, warnings;
 	uint32_t k, idx;
-	int i = common_args(argc, argv, &o), ret;
+	int i, ret;
 
-	if (i < 0 || argc - i != 1) {
-		fprintf(stderr, "usage: %s verify [--flat] CONTAINER\n",
-			tfs_progname);
-		return TFS_EXIT_USAGE;
-	}
 	/* loading checks every structural rule; a failure is one line */
-	ret = tfs_cli_open(argv[i], &o, &img);
+	ret = open_for(argc, argv, "", 0, 0, &img, &i);
 	if (ret)
 		return ret;
 	v = sorted_tensors(img);
