@@ -10,10 +10,10 @@
  *                on rs->dcond for the thread doing the check);
  *   the cache's own lock (decode_cache.c), never held across a call out.
  * Bytes of the container are touched only after tfs_source_live_range_ok():
- * a container that shrank gives -EIO, not SIGBUS.
+ * a container that shrank gives -EIO; one that shrinks during a decode or a
+ * digest is caught by the SIGBUS guard (source.h).
  */
 #include <errno.h>
-#include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -26,6 +26,7 @@
 #include "tensorfs/format.h"
 #include "tensorfs/image.h"
 #include "tensorfs/zstd_codec.h"
+#include "image_i.h"
 
 /* whole mode: bytes decoded per publication */
 #define STEP (2u << 20)
@@ -36,39 +37,6 @@
 #define WINDOW_MIN (64u << 10)
 #define WINDOW_MAX (8u << 20)
 #define WHOLE_KEY 0xffffffffu	/* window number of a whole-mode entry */
-#define CHECK_SLICE (16u << 20) /* verify: hash/decode this much per step */
-#define CHECK_SCRATCH (1u << 20)
-#define DEFAULT_CACHE (1ull << 30)
-
-enum { DG_UNCHECKED, DG_CHECKING, DG_OK, DG_FAILED };
-enum { PIN_NONE, PIN_ENTRY, PIN_BOUNCE };
-
-struct tensor_state {
-	struct tfs_digest digest;
-	atomic_int dg;	    /* DG_*; changed under rs->dlock */
-	atomic_bool failed; /* for good: reads give -EIO */
-	atomic_bool logged;
-	pthread_mutex_t fill;
-	pthread_cond_t progress; /* whole mode: more bytes are valid */
-	struct tfs_zstd *stream; /* window mode: the running decoder */
-	uint32_t next_window;	 /* window mode: what the stream makes next */
-};
-
-struct tfs_read_state {
-	struct tfs_image_options opts;
-	struct tfs_cache *cache;
-	struct tensor_state *ts;
-	uint32_t ntensors;
-	size_t window;
-	pthread_mutex_t dlock;
-	pthread_cond_t dcond;
-	pthread_mutex_t bg_lock; /* background decoders still running */
-	pthread_cond_t bg_done;
-	unsigned bg_running;
-	atomic_bool closing;
-	atomic_uint_fast64_t decodes, decoded_bytes, digest_checks,
-	    digest_failures;
-};
 
 /*
  * The state of a whole-mode entry being filled (entry->state), under
@@ -84,92 +52,6 @@ struct whole_state {
 	bool verified;	       /* the digest rule passed: publish */
 	atomic_int err;	       /* this entry failed; its readers get it */
 };
-
-/* ---- options ------------------------------------------------------------- */
-
-uint64_t tfs_default_cache_size(void)
-{
-	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
-	uint64_t quarter;
-
-	if (pages <= 0 || psize <= 0)
-		return DEFAULT_CACHE;
-	quarter = (uint64_t)pages / 4 * (uint64_t)psize;
-	if (quarter < (64ull << 20))
-		quarter = 64ull << 20;
-	return quarter < DEFAULT_CACHE ? quarter : DEFAULT_CACHE;
-}
-
-int tfs_parse_size(const char *s, uint64_t *out)
-{
-	static const char units[] = "KMGT";
-	unsigned long long whole;
-	const char *u = NULL;
-	long double v;
-	unsigned shift = 0;
-	char *end;
-
-	if (!s || *s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	whole = strtoull(s, &end, 10);
-	if (errno)
-		return -ERANGE;
-	v = (long double)whole;
-	if (*end == '.') {
-		v = strtold(s, &end);
-		if (end[-1] == '.')
-			return -EINVAL;
-	}
-	if (*end >= 'a' && *end <= 'z')
-		u = strchr(units, *end - 'a' + 'A');
-	else if (*end >= 'A' && *end <= 'Z')
-		u = strchr(units, *end);
-	if (u) {
-		shift = 10u * (unsigned)(u - units + 1);
-		end++;
-		if (*end == 'i' && (end[1] == 'B' || end[1] == 'b'))
-			end += 2;
-	}
-	if (*end == 'B' || *end == 'b')
-		end++;
-	if (*end)
-		return -EINVAL;
-	v = ldexpl(v, (int)shift);
-	if (v > 9223372036854775808.0L)
-		return -ERANGE;
-	if (v != floorl(v))
-		return -EINVAL; /* a fraction of a byte */
-	*out = (uint64_t)v;
-	return 0;
-}
-
-int tfs_parse_verify_mode(const char *s, enum tfs_verify_mode *out)
-{
-	if (!s)
-		return -EINVAL;
-	if (strcmp(s, "off") == 0)
-		*out = TFS_VERIFY_OFF;
-	else if (strcmp(s, "first") == 0)
-		*out = TFS_VERIFY_FIRST;
-	else if (strcmp(s, "always") == 0)
-		*out = TFS_VERIFY_ALWAYS;
-	else
-		return -EINVAL;
-	return 0;
-}
-
-const char *tfs_verify_mode_name(enum tfs_verify_mode m)
-{
-	switch (m) {
-	case TFS_VERIFY_OFF:
-		return "off";
-	case TFS_VERIFY_ALWAYS:
-		return "always";
-	default:
-		return "first";
-	}
-}
 
 /* ---- read state ---------------------------------------------------------- */
 
@@ -391,16 +273,6 @@ static int fail_tensor(struct tfs_image *img, uint32_t idx, const char *why)
 	return -EIO;
 }
 
-static bool stored_live(const struct tfs_image *img, const struct tfs_tensor *x)
-{
-	return tfs_source_live_range_ok(&img->src, x->offset, x->stored_length);
-}
-
-static bool digest_known(const struct tensor_state *ts)
-{
-	return ts->digest.alg == TFS_DIGEST_CRC32C ||
-	       ts->digest.alg == TFS_DIGEST_SHA256;
-}
 
 /*
  * Hash the stored bytes of tensor @idx and compare: 0, -EBADMSG on a
@@ -1036,153 +908,4 @@ void tfs_view_release(struct tfs_image *img, struct tfs_view *v)
 	else if (v->pin_kind == PIN_BOUNCE)
 		free(v->pin);
 	memset(v, 0, sizeof(*v));
-}
-
-/* ---- tensorfs verify ----------------------------------------------------- */
-
-struct check_ctx {
-	struct tfs_image *img;
-	const struct tfs_tensor *x;
-	struct tfs_check_result *r;
-	struct tfs_digest_ctx *dg;
-	uint64_t hashed;
-	void (*progress)(void *arg, uint64_t done);
-	void *arg;
-};
-
-/* hash stored bytes up to @upto (relative), with a live check per slice */
-static int check_hash_to(struct check_ctx *c, uint64_t upto)
-{
-	uint64_t n;
-
-	while (c->hashed < upto) {
-		n = upto - c->hashed;
-		if (n > CHECK_SLICE)
-			n = CHECK_SLICE;
-		if (!tfs_source_live_range_ok(&c->img->src,
-					      c->x->offset + c->hashed, n))
-			return -EIO;
-		if (c->dg && tfs_digest_update(c->dg,
-					       c->img->src.data + c->x->offset +
-						   c->hashed,
-					       (size_t)n))
-			return -ENOMEM;
-		c->hashed += n;
-		if (c->progress)
-			c->progress(c->arg, c->hashed);
-	}
-	return 0;
-}
-
-static int check_decode(struct check_ctx *c)
-{
-	const struct tfs_tensor *x = c->x;
-	struct tfs_zstd *z;
-	uint8_t *scratch = malloc(CHECK_SCRATCH);
-	uint64_t total = 0;
-	size_t pos;
-	int ret;
-
-	if (!scratch)
-		return -ENOMEM;
-	ret = tfs_zstd_new(&z, c->img->src.data + x->offset,
-			   (size_t)x->stored_length, false);
-	if (ret) {
-		free(scratch);
-		return ret;
-	}
-	while (!ret && !tfs_zstd_finished(z)) {
-		if (!tfs_source_live_range_ok(&c->img->src, x->offset,
-					      x->stored_length)) {
-			ret = -EIO;
-			break;
-		}
-		pos = 0;
-		ret = tfs_zstd_decode(z, scratch, CHECK_SCRATCH, &pos,
-				      CHECK_SCRATCH);
-		if (ret) {
-			snprintf(c->r->msg, sizeof(c->r->msg), "%s",
-				 tfs_zstd_message(z));
-			break;
-		}
-		total += pos;
-		if (total > x->size) {
-			snprintf(c->r->msg, sizeof(c->r->msg),
-				 "zstd: the data decodes to more than the "
-				 "expected %llu bytes",
-				 (unsigned long long)x->size);
-			ret = -EBADMSG;
-			break;
-		}
-		ret = check_hash_to(c, tfs_zstd_consumed(z));
-	}
-	if (!ret && total != x->size) {
-		snprintf(c->r->msg, sizeof(c->r->msg),
-			 "zstd: the data decodes to %llu bytes, fewer than the "
-			 "expected %llu",
-			 (unsigned long long)total,
-			 (unsigned long long)x->size);
-		ret = -EBADMSG;
-	}
-	tfs_zstd_free(z);
-	free(scratch);
-	return ret;
-}
-
-int tfs_image_check_tensor(struct tfs_image *img, uint32_t tensor,
-			   struct tfs_check_result *r,
-			   void (*progress)(void *arg, uint64_t done),
-			   void *arg)
-{
-	struct check_ctx c = {
-	    .img = img, .r = r, .progress = progress, .arg = arg};
-	const struct tensor_state *ts;
-	struct tfs_digest got;
-	char want_s[TFS_DIGEST_TEXT_MAX], got_s[TFS_DIGEST_TEXT_MAX];
-	int ret = 0, dret;
-
-	memset(r, 0, sizeof(*r));
-	if (tensor >= img->tree->ntensors)
-		return r->err = -ENOENT;
-	c.x = &img->tree->tensors[tensor];
-	ts = &img->rs->ts[tensor];
-	r->digest = ts->digest.alg;
-	if (!stored_live(img, c.x)) {
-		snprintf(r->msg, sizeof(r->msg),
-			 "the stored bytes [%llu, +%llu) are no longer in the "
-			 "file",
-			 (unsigned long long)c.x->offset,
-			 (unsigned long long)c.x->stored_length);
-		return r->err = -EIO;
-	}
-	if (digest_known(ts) && tfs_digest_begin(&c.dg, ts->digest.alg))
-		return r->err = -ENOMEM;
-	if (c.x->encoding == TFS_ENCODING_ZSTD)
-		ret = check_decode(&c);
-	/* the digest covers all stored bytes, even after a decode error */
-	dret = check_hash_to(&c, c.x->stored_length);
-	if (dret == -EIO || (!ret && dret))
-		ret = dret;
-	if (ret == -EIO)
-		snprintf(r->msg, sizeof(r->msg),
-			 "the stored bytes are no longer in the file");
-	if (c.dg && ret != -EIO) {
-		dret = tfs_digest_final(c.dg, &got);
-		c.dg = NULL;
-		if (dret)
-			return r->err = dret;
-		r->digest_checked = true;
-		if (got.len != ts->digest.len ||
-		    memcmp(got.value, ts->digest.value, got.len)) {
-			tfs_digest_format(&ts->digest, want_s, sizeof(want_s));
-			tfs_digest_format(&got, got_s, sizeof(got_s));
-			snprintf(r->msg, sizeof(r->msg),
-				 "digest mismatch: the container says %s, the "
-				 "stored bytes have %s",
-				 want_s, got_s);
-			ret = -EBADMSG;
-		}
-	}
-	tfs_digest_abort(c.dg);
-	return r->err = ret;
 }

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private to the image modules (image.c: load and the read path, verify.c:
+ * tensorfs verify): the per-tensor read state.  Lock order: see image.c.
+ */
+#ifndef TFS_CORE_IMAGE_I_H
+#define TFS_CORE_IMAGE_I_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tensorfs/decode_cache.h"
+#include "tensorfs/digest.h"
+#include "tensorfs/image.h"
+
+enum { DG_UNCHECKED, DG_CHECKING, DG_OK, DG_FAILED };
+enum { PIN_NONE, PIN_ENTRY, PIN_BOUNCE };
+
+struct tensor_state {
+	struct tfs_digest digest;
+	atomic_int dg;	    /* DG_*; changed under rs->dlock */
+	atomic_bool failed; /* for good: reads give -EIO */
+	atomic_bool logged;
+	pthread_mutex_t fill;
+	pthread_cond_t progress; /* whole mode: more bytes are valid */
+	struct tfs_zstd *stream; /* window mode: the running decoder */
+	uint32_t next_window;	 /* window mode: what the stream makes next */
+};
+
+struct tfs_read_state {
+	struct tfs_image_options opts;
+	struct tfs_cache *cache;
+	struct tensor_state *ts;
+	uint32_t ntensors;
+	size_t window;
+	pthread_mutex_t dlock;
+	pthread_cond_t dcond;
+	pthread_mutex_t bg_lock; /* background decoders still running */
+	pthread_cond_t bg_done;
+	unsigned bg_running;
+	atomic_bool closing;
+	atomic_uint_fast64_t decodes, decoded_bytes, digest_checks,
+	    digest_failures;
+};
+
+static inline bool stored_live(const struct tfs_image *img, const struct tfs_tensor *x)
+{
+	return tfs_source_live_range_ok(&img->src, x->offset, x->stored_length);
+}
+
+static inline bool digest_known(const struct tensor_state *ts)
+{
+	return ts->digest.alg == TFS_DIGEST_CRC32C ||
+	       ts->digest.alg == TFS_DIGEST_SHA256;
+}
+
+#endif
