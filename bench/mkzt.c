@@ -147,8 +147,8 @@ int main(int argc, char **argv)
 		x = x * 1103515245u + 12345u;
 		/* a smooth surface, noise at 1/1000 of it, float16-like grid */
 		double s =
-		    0.05 * sin((double)i * 1e-4) * cos((double)i * 3.7e-7) +
-		    1e-4 * (double)((x >> 16) & 0xff) / 255.0;
+			0.05 * sin((double)i * 1e-4) * cos((double)i * 3.7e-7) +
+			1e-4 * (double)((x >> 16) & 0xff) / 255.0;
 		v[i] = (float)(ldexp(nearbyint(ldexp(s, 18)), -18));
 	}
 	/* streaming, no pledged size: the frame has no content size */

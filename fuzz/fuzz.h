@@ -38,6 +38,6 @@ extern unsigned long long tfs_fuzz_walked;
 
 /* Report a violated invariant on stderr and abort(). */
 void tfs_fuzz_fail(const char *fmt, ...)
-    __attribute__((format(printf, 1, 2), noreturn));
+	__attribute__((format(printf, 1, 2), noreturn));
 
 #endif

@@ -34,11 +34,11 @@ struct tfs_source;
 #define TFS_BUILDER_ROOT 0u
 
 struct tfs_build_options {
-	bool flat;		/* -o flat: every tensor at the root, unsplit */
+	bool flat; /* -o flat: every tensor at the root, unsplit */
 };
 
 struct tfs_tensor_spec {
-	const char *name;	/* stored name (any bytes) */
+	const char *name; /* stored name (any bytes) */
 	size_t name_len;
 	/*
 	 * Optional explicit path: @path_len components, each used as one
@@ -47,16 +47,16 @@ struct tfs_tensor_spec {
 	 */
 	const char *const *path;
 	size_t path_len;
-	const char *dtype;	/* canonical dtype name; copied */
-	uint32_t elem_size;	/* 0: opaque, size not checked against shape */
+	const char *dtype;  /* canonical dtype name; copied */
+	uint32_t elem_size; /* 0: opaque, size not checked against shape */
 	size_t ndim;
 	const uint64_t *shape;
-	uint64_t offset;	/* stored bytes: absolute offset, length */
+	uint64_t offset; /* stored bytes: absolute offset, length */
 	uint64_t length;
 	enum tfs_encoding encoding;
-	uint64_t size;		/* decoded size (must equal length when raw) */
-	const char *digest;	/* or NULL */
-	uint64_t desc_offset;	/* where the tensor is described (diagnostics) */
+	uint64_t size;	      /* decoded size (must equal length when raw) */
+	const char *digest;   /* or NULL */
+	uint64_t desc_offset; /* where the tensor is described (diagnostics) */
 };
 
 int tfs_builder_new(struct tfs_builder **out, const struct tfs_source *src,
@@ -65,8 +65,8 @@ void tfs_builder_free(struct tfs_builder *b);
 
 /* Add a tensor file.  *handle (may be NULL) names it afterwards. */
 int tfs_builder_add_tensor(struct tfs_builder *b,
-			   const struct tfs_tensor_spec *spec,
-			   uint32_t *handle, struct tfs_diag *d);
+			   const struct tfs_tensor_spec *spec, uint32_t *handle,
+			   struct tfs_diag *d);
 
 /*
  * Add a group: a directory standing for one logical tensor whose components

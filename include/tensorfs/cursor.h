@@ -15,10 +15,10 @@
 #include <string.h>
 
 struct tfs_cursor {
-	const uint8_t *p;	/* first byte of the range */
-	uint64_t len;		/* bytes in the range */
-	uint64_t pos;		/* next byte to read, 0 <= pos <= len */
-	uint64_t base;		/* absolute offset of p[0] in the container */
+	const uint8_t *p; /* first byte of the range */
+	uint64_t len;	  /* bytes in the range */
+	uint64_t pos;	  /* next byte to read, 0 <= pos <= len */
+	uint64_t base;	  /* absolute offset of p[0] in the container */
 };
 
 static inline void tfs_cursor_init(struct tfs_cursor *c, const void *p,
@@ -93,8 +93,7 @@ static inline uint64_t tfs_load_be(const uint8_t *b, unsigned n)
 	return v;
 }
 
-static inline int tfs_cursor_le(struct tfs_cursor *c, unsigned n,
-				uint64_t *out)
+static inline int tfs_cursor_le(struct tfs_cursor *c, unsigned n, uint64_t *out)
 {
 	if (tfs_cursor_need(c, n))
 		return -EBADMSG;
@@ -103,8 +102,7 @@ static inline int tfs_cursor_le(struct tfs_cursor *c, unsigned n,
 	return 0;
 }
 
-static inline int tfs_cursor_be(struct tfs_cursor *c, unsigned n,
-				uint64_t *out)
+static inline int tfs_cursor_be(struct tfs_cursor *c, unsigned n, uint64_t *out)
 {
 	if (tfs_cursor_need(c, n))
 		return -EBADMSG;
@@ -172,7 +170,8 @@ static inline int tfs_cursor_i64le(struct tfs_cursor *c, int64_t *out)
 static inline int tfs_cursor_match(const struct tfs_cursor *c,
 				   const void *magic, uint64_t n)
 {
-	return tfs_cursor_need(c, n) == 0 && memcmp(c->p + c->pos, magic, n) == 0;
+	return tfs_cursor_need(c, n) == 0 &&
+	       memcmp(c->p + c->pos, magic, n) == 0;
 }
 
 #endif

@@ -24,11 +24,11 @@
 #define TFS_DIAG_MSG_MAX 320
 
 struct tfs_diag {
-	const char *format;	/* short name of the reader that failed, or NULL */
+	const char *format; /* short name of the reader that failed, or NULL */
 	char msg[TFS_DIAG_MSG_MAX];
-	uint64_t offset;	/* absolute byte offset in the container */
+	uint64_t offset; /* absolute byte offset in the container */
 	bool has_offset;
-	int err;		/* the -errno that was returned */
+	int err; /* the -errno that was returned */
 };
 
 void tfs_diag_clear(struct tfs_diag *d);

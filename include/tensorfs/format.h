@@ -18,7 +18,7 @@ struct tfs_diag;
 struct tfs_source;
 
 struct tfs_format {
-	const char *name;	/* short name: user.tensorfs.format */
+	const char *name; /* short name: user.tensorfs.format */
 	const char *description;
 	int (*probe)(const struct tfs_source *src);
 	int (*load)(const struct tfs_source *src, struct tfs_builder *b,

@@ -59,8 +59,8 @@ struct tfs_image {
 struct tfs_view {
 	const void *data;
 	size_t len;
-	void *pin;		/* private: what to release */
-	int pin_kind;		/* private */
+	void *pin;    /* private: what to release */
+	int pin_kind; /* private */
 };
 
 enum tfs_verify_mode {

@@ -27,17 +27,16 @@
 struct tfs_diag;
 
 struct tfs_source {
-	const uint8_t *data;	/* first byte, NULL when size == 0 */
-	uint64_t size;		/* bytes at open time */
-	int fd;			/* -1 for a memory source */
-	void *map;		/* the mapping, NULL for a memory source */
-	struct timespec mtime;	/* the container's mtime (0 for memory) */
-	char *path;		/* owned copy of the path, or NULL */
+	const uint8_t *data;   /* first byte, NULL when size == 0 */
+	uint64_t size;	       /* bytes at open time */
+	int fd;		       /* -1 for a memory source */
+	void *map;	       /* the mapping, NULL for a memory source */
+	struct timespec mtime; /* the container's mtime (0 for memory) */
+	char *path;	       /* owned copy of the path, or NULL */
 };
 
 /* Open and map @path read-only.  On failure fills @d and returns -errno. */
-int tfs_source_open(struct tfs_source *s, const char *path,
-		    struct tfs_diag *d);
+int tfs_source_open(struct tfs_source *s, const char *path, struct tfs_diag *d);
 
 /* Wrap a caller-owned buffer (tests, fuzzing); the buffer must outlive @s. */
 void tfs_source_init_memory(struct tfs_source *s, const void *data,

@@ -31,59 +31,59 @@ enum tfs_node_kind {
 };
 
 enum tfs_encoding {
-	TFS_ENCODING_RAW,	/* the stored bytes are the file's bytes */
-	TFS_ENCODING_ZSTD,	/* the stored bytes are zstd frame(s) */
+	TFS_ENCODING_RAW,  /* the stored bytes are the file's bytes */
+	TFS_ENCODING_ZSTD, /* the stored bytes are zstd frame(s) */
 };
 
 struct tfs_xattr {
-	char *name;		/* full name, "user.tensorfs.dtype" */
-	char *value;		/* not NUL-terminated in the protocol sense */
+	char *name;  /* full name, "user.tensorfs.dtype" */
+	char *value; /* not NUL-terminated in the protocol sense */
 	size_t len;
 };
 
 /* One regular file backed by bytes of the container. */
 struct tfs_tensor {
-	char *name;		/* stored name as in the container (may be raw bytes) */
+	char *name; /* stored name as in the container (may be raw bytes) */
 	size_t name_len;
-	char *path;		/* its path in the mount, "/"-separated, no leading "/" */
-	const char *dtype;	/* canonical dtype name (static or tree-owned) */
-	uint32_t elem_size;	/* 0 when opaque */
+	char *path; /* its path in the mount, "/"-separated, no leading "/" */
+	const char *dtype;  /* canonical dtype name (static or tree-owned) */
+	uint32_t elem_size; /* 0 when opaque */
 	uint32_t ndim;
 	uint64_t *shape;
-	uint64_t offset;	/* stored extent, absolute in the container */
+	uint64_t offset; /* stored extent, absolute in the container */
 	uint64_t stored_length;
-	uint64_t size;		/* the file's size: decoded byte count */
+	uint64_t size; /* the file's size: decoded byte count */
 	enum tfs_encoding encoding;
-	char *digest;		/* "crc32c:0x..." / "sha256:..." or NULL */
-	uint32_t node;		/* its node */
-	uint32_t group;		/* the tensor's group node, or TFS_NO_NODE */
-	char *role;		/* component role inside its group, or NULL */
+	char *digest;	/* "crc32c:0x..." / "sha256:..." or NULL */
+	uint32_t node;	/* its node */
+	uint32_t group; /* the tensor's group node, or TFS_NO_NODE */
+	char *role;	/* component role inside its group, or NULL */
 };
 
 struct tfs_node {
-	char *name;		/* "" for the root */
-	uint32_t parent;	/* the root is its own parent */
+	char *name;	 /* "" for the root */
+	uint32_t parent; /* the root is its own parent */
 	enum tfs_node_kind kind;
-	uint32_t first_child;	/* index into tree->children */
+	uint32_t first_child; /* index into tree->children */
 	uint32_t nchildren;
-	uint32_t nsubdirs;	/* for st_nlink */
-	uint32_t tensor;	/* TFS_NODE_TENSOR: index into tree->tensors */
-	const char *mem;	/* TFS_NODE_MEMFILE: contents */
+	uint32_t nsubdirs; /* for st_nlink */
+	uint32_t tensor;   /* TFS_NODE_TENSOR: index into tree->tensors */
+	const char *mem;   /* TFS_NODE_MEMFILE: contents */
 	uint64_t mem_len;
 	struct tfs_xattr *xattrs; /* sorted by name */
 	uint32_t nxattrs;
-	size_t xattr_names_len;	/* listxattr length: sum of strlen(name) + 1 */
+	size_t xattr_names_len; /* listxattr length: sum of strlen(name) + 1 */
 	char *xattr_names;	/* the listxattr buffer, NUL-separated */
 };
 
 struct tfs_tree {
 	struct tfs_node *nodes;
 	uint32_t nnodes;
-	uint32_t *children;	/* node indices, grouped by parent */
+	uint32_t *children; /* node indices, grouped by parent */
 	struct tfs_tensor *tensors;
 	uint32_t ntensors;
-	const char *format;	/* short name of the reader */
-	uint64_t total_bytes;	/* sum of tensor file sizes */
+	const char *format;   /* short name of the reader */
+	uint64_t total_bytes; /* sum of tensor file sizes */
 };
 
 /*
@@ -97,8 +97,8 @@ uint32_t tfs_tree_lookup(const struct tfs_tree *t, uint32_t dir,
 uint32_t tfs_tree_resolve(const struct tfs_tree *t, const char *path);
 
 /* The xattr named @name on @node, or NULL. */
-const struct tfs_xattr *tfs_tree_xattr(const struct tfs_tree *t,
-				       uint32_t node, const char *name);
+const struct tfs_xattr *tfs_tree_xattr(const struct tfs_tree *t, uint32_t node,
+				       const char *name);
 
 /* the size of a regular file node (0 for directories) */
 uint64_t tfs_node_size(const struct tfs_tree *t, uint32_t node);

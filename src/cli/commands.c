@@ -75,8 +75,8 @@ static int common_args(int argc, char **argv, struct tfs_build_options *o)
  * open the container.  Returns 0 with *img and *first (the index of
  * CONTAINER in argv), or the exit status to return.
  */
-static int open_for(int argc, char **argv, const char *usage, int min,
-		    int max, struct tfs_image **img, int *first)
+static int open_for(int argc, char **argv, const char *usage, int min, int max,
+		    struct tfs_image **img, int *first)
 {
 	struct tfs_build_options o;
 	int i = common_args(argc, argv, &o);
@@ -195,7 +195,7 @@ static void log_stderr(void *arg, const char *line)
 
 int tfs_cmd_cat(int argc, char **argv)
 {
-	struct tfs_image_options io = { .log = log_stderr };
+	struct tfs_image_options io = {.log = log_stderr};
 	struct tfs_image *img;
 	struct tfs_view v;
 	uint64_t off = 0, size;
@@ -250,8 +250,7 @@ int tfs_cmd_info(int argc, char **argv)
 	       img->format->description);
 	printf("size:     %llu bytes\n", (unsigned long long)img->src.size);
 	printf("tensors:  %u files, %llu bytes of tensor data\n",
-	       img->tree->ntensors,
-	       (unsigned long long)img->tree->total_bytes);
+	       img->tree->ntensors, (unsigned long long)img->tree->total_bytes);
 	n = tfs_tree_resolve(img->tree, ".tensorfs/metadata.json");
 	if (n != TFS_NO_NODE) {
 		meta = &img->tree->nodes[n];
@@ -301,7 +300,8 @@ int tfs_cmd_xattr(int argc, char **argv)
 	return TFS_EXIT_OK;
 }
 
-/* ---- verify --------------------------------------------------------------- */
+/* ---- verify ---------------------------------------------------------------
+ */
 
 struct progress {
 	bool on; /* stderr is a terminal and the work is large */
@@ -361,7 +361,7 @@ int tfs_cmd_verify(int argc, char **argv)
 {
 	struct tfs_image *img;
 	struct tfs_check_result r;
-	struct progress p = { 0 };
+	struct progress p = {0};
 	const struct tfs_tensor **v;
 	unsigned failed = 0, digests = 0, unknown = 0, decoded = 0, warnings;
 	uint32_t k, idx;
@@ -400,13 +400,13 @@ int tfs_cmd_verify(int argc, char **argv)
 			printf("ok       %s (%s%s%s", v[k]->path,
 			       r.digest_checked ? tfs_digest_alg_name(r.digest)
 			       : r.digest == TFS_DIGEST_UNKNOWN
-				   ? "digest of an unknown algorithm, not "
-				     "checked"
-				   : "no digest",
+				       ? "digest of an unknown algorithm, not "
+					 "checked"
+				       : "no digest",
 			       r.digest_checked ? " matches" : "",
 			       v[k]->encoding == TFS_ENCODING_ZSTD
-				   ? "; zstd decodes to"
-				   : ")\n");
+				       ? "; zstd decodes to"
+				       : ")\n");
 			if (v[k]->encoding == TFS_ENCODING_ZSTD)
 				printf(" %llu bytes)\n",
 				       (unsigned long long)v[k]->size);

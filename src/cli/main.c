@@ -85,8 +85,8 @@ int main(int argc, char **argv)
 	if (strcmp(cmd, "verify") == 0)
 		return tfs_cmd_verify(argc - 1, argv + 1);
 	if (strcmp(cmd, "help") == 0 ||
-	    (argc == 2 && (strcmp(cmd, "--help") == 0 ||
-			   strcmp(cmd, "-h") == 0))) {
+	    (argc == 2 &&
+	     (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0))) {
 		usage(stdout);
 #if TFS_HAVE_FUSE
 		return tfs_mount_main(argc, argv);
@@ -94,8 +94,8 @@ int main(int argc, char **argv)
 		return TFS_EXIT_OK;
 #endif
 	}
-	if (argc == 2 && (strcmp(cmd, "--version") == 0 ||
-			  strcmp(cmd, "-V") == 0)) {
+	if (argc == 2 &&
+	    (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0)) {
 		printf("tensorfs %s\n", TFS_VERSION);
 #if TFS_HAVE_FUSE
 		return tfs_mount_main(argc, argv);

@@ -37,7 +37,7 @@ struct entry {
 	enum entry_kind kind;
 	char *name;
 	size_t name_len;
-	char **comps;		/* escaped wanted path (leaves) or role */
+	char **comps; /* escaped wanted path (leaves) or role */
 	size_t ncomps;
 	char *dtype;
 	uint32_t elem_size;
@@ -46,14 +46,14 @@ struct entry {
 	uint64_t offset, length, size;
 	enum tfs_encoding encoding;
 	char *digest;
-	uint32_t group;		/* components: their group's handle */
-	uint32_t *members;	/* groups: component handles */
+	uint32_t group;	   /* components: their group's handle */
+	uint32_t *members; /* groups: component handles */
 	uint32_t nmembers, members_cap;
 	struct tfs_xattr *xattrs;
 	uint32_t nxattrs, xattrs_cap;
 	json_t *extra;
-	char *path;		/* final path (finish) */
-	uint32_t node;		/* its node (finish) */
+	char *path;    /* final path (finish) */
+	uint32_t node; /* its node (finish) */
 };
 
 struct meta_file {
@@ -279,8 +279,7 @@ static int fill_common(struct entry *e, const struct tfs_tensor_spec *s)
 }
 
 /* printable form of a stored name for messages (escaped, cut) */
-static void print_name(char *buf, size_t len, const char *name,
-		       size_t name_len)
+static void print_name(char *buf, size_t len, const char *name, size_t name_len)
 {
 	char *esc = tfs_name_escape(name, name_len, 120);
 
@@ -302,11 +301,11 @@ static int check_spec(struct tfs_builder *b, const struct tfs_tensor_spec *s,
 				   "tensor '%s': shape: too many dims", nm);
 	for (i = 0; i < s->ndim; i++)
 		if (s->shape[i] > (uint64_t)INT64_MAX)
-			return tfs_diag_at(d, -EBADMSG, s->desc_offset,
-					   "tensor '%s': shape: dim %zu is %llu,"
-					   " above 2^63-1",
-					   nm, i,
-					   (unsigned long long)s->shape[i]);
+			return tfs_diag_at(
+				d, -EBADMSG, s->desc_offset,
+				"tensor '%s': shape: dim %zu is %llu,"
+				" above 2^63-1",
+				nm, i, (unsigned long long)s->shape[i]);
 	if (!is_file)
 		return 0;
 	if (!s->dtype)
@@ -334,12 +333,12 @@ static int check_spec(struct tfs_builder *b, const struct tfs_tensor_spec *s,
 					   "64 bits",
 					   nm);
 		if (bytes != s->size)
-			return tfs_diag_at(d, -EBADMSG, s->desc_offset,
-					   "tensor '%s': byte length %llu does "
-					   "not match shape x %u-byte %s = %llu",
-					   nm, (unsigned long long)s->size,
-					   s->elem_size, s->dtype,
-					   (unsigned long long)bytes);
+			return tfs_diag_at(
+				d, -EBADMSG, s->desc_offset,
+				"tensor '%s': byte length %llu does "
+				"not match shape x %u-byte %s = %llu",
+				nm, (unsigned long long)s->size, s->elem_size,
+				s->dtype, (unsigned long long)bytes);
 	}
 	return 0;
 }
@@ -379,8 +378,8 @@ static int add_entry(struct tfs_builder *b, enum entry_kind kind,
 }
 
 int tfs_builder_add_tensor(struct tfs_builder *b,
-			   const struct tfs_tensor_spec *spec,
-			   uint32_t *handle, struct tfs_diag *d)
+			   const struct tfs_tensor_spec *spec, uint32_t *handle,
+			   struct tfs_diag *d)
 {
 	return add_entry(b, ENTRY_TENSOR, spec, handle, d);
 }
@@ -583,8 +582,8 @@ static char *join_comps(char **comps, size_t n)
 #define CLAIM_LEAF 2u
 
 struct path_state {
-	struct tfs_strmap claims;	/* path -> CLAIM_* */
-	char **owned;			/* strings the map borrows */
+	struct tfs_strmap claims; /* path -> CLAIM_* */
+	char **owned;		  /* strings the map borrows */
 	size_t nowned, owned_cap;
 };
 
@@ -658,7 +657,7 @@ out:
 
 static int place_leaves(struct tfs_builder *b)
 {
-	struct path_state ps = { 0 };
+	struct path_state ps = {0};
 	struct tfs_strmap counts;
 	uint32_t i, cnt, claim;
 	size_t k;
@@ -725,7 +724,8 @@ static int place_leaves(struct tfs_builder *b)
 	return ret;
 }
 
-/* ---- finish: nodes ---------------------------------------------------------*/
+/* ---- finish: nodes
+ * ---------------------------------------------------------*/
 
 struct node_list {
 	struct tfs_node *v;
@@ -818,8 +818,7 @@ static int shape_text(char *buf, size_t len, const uint64_t *shape,
 
 	o += (size_t)snprintf(buf + o, len - o, "[");
 	for (i = 0; i < ndim && o < len; i++)
-		o += (size_t)snprintf(buf + o, len - o, "%s%llu",
-				      i ? "," : "",
+		o += (size_t)snprintf(buf + o, len - o, "%s%llu", i ? "," : "",
 				      (unsigned long long)shape[i]);
 	if (o < len)
 		o += (size_t)snprintf(buf + o, len - o, "]");
@@ -863,14 +862,13 @@ static int standard_xattrs(struct entry *e, const char *format)
 		ret = entry_set_xattr(e, "stored_length", num, strlen(num),
 				      false);
 	if (!ret)
-		ret = entry_set_xattr(e, "encoding",
-				      e->encoding == TFS_ENCODING_ZSTD ? "zstd"
-								       : "raw",
-				      e->encoding == TFS_ENCODING_ZSTD ? 4 : 3,
-				      false);
+		ret = entry_set_xattr(
+			e, "encoding",
+			e->encoding == TFS_ENCODING_ZSTD ? "zstd" : "raw",
+			e->encoding == TFS_ENCODING_ZSTD ? 4 : 3, false);
 	if (!ret && e->digest)
-		ret = entry_set_xattr(e, "digest", e->digest,
-				      strlen(e->digest), false);
+		ret = entry_set_xattr(e, "digest", e->digest, strlen(e->digest),
+				      false);
 	return ret;
 }
 
@@ -950,7 +948,8 @@ static json_t *json_file_entry(const struct entry *e, const char *path)
 		json_object_set_new(o, "dtype", json_string(e->dtype));
 	json_object_set_new(o, "shape", json_shape(e->shape, e->ndim));
 	if (e->kind != ENTRY_GROUP) {
-		json_object_set_new(o, "size", json_integer((json_int_t)e->size));
+		json_object_set_new(o, "size",
+				    json_integer((json_int_t)e->size));
 		json_object_set_new(o, "offset",
 				    json_integer((json_int_t)e->offset));
 		json_object_set_new(o, "stored_length",
@@ -1028,8 +1027,7 @@ static int build_json_files(struct tfs_builder *b, struct node_list *nl,
 				struct entry *c = &b->e[e->members[k]];
 
 				json_array_append_new(
-					comps,
-					json_file_entry(c, c->path));
+					comps, json_file_entry(c, c->path));
 			}
 			json_object_set_new(o, "components", comps);
 		}
@@ -1098,7 +1096,7 @@ static int fill_tensor(struct tfs_tensor *t, struct entry *e,
 static int build_nodes(struct tfs_builder *b, struct node_list *nl,
 		       struct tfs_tree *t, const char *format)
 {
-	struct path_state ps = { 0 };
+	struct path_state ps = {0};
 	struct tfs_strmap dirs;
 	uint32_t i, k, dir, idx, meta_dir, ti = 0;
 	const char *slash;
@@ -1116,7 +1114,8 @@ static int build_nodes(struct tfs_builder *b, struct node_list *nl,
 		if (e->kind != ENTRY_TENSOR && e->kind != ENTRY_GROUP)
 			continue;
 		slash = strrchr(e->path, '/');
-		parent = strndup(e->path, slash ? (size_t)(slash - e->path) : 0);
+		parent =
+			strndup(e->path, slash ? (size_t)(slash - e->path) : 0);
 		if (!parent) {
 			ret = -ENOMEM;
 			goto out;
@@ -1162,9 +1161,8 @@ static int build_nodes(struct tfs_builder *b, struct node_list *nl,
 		if (e->kind == ENTRY_TENSOR || e->kind == ENTRY_COMPONENT) {
 			nl->v[e->node].tensor = ti;
 			fill_tensor(&t->tensors[ti++], e,
-				    e->kind == ENTRY_COMPONENT
-					    ? &b->e[e->group]
-					    : NULL);
+				    e->kind == ENTRY_COMPONENT ? &b->e[e->group]
+							       : NULL);
 		}
 	}
 	t->ntensors = ti;
@@ -1183,8 +1181,7 @@ static int link_children(struct tfs_tree *t)
 		return -ENOMEM;
 	for (i = 1; i < n; i++)
 		t->children[i - 1] = i;
-	qsort_r(t->children, n - 1, sizeof(*t->children), cmp_nodes,
-		t->nodes);
+	qsort_r(t->children, n - 1, sizeof(*t->children), cmp_nodes, t->nodes);
 	for (i = 0; i + 1 < n; i++) {
 		struct tfs_node *p = &t->nodes[t->nodes[t->children[i]].parent];
 
@@ -1200,7 +1197,7 @@ static int link_children(struct tfs_tree *t)
 int tfs_builder_finish(struct tfs_builder *b, const char *format,
 		       struct tfs_tree **out, struct tfs_diag *d)
 {
-	struct node_list nl = { 0 };
+	struct node_list nl = {0};
 	struct tfs_tree *t;
 	uint32_t i, nfiles = 0;
 	int ret;

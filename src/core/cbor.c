@@ -14,9 +14,9 @@
 /* ---- the structural pre-pass --------------------------------------------- */
 
 struct frame {
-	uint64_t remaining;	/* items left (definite) */
-	uint64_t seen;		/* items seen (indefinite maps: parity) */
-	uint8_t mt;		/* major type of the container */
+	uint64_t remaining; /* items left (definite) */
+	uint64_t seen;	    /* items seen (indefinite maps: parity) */
+	uint8_t mt;	    /* major type of the container */
 	bool indefinite;
 };
 
@@ -62,7 +62,8 @@ int tfs_cbor_decode(const uint8_t *p, uint64_t len, uint64_t base,
 		}
 		if (depth && stack[depth - 1].indefinite &&
 		    (stack[depth - 1].mt == 2 || stack[depth - 1].mt == 3) &&
-		    ib != CBOR_BREAK && (mt != stack[depth - 1].mt || ai == 31)) {
+		    ib != CBOR_BREAK &&
+		    (mt != stack[depth - 1].mt || ai == 31)) {
 			ret = tfs_diag_at(d, -EBADMSG, at,
 					  "CBOR: bad chunk in an indefinite "
 					  "string");
@@ -104,8 +105,8 @@ int tfs_cbor_decode(const uint8_t *p, uint64_t len, uint64_t base,
 						(unsigned long long)arg);
 					goto out;
 				}
-				if (mt == 3 && !tfs_utf8_valid(c.p + c.pos,
-							       (size_t)arg)) {
+				if (mt == 3 &&
+				    !tfs_utf8_valid(c.p + c.pos, (size_t)arg)) {
 					ret = tfs_diag_at(
 						d, -EBADMSG, at,
 						"CBOR: text string is not "
@@ -156,7 +157,7 @@ int tfs_cbor_decode(const uint8_t *p, uint64_t len, uint64_t base,
 		stack[depth].seen = 0;
 		depth++;
 		continue;
-item_done:
+	item_done:
 		while (depth) {
 			struct frame *f = &stack[depth - 1];
 
@@ -174,9 +175,10 @@ item_done:
 	if (!*out || res.error.code != CBOR_ERR_NONE) {
 		if (*out)
 			cbor_decref(out);
-		ret = tfs_diag_at(d, res.error.code == CBOR_ERR_MEMERROR
-					     ? -ENOMEM
-					     : -EBADMSG,
+		ret = tfs_diag_at(d,
+				  res.error.code == CBOR_ERR_MEMERROR
+					  ? -ENOMEM
+					  : -EBADMSG,
 				  base + res.error.position,
 				  "CBOR: cannot decode (libcbor error %d)",
 				  (int)res.error.code);
@@ -186,7 +188,8 @@ out:
 	return ret;
 }
 
-/* ---- accessors ------------------------------------------------------------ */
+/* ---- accessors ------------------------------------------------------------
+ */
 
 cbor_item_t *tfs_cbor_untag(cbor_item_t *item)
 {
@@ -405,14 +408,16 @@ json_t *tfs_cbor_to_json(cbor_item_t *item)
 	case CBOR_TYPE_UINT:
 		if (cbor_get_int(item) <= (uint64_t)INT64_MAX)
 			return json_integer((json_int_t)cbor_get_int(item));
-		/* beyond JSON's safe 64-bit range: exact, as a decimal string */
+		/* beyond JSON's safe 64-bit range: exact, as a decimal string
+		 */
 		snprintf(num, sizeof(num), "%llu",
 			 (unsigned long long)cbor_get_int(item));
 		return json_string(num);
 	case CBOR_TYPE_NEGINT:
 		/* -1 - n */
 		if (cbor_get_int(item) <= (uint64_t)INT64_MAX)
-			return json_integer(-1 - (json_int_t)cbor_get_int(item));
+			return json_integer(-1 -
+					    (json_int_t)cbor_get_int(item));
 		if (cbor_get_int(item) == UINT64_MAX)
 			return json_string("-18446744073709551616");
 		snprintf(num, sizeof(num), "-%llu",
@@ -468,12 +473,12 @@ json_t *tfs_cbor_to_json(cbor_item_t *item)
 					json_decref(v);
 					goto fail;
 				}
-				json_array_append_new(j, json_pack("[oo]", k,
-								   v));
+				json_array_append_new(j,
+						      json_pack("[oo]", k, v));
 			}
 		}
 		return j;
-fail:
+	fail:
 		json_decref(j);
 		return NULL;
 	case CBOR_TYPE_FLOAT_CTRL:

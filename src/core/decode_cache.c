@@ -320,8 +320,8 @@ int tfs_cache_prefault(struct tfs_cache_entry *e, size_t off, size_t len)
 	end = off + len;
 	/* contents are kept: safe while someone writes the same pages */
 	return madvise(e->data + start, end - start, MADV_POPULATE_WRITE)
-		   ? -errno
-		   : 0;
+		       ? -errno
+		       : 0;
 #else
 	(void)e;
 	(void)off;

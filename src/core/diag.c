@@ -52,8 +52,8 @@ void tfs_diag_format(const struct tfs_diag *d, char *buf, size_t len)
 		return;
 	if (d->has_offset)
 		snprintf(buf, len, "%s%s%s (at byte offset %llu)",
-			 d->format ? d->format : "", d->format ? ": " : "",
-			 msg, (unsigned long long)d->offset);
+			 d->format ? d->format : "", d->format ? ": " : "", msg,
+			 (unsigned long long)d->offset);
 	else
 		snprintf(buf, len, "%s%s%s", d->format ? d->format : "",
 			 d->format ? ": " : "", msg);

@@ -42,8 +42,8 @@ static void crc_init(void)
 	for (i = 0; i < 256; i++)
 		for (k = 1; k < 8; k++)
 			crc_table[k][i] =
-			    (crc_table[k - 1][i] >> 8) ^
-			    crc_table[0][crc_table[k - 1][i] & 0xff];
+				(crc_table[k - 1][i] >> 8) ^
+				crc_table[0][crc_table[k - 1][i] & 0xff];
 }
 
 uint32_t tfs_crc32c_sw(uint32_t crc, const void *p, size_t len)
@@ -271,7 +271,7 @@ static int update_fn(void *arg)
  */
 int tfs_digest_update(struct tfs_digest_ctx *c, const void *p, size_t len)
 {
-	struct update_args a = { c, p, len };
+	struct update_args a = {c, p, len};
 	int ret = tfs_source_guard(update_fn, &a);
 
 	return ret == -EFAULT ? -EIO : ret;
@@ -328,7 +328,7 @@ int tfs_digest_check(const struct tfs_digest *expect, const void *p, size_t len,
 	if (actual)
 		*actual = got;
 	return got.len == expect->len &&
-		       memcmp(got.value, expect->value, got.len) == 0
-		   ? 0
-		   : -EBADMSG;
+			       memcmp(got.value, expect->value, got.len) == 0
+		       ? 0
+		       : -EBADMSG;
 }

@@ -36,7 +36,7 @@
 #define PREFAULT_CHUNK (4u << 20)
 #define WINDOW_MIN (64u << 10)
 #define WINDOW_MAX (8u << 20)
-#define WHOLE_KEY 0xffffffffu	/* window number of a whole-mode entry */
+#define WHOLE_KEY 0xffffffffu /* window number of a whole-mode entry */
 
 /*
  * The state of a whole-mode entry being filled (entry->state), under
@@ -119,9 +119,9 @@ static int rs_new(struct tfs_image *img, struct tfs_diag *d)
 	rs->opts.verify = TFS_VERIFY_FIRST;
 	rs->window = window_for(rs->opts.cache_size);
 	rs->ts = calloc(t->ntensors ? t->ntensors : 1, sizeof(*rs->ts));
-	ret = rs->ts
-		  ? tfs_cache_new(&rs->cache, rs->opts.cache_size, drop_whole)
-		  : -ENOMEM;
+	ret = rs->ts ? tfs_cache_new(&rs->cache, rs->opts.cache_size,
+				     drop_whole)
+		     : -ENOMEM;
 	if (ret) {
 		rs_free(rs);
 		return tfs_diag_set(d, ret, "out of memory");
@@ -148,7 +148,7 @@ int tfs_image_configure(struct tfs_image *img,
 {
 	struct tfs_read_state *rs = img->rs;
 	uint64_t size =
-	    opts->cache_size ? opts->cache_size : tfs_default_cache_size();
+		opts->cache_size ? opts->cache_size : tfs_default_cache_size();
 
 	if (size < TFS_CACHE_SIZE_MIN || size > SIZE_MAX / 2)
 		return -EINVAL;
@@ -244,7 +244,7 @@ void tfs_image_close(struct tfs_image *img)
 /* ---- failures ------------------------------------------------------------ */
 
 static void report(struct tfs_image *img, uint32_t idx, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+	__attribute__((format(printf, 3, 4)));
 
 /* one line through the log callback, at most once per tensor */
 static void report(struct tfs_image *img, uint32_t idx, const char *fmt, ...)
@@ -272,7 +272,6 @@ static int fail_tensor(struct tfs_image *img, uint32_t idx, const char *why)
 	report(img, idx, "%s", why);
 	return -EIO;
 }
-
 
 /*
  * Hash the stored bytes of tensor @idx and compare: 0, -EBADMSG on a

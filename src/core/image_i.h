@@ -43,10 +43,11 @@ struct tfs_read_state {
 	unsigned bg_running;
 	atomic_bool closing;
 	atomic_uint_fast64_t decodes, decoded_bytes, digest_checks,
-	    digest_failures;
+		digest_failures;
 };
 
-static inline bool stored_live(const struct tfs_image *img, const struct tfs_tensor *x)
+static inline bool stored_live(const struct tfs_image *img,
+			       const struct tfs_tensor *x)
 {
 	return tfs_source_live_range_ok(&img->src, x->offset, x->stored_length);
 }

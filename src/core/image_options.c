@@ -93,4 +93,3 @@ const char *tfs_verify_mode_name(enum tfs_verify_mode m)
 		return "first";
 	}
 }
-

@@ -16,7 +16,7 @@ TFS_FORMAT_LIST
 #undef X
 
 #define X(name) &tfs_format_##name,
-const struct tfs_format *const tfs_formats[] = { TFS_FORMAT_LIST NULL };
+const struct tfs_format *const tfs_formats[] = {TFS_FORMAT_LIST NULL};
 #undef X
 
 const struct tfs_format *tfs_format_detect(const struct tfs_source *src)
@@ -50,9 +50,9 @@ static const struct {
 	size_t len;
 	const char *what;
 } unsupported[] = {
-	{ "GGUF", 4, "GGUF (not supported yet)" },
-	{ "\x93NUMPY", 6, "NumPy .npy (not supported yet)" },
-	{ "PK\x03\x04", 4, "ZIP / NumPy .npz (not supported yet)" },
+	{"GGUF", 4, "GGUF (not supported yet)"},
+	{"\x93NUMPY", 6, "NumPy .npy (not supported yet)"},
+	{"PK\x03\x04", 4, "ZIP / NumPy .npz (not supported yet)"},
 };
 
 const char *tfs_format_guess_unsupported(const struct tfs_source *src)

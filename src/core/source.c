@@ -91,8 +91,7 @@ void tfs_source_close(struct tfs_source *s)
 	s->fd = -1;
 }
 
-bool tfs_source_range_ok(const struct tfs_source *s, uint64_t off,
-			 uint64_t len)
+bool tfs_source_range_ok(const struct tfs_source *s, uint64_t off, uint64_t len)
 {
 	return tfs_range_ok(off, len, s->size);
 }

@@ -38,8 +38,7 @@ static size_t slot_of(const struct tfs_strmap *m, const char *key)
 	return i;
 }
 
-bool tfs_strmap_get(const struct tfs_strmap *m, const char *key,
-		    uint32_t *val)
+bool tfs_strmap_get(const struct tfs_strmap *m, const char *key, uint32_t *val)
 {
 	size_t i;
 

@@ -14,15 +14,14 @@
 struct tfs_strmap {
 	const char **keys;
 	uint32_t *vals;
-	size_t cap;		/* a power of two, or 0 */
+	size_t cap; /* a power of two, or 0 */
 	size_t len;
 };
 
 void tfs_strmap_init(struct tfs_strmap *m);
 void tfs_strmap_free(struct tfs_strmap *m);
 /* the value of @key, or false when absent */
-bool tfs_strmap_get(const struct tfs_strmap *m, const char *key,
-		    uint32_t *val);
+bool tfs_strmap_get(const struct tfs_strmap *m, const char *key, uint32_t *val);
 /* insert or replace; 0 or -ENOMEM */
 int tfs_strmap_put(struct tfs_strmap *m, const char *key, uint32_t val);
 

@@ -63,8 +63,8 @@ uint32_t tfs_tree_resolve(const struct tfs_tree *t, const char *path)
 	return n;
 }
 
-const struct tfs_xattr *tfs_tree_xattr(const struct tfs_tree *t,
-				       uint32_t node, const char *name)
+const struct tfs_xattr *tfs_tree_xattr(const struct tfs_tree *t, uint32_t node,
+				       const char *name)
 {
 	const struct tfs_node *n;
 	uint32_t lo, hi, mid;

@@ -43,7 +43,7 @@ static int check_hash_to(struct check_ctx *c, uint64_t upto)
 			return -EIO;
 		if (c->dg && tfs_digest_update(c->dg,
 					       c->img->src.data + c->x->offset +
-						   c->hashed,
+						       c->hashed,
 					       (size_t)n))
 			return -ENOMEM;
 		c->hashed += n;
@@ -114,7 +114,7 @@ int tfs_image_check_tensor(struct tfs_image *img, uint32_t tensor,
 			   void *arg)
 {
 	struct check_ctx c = {
-	    .img = img, .r = r, .progress = progress, .arg = arg};
+		.img = img, .r = r, .progress = progress, .arg = arg};
 	const struct tensor_state *ts;
 	struct tfs_digest got;
 	char want_s[TFS_DIGEST_TEXT_MAX], got_s[TFS_DIGEST_TEXT_MAX];

@@ -43,9 +43,9 @@ static int set_stable(ZSTD_DCtx *dctx)
 {
 #ifdef ZSTD_d_stableOutBuffer
 	return ZSTD_isError(
-		   ZSTD_DCtx_setParameter(dctx, ZSTD_d_stableOutBuffer, 1))
-		   ? -ENOTSUP
-		   : 0;
+		       ZSTD_DCtx_setParameter(dctx, ZSTD_d_stableOutBuffer, 1))
+		       ? -ENOTSUP
+		       : 0;
 #else
 	(void)dctx;
 	return -ENOTSUP;
@@ -155,7 +155,7 @@ static int step_fn(void *arg)
  */
 static int step(struct tfs_zstd *z, ZSTD_outBuffer *ob)
 {
-	struct step_args a = { z, ob };
+	struct step_args a = {z, ob};
 	int ret;
 
 	if (z->vanished)

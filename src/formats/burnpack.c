@@ -122,8 +122,8 @@ static const char *bpk_print_name(const char *name, size_t len, char *buf,
 
 	for (i = 0; i < n; i++)
 		buf[i] = (unsigned char)name[i] < 0x20 || name[i] == 0x7f
-			     ? '?'
-			     : name[i];
+				 ? '?'
+				 : name[i];
 	if (n < len) {
 		/* names are UTF-8: do not cut inside a character */
 		while (n && ((unsigned char)name[n] & 0xc0) == 0x80)
@@ -391,8 +391,8 @@ static int bpk_keys_check(struct bpk_ctx *z, cbor_item_t *map, uint64_t off,
 		return bpk_nomem(z);
 	if (ret && bad)
 		ret = tfs_diag_at(
-		    z->d, -EBADMSG, off, "%s: duplicate key '%s'", what,
-		    bpk_print_name(bad, strlen(bad), kb, sizeof(kb)));
+			z->d, -EBADMSG, off, "%s: duplicate key '%s'", what,
+			bpk_print_name(bad, strlen(bad), kb, sizeof(kb)));
 	else if (ret)
 		ret = tfs_diag_at(z->d, -EBADMSG, off,
 				  "%s: a key is not UTF-8 text (or holds a "
@@ -445,14 +445,14 @@ static int bpk_header(struct bpk_ctx *z)
 				   version);
 	if (ms > BPK_METADATA_MAX)
 		return tfs_diag_at(
-		    z->d, -E2BIG, 6,
-		    "metadata_size: %u exceeds the 100 MiB limit", ms);
+			z->d, -E2BIG, 6,
+			"metadata_size: %u exceeds the 100 MiB limit", ms);
 	if (ms > src->size - BPK_HEADER_SIZE)
 		return tfs_diag_at(
-		    z->d, -EBADMSG, 6,
-		    "metadata_size: %u runs past the end of the "
-		    "file (%llu bytes after the header)",
-		    ms, (unsigned long long)(src->size - BPK_HEADER_SIZE));
+			z->d, -EBADMSG, 6,
+			"metadata_size: %u runs past the end of the "
+			"file (%llu bytes after the header)",
+			ms, (unsigned long long)(src->size - BPK_HEADER_SIZE));
 	z->version = version;
 	z->ms = ms;
 	z->meta_end = BPK_HEADER_SIZE + (uint64_t)ms;
@@ -465,13 +465,13 @@ static const struct {
 	const char *burn;
 	enum tfs_dtype t;
 } bpk_unit_dtypes[] = {
-    {"F64", TFS_DTYPE_FLOAT64},	   {"F32", TFS_DTYPE_FLOAT32},
-    {"Flex32", TFS_DTYPE_FLOAT32}, {"F16", TFS_DTYPE_FLOAT16},
-    {"BF16", TFS_DTYPE_BFLOAT16},  {"I64", TFS_DTYPE_INT64},
-    {"I32", TFS_DTYPE_INT32},	   {"I16", TFS_DTYPE_INT16},
-    {"I8", TFS_DTYPE_INT8},	   {"U64", TFS_DTYPE_UINT64},
-    {"U32", TFS_DTYPE_UINT32},	   {"U16", TFS_DTYPE_UINT16},
-    {"U8", TFS_DTYPE_UINT8},	   {"Bool", TFS_DTYPE_BOOL},
+	{"F64", TFS_DTYPE_FLOAT64},    {"F32", TFS_DTYPE_FLOAT32},
+	{"Flex32", TFS_DTYPE_FLOAT32}, {"F16", TFS_DTYPE_FLOAT16},
+	{"BF16", TFS_DTYPE_BFLOAT16},  {"I64", TFS_DTYPE_INT64},
+	{"I32", TFS_DTYPE_INT32},      {"I16", TFS_DTYPE_INT16},
+	{"I8", TFS_DTYPE_INT8},	       {"U64", TFS_DTYPE_UINT64},
+	{"U32", TFS_DTYPE_UINT32},     {"U16", TFS_DTYPE_UINT16},
+	{"U8", TFS_DTYPE_UINT8},       {"Bool", TFS_DTYPE_BOOL},
 };
 
 /* {"Bool": storage} (0.21+); U32 storage is 4 bytes per element */
@@ -479,9 +479,9 @@ static const struct {
 	const char *storage;
 	enum tfs_dtype t;
 } bpk_bool_storages[] = {
-    {"Native", TFS_DTYPE_BOOL},
-    {"U8", TFS_DTYPE_BOOL},
-    {"U32", TFS_DTYPE_UINT32},
+	{"Native", TFS_DTYPE_BOOL},
+	{"U8", TFS_DTYPE_BOOL},
+	{"U32", TFS_DTYPE_UINT32},
 };
 
 static void bpk_set_dtype(struct bpk_tensor *t, enum tfs_dtype dt,
@@ -511,9 +511,10 @@ static int bpk_dtype_text(struct bpk_ctx *z, struct bpk_tensor *t,
 	ret = tfs_cbor_text(v, &s, NULL);
 	if (ret == -ENOMEM)
 		return bpk_nomem(z);
-	ret = tfs_diag_at(
-	    z->d, -EBADMSG, off, "tensor '%s': dtype: unknown dtype '%s'",
-	    TNAME(t), s ? bpk_print_name(s, strlen(s), vb, sizeof(vb)) : "?");
+	ret = tfs_diag_at(z->d, -EBADMSG, off,
+			  "tensor '%s': dtype: unknown dtype '%s'", TNAME(t),
+			  s ? bpk_print_name(s, strlen(s), vb, sizeof(vb))
+			    : "?");
 	free(s);
 	return ret;
 }
@@ -585,7 +586,7 @@ static int bpk_dtype_map(struct bpk_ctx *z, struct bpk_tensor *t,
 	if (bpk_key_is(pair->key, "Bool")) {
 		z->map_bool = true;
 		for (i = 0; i < sizeof(bpk_bool_storages) /
-				    sizeof(bpk_bool_storages[0]);
+					sizeof(bpk_bool_storages[0]);
 		     i++) {
 			if (tfs_cbor_text_eq(arg,
 					     bpk_bool_storages[i].storage)) {
@@ -607,9 +608,9 @@ static int bpk_dtype_map(struct bpk_ctx *z, struct bpk_tensor *t,
 	if (ret == -ENOMEM)
 		return bpk_nomem(z);
 	ret = tfs_diag_at(
-	    z->d, -EBADMSG, off,
-	    "tensor '%s': dtype: unknown dtype variant '%s'", TNAME(t),
-	    s ? bpk_print_name(s, strlen(s), kb, sizeof(kb)) : "?");
+		z->d, -EBADMSG, off,
+		"tensor '%s': dtype: unknown dtype variant '%s'", TNAME(t),
+		s ? bpk_print_name(s, strlen(s), kb, sizeof(kb)) : "?");
 	free(s);
 	return ret;
 }
@@ -931,16 +932,16 @@ static int bpk_check_extents(struct bpk_ctx *z, struct bpk_tensor **sorted,
 		if (!tfs_add_u64(z->meta_end, max_end, &need_p))
 			need_p = UINT64_MAX;
 		return tfs_diag_at(
-		    z->d, -EBADMSG, t->offsets_off,
-		    "tensor '%s': data_offsets: [%llu, %llu) at data "
-		    "start %llu ends past the end of the file (%llu "
-		    "bytes): the size fits neither layout (aligned needs "
-		    "%llu bytes, packed %llu) and %s",
-		    TNAME(t), (unsigned long long)t->start,
-		    (unsigned long long)t->end,
-		    (unsigned long long)z->data_start, (unsigned long long)size,
-		    (unsigned long long)need_a, (unsigned long long)need_p,
-		    z->layout_why);
+			z->d, -EBADMSG, t->offsets_off,
+			"tensor '%s': data_offsets: [%llu, %llu) at data "
+			"start %llu ends past the end of the file (%llu "
+			"bytes): the size fits neither layout (aligned needs "
+			"%llu bytes, packed %llu) and %s",
+			TNAME(t), (unsigned long long)t->start,
+			(unsigned long long)t->end,
+			(unsigned long long)z->data_start,
+			(unsigned long long)size, (unsigned long long)need_a,
+			(unsigned long long)need_p, z->layout_why);
 	}
 	for (i = 0; i < z->n; i++) {
 		struct bpk_tensor *t = sorted[i];
@@ -951,16 +952,16 @@ static int bpk_check_extents(struct bpk_ctx *z, struct bpk_tensor **sorted,
 			continue; /* an empty tensor holds no byte */
 		if (widest && t->start < widest->end)
 			return tfs_diag_at(
-			    z->d, -EBADMSG, t->offsets_off,
-			    "tensor '%s': data_offsets: [%llu, "
-			    "%llu) overlaps tensor '%s' [%llu, "
-			    "%llu)",
-			    TNAME(t), (unsigned long long)t->start,
-			    (unsigned long long)t->end,
-			    bpk_print_name(widest->name, widest->name_len, nb2,
-					   sizeof(nb2)),
-			    (unsigned long long)widest->start,
-			    (unsigned long long)widest->end);
+				z->d, -EBADMSG, t->offsets_off,
+				"tensor '%s': data_offsets: [%llu, "
+				"%llu) overlaps tensor '%s' [%llu, "
+				"%llu)",
+				TNAME(t), (unsigned long long)t->start,
+				(unsigned long long)t->end,
+				bpk_print_name(widest->name, widest->name_len,
+					       nb2, sizeof(nb2)),
+				(unsigned long long)widest->start,
+				(unsigned long long)widest->end);
 		if (!widest || t->end > widest->end)
 			widest = t;
 	}
@@ -1079,8 +1080,8 @@ static json_t *bpk_scalar(cbor_item_t *v, const char **why)
 			return NULL;
 		return json_pack("{sI}", "Int",
 				 cbor_isa_uint(x)
-				     ? (json_int_t)cbor_get_int(x)
-				     : -1 - (json_int_t)cbor_get_int(x));
+					 ? (json_int_t)cbor_get_int(x)
+					 : -1 - (json_int_t)cbor_get_int(x));
 	}
 	if (bpk_key_is(pair->key, "UInt")) {
 		if (!x || !cbor_isa_uint(x))
@@ -1137,9 +1138,9 @@ static int bpk_scalars(struct bpk_ctx *z, cbor_item_t *v, uint64_t off)
 		one = bpk_scalar(pairs[i].value, &why);
 		if (!one) {
 			ret = tfs_diag_at(
-			    z->d, -EBADMSG, raw_value_offset(z, off, i),
-			    "scalars: '%s': %s",
-			    bpk_print_name(name, len, kb, sizeof(kb)), why);
+				z->d, -EBADMSG, raw_value_offset(z, off, i),
+				"scalars: '%s': %s",
+				bpk_print_name(name, len, kb, sizeof(kb)), why);
 			free(name);
 			return ret;
 		}
@@ -1196,9 +1197,9 @@ static int bpk_add_tensor(struct bpk_ctx *z, struct bpk_tensor *t,
 	if (!dump)
 		return bpk_nomem(z);
 	ret = strlen(dump) <= BPK_XATTR_VALUE_MAX
-		  ? tfs_builder_set_xattr_str(z->b, h, "burnpack.quant_scheme",
-					      dump)
-		  : 0;
+		      ? tfs_builder_set_xattr_str(z->b, h,
+						  "burnpack.quant_scheme", dump)
+		      : 0;
 	free(dump);
 	return ret ? bpk_nomem(z) : 0;
 }
@@ -1272,9 +1273,9 @@ static int bpk_load(const struct tfs_source *src, struct tfs_builder *b,
 	z.warnings = json_array();
 	if (!z.warnings)
 		return bpk_nomem(&z);
-	ret =
-	    tfs_cbor_decode(src->data + BPK_HEADER_SIZE, z.ms, BPK_HEADER_SIZE,
-			    TFS_CBOR_MAX_DEPTH, &item, &used, d);
+	ret = tfs_cbor_decode(src->data + BPK_HEADER_SIZE, z.ms,
+			      BPK_HEADER_SIZE, TFS_CBOR_MAX_DEPTH, &item, &used,
+			      d);
 	if (ret)
 		goto out;
 	if (used < z.ms) {
@@ -1301,7 +1302,7 @@ static int bpk_load(const struct tfs_source *src, struct tfs_builder *b,
 		goto out;
 	}
 	z.has_scalars =
-	    bpk_field(&z, z.root, BPK_HEADER_SIZE, "scalars", &off) != NULL;
+		bpk_field(&z, z.root, BPK_HEADER_SIZE, "scalars", &off) != NULL;
 	ret = bpk_tensors(&z, v, tensors_off);
 	if (!ret)
 		ret = bpk_place(&z);
@@ -1329,8 +1330,8 @@ out:
 }
 
 const struct tfs_format tfs_format_burnpack = {
-    .name = "burnpack",
-    .description = "Burnpack (.bpk), Burn's checkpoint format",
-    .probe = bpk_probe,
-    .load = bpk_load,
+	.name = "burnpack",
+	.description = "Burnpack (.bpk), Burn's checkpoint format",
+	.probe = bpk_probe,
+	.load = bpk_load,
 };

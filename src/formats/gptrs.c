@@ -237,11 +237,11 @@ static int read_dims(struct gptrs_ctx *z, struct tfs_cursor *c,
 		return ret;
 	if (!tfs_mul_u64(e->rank, 8, &need) || tfs_cursor_need(c, need))
 		return tfs_diag_at(
-		    z->d, -EBADMSG, rank_at,
-		    "entry %u: rank: %u dims need %llu bytes, "
-		    "only %llu left in the %s",
-		    e->index, e->rank, (unsigned long long)e->rank * 8,
-		    (unsigned long long)tfs_cursor_remaining(c), z->region);
+			z->d, -EBADMSG, rank_at,
+			"entry %u: rank: %u dims need %llu bytes, "
+			"only %llu left in the %s",
+			e->index, e->rank, (unsigned long long)e->rank * 8,
+			(unsigned long long)tfs_cursor_remaining(c), z->region);
 	if (e->rank > z->dims_cap) {
 		/* bounded: rank x 8 fits in the bytes left */
 		dims = realloc(z->dims, (size_t)e->rank * sizeof(*dims));
@@ -500,7 +500,7 @@ static int read_entries(struct gptrs_ctx *z, struct tfs_cursor *c, uint64_t min)
 		if (ret)
 			return ret;
 		z->names[i] =
-		    (struct gptrs_name){e.name, e.name_len, i, e.name_at};
+			(struct gptrs_name){e.name, e.name_len, i, e.name_at};
 		z->nnames++;
 	}
 	return check_duplicates(z);
@@ -562,8 +562,8 @@ static int read_config(struct gptrs_ctx *z, struct tfs_cursor *c)
 	if (!cfg)
 		return tfs_diag_at(z->d, -EBADMSG,
 				   at + ((uint64_t)err.position <= len
-					     ? (uint64_t)err.position
-					     : len),
+						 ? (uint64_t)err.position
+						 : len),
 				   "config: not valid JSON: %s", err.text);
 	if (!json_is_object(cfg)) {
 		json_decref(cfg);
@@ -597,7 +597,7 @@ static int load_v2(struct gptrs_ctx *z, struct tfs_cursor *c)
 	tfs_cursor_init(&ic, p, len, start);
 	ret = read_entries(z, &ic,
 			   GPTRS_V2_ENTRY_MIN +
-			       (z->checkpoint ? GPTRS_BASE_ID_LEN : 0));
+				   (z->checkpoint ? GPTRS_BASE_ID_LEN : 0));
 	if (ret)
 		return ret;
 	warn_trailing(z, &ic);
@@ -663,8 +663,8 @@ static int gptrs_load(const struct tfs_source *src, struct tfs_builder *b,
 	}
 	json_object_set_new(meta, "magic", json_string(magic));
 	json_object_set_new(
-	    meta, "container",
-	    json_string(z.checkpoint ? "checkpoint" : "tensor archive"));
+		meta, "container",
+		json_string(z.checkpoint ? "checkpoint" : "tensor archive"));
 	json_object_set_new(meta, "version", json_integer(z.version));
 	ret = z.checkpoint ? read_config(&z, &c) : 0;
 	if (!ret)
@@ -687,9 +687,9 @@ out:
 }
 
 const struct tfs_format tfs_format_gptrs = {
-    .name = "gptrs",
-    .description = "gpt-rs checkpoint (GPTRSCHK) / tensor archive "
-		   "(GPTRSTEN), versions 1 and 2",
-    .probe = gptrs_probe,
-    .load = gptrs_load,
+	.name = "gptrs",
+	.description = "gpt-rs checkpoint (GPTRSCHK) / tensor archive "
+		       "(GPTRSTEN), versions 1 and 2",
+	.probe = gptrs_probe,
+	.load = gptrs_load,
 };

@@ -84,7 +84,7 @@
 
 /* The 15 bytes every real file starts with; byte 13 is the data type. */
 static const uint8_t pv_prefix[PV_HEADER_SIZE] = {
-    0xce, 0, 0, 0, 0, 0xce, 0, 0, 0, 1, 0xce, 0, 0, 0, 0,
+	0xce, 0, 0, 0, 0, 0xce, 0, 0, 0, 1, 0xce, 0, 0, 0, 0,
 };
 #define PV_PREFIX_TYPE_BYTE 13
 
@@ -97,10 +97,10 @@ static const struct pv_form {
 	uint8_t fix_count;    /* 0: no fix form */
 	uint8_t b8, b16, b32; /* 8/16/32-bit length forms (0: none) */
 } pv_forms[] = {
-    [PV_STR] = {"str (0xa0-0xbf, 0xd9-0xdb)", 0xa0, 32, 0xd9, 0xda, 0xdb},
-    [PV_BIN] = {"bin (0xc4-0xc6)", 0, 0, 0xc4, 0xc5, 0xc6},
-    [PV_ARRAY] = {"array (0x90-0x9f, 0xdc, 0xdd)", 0x90, 16, 0, 0xdc, 0xdd},
-    [PV_MAP] = {"map (0x80-0x8f, 0xde, 0xdf)", 0x80, 16, 0, 0xde, 0xdf},
+	[PV_STR] = {"str (0xa0-0xbf, 0xd9-0xdb)", 0xa0, 32, 0xd9, 0xda, 0xdb},
+	[PV_BIN] = {"bin (0xc4-0xc6)", 0, 0, 0xc4, 0xc5, 0xc6},
+	[PV_ARRAY] = {"array (0x90-0x9f, 0xdc, 0xdd)", 0x90, 16, 0, 0xdc, 0xdd},
+	[PV_MAP] = {"map (0x80-0x8f, 0xde, 0xdf)", 0x80, 16, 0, 0xde, 0xdf},
 };
 
 struct pv {
@@ -417,8 +417,8 @@ static int pv_read_tensor(struct pv *p, const char *name, struct pv_tensor *t)
 			return ret;
 		if (v == 0)
 			return pv_fail(
-			    p, -EBADMSG, start, field,
-			    "dim is 0, every dim must be at least 1");
+				p, -EBADMSG, start, field,
+				"dim is 0, every dim must be at least 1");
 		t->shape[i] = v;
 	}
 	t->ndim = (size_t)n;
@@ -792,8 +792,8 @@ static int pv_read_config_map(struct pv *p, const char *name, bool is_float,
 		return pv_nomem(p);
 	ret = pv_len(p, name, PV_MAP, &n, &start);
 	if (!ret)
-		ret =
-		    pv_count_fits(p, name, start, n, PV_MIN_CONFIG, "entries");
+		ret = pv_count_fits(p, name, start, n, PV_MIN_CONFIG,
+				    "entries");
 	for (i = 0; !ret && i < n; i++) {
 		snprintf(field, sizeof(field), "%s[%llu].key", name,
 			 (unsigned long long)i);
@@ -877,10 +877,10 @@ static const struct {
 	const char *name;
 	int (*read)(struct pv *p, json_t *meta);
 } pv_types[] = {
-    {PV_TENSOR, "Tensor", pv_read_single_tensor},
-    {PV_PARAMETER, "Parameter", pv_read_parameter},
-    {PV_MODEL, "Model", pv_read_model},
-    {PV_OPTIMIZER, "Optimizer", pv_read_optimizer},
+	{PV_TENSOR, "Tensor", pv_read_single_tensor},
+	{PV_PARAMETER, "Parameter", pv_read_parameter},
+	{PV_MODEL, "Model", pv_read_model},
+	{PV_OPTIMIZER, "Optimizer", pv_read_optimizer},
 };
 
 /* ver_major 0, ver_minor 1, data_type: returns the pv_types index */
@@ -957,16 +957,16 @@ static int pv_load(const struct tfs_source *src, struct tfs_builder *b,
 		json_object_set_new(meta, "trailing_bytes",
 				    json_integer((json_int_t)trailing));
 		json_object_set_new(
-		    meta, "trailing_offset",
-		    json_integer((json_int_t)tfs_cursor_offset(&p.c)));
+			meta, "trailing_offset",
+			json_integer((json_int_t)tfs_cursor_offset(&p.c)));
 	}
 	return 0;
 }
 
 const struct tfs_format tfs_format_primitiv = {
-    .name = "primitiv",
-    .description = "primitiv v0.1 Parameter, Model or Optimizer file "
-		   "(MessagePack)",
-    .probe = pv_probe,
-    .load = pv_load,
+	.name = "primitiv",
+	.description = "primitiv v0.1 Parameter, Model or Optimizer file "
+		       "(MessagePack)",
+	.probe = pv_probe,
+	.load = pv_load,
 };

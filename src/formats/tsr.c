@@ -101,8 +101,8 @@ static int check_dims(const struct tsr_header *h, uint64_t *shape,
 static int tsr_load(const struct tfs_source *src, struct tfs_builder *b,
 		    struct tfs_diag *d)
 {
-	struct tfs_tensor_spec spec = { 0 };
-	struct tsr_header h = { 0 };
+	struct tfs_tensor_spec spec = {0};
+	struct tsr_header h = {0};
 	struct tfs_cursor c;
 	uint64_t shape[4], bytes, want;
 	enum tfs_dtype dt;
@@ -134,8 +134,8 @@ static int tsr_load(const struct tfs_source *src, struct tfs_builder *b,
 				   "3 INT32)",
 				   h.dtype);
 	if (h.ndim < 0 || h.ndim > 4)
-		return tfs_diag_at(d, -EBADMSG, 20,
-				   "ndim: %d is outside 0..4", h.ndim);
+		return tfs_diag_at(d, -EBADMSG, 20, "ndim: %d is outside 0..4",
+				   h.ndim);
 	ret = check_dims(&h, shape, d);
 	if (ret)
 		return ret;
@@ -146,13 +146,12 @@ static int tsr_load(const struct tfs_source *src, struct tfs_builder *b,
 				   "the byte count",
 				   (long long)h.total);
 	if (src->size != want)
-		return tfs_diag_at(d, -EBADMSG,
-				   src->size < want ? src->size : want,
-				   "data: file is %llu bytes, header says "
-				   "64 + %llu = %llu",
-				   (unsigned long long)src->size,
-				   (unsigned long long)bytes,
-				   (unsigned long long)want);
+		return tfs_diag_at(
+			d, -EBADMSG, src->size < want ? src->size : want,
+			"data: file is %llu bytes, header says "
+			"64 + %llu = %llu",
+			(unsigned long long)src->size,
+			(unsigned long long)bytes, (unsigned long long)want);
 
 	spec.name = "tensor";
 	spec.name_len = 6;
@@ -172,9 +171,9 @@ static int tsr_load(const struct tfs_source *src, struct tfs_builder *b,
 	json_object_set_new(meta, "header_size", json_integer(h.header_size));
 	json_object_set_new(meta, "dtype_code", json_integer(h.dtype));
 	json_object_set_new(meta, "ndim", json_integer(h.ndim));
-	json_object_set_new(
-		meta, "dims_nchw",
-		json_pack("[iiii]", h.dims[0], h.dims[1], h.dims[2], h.dims[3]));
+	json_object_set_new(meta, "dims_nchw",
+			    json_pack("[iiii]", h.dims[0], h.dims[1], h.dims[2],
+				      h.dims[3]));
 	json_object_set_new(meta, "total_elements", json_integer(h.total));
 	json_object_set_new(meta, "reserved",
 			    json_pack("[iII]", h.reserved1,

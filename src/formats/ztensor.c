@@ -124,19 +124,19 @@ static const struct {
 	const char *lng, *shrt;
 	enum tfs_dtype t;
 } zt_dtypes[] = {
-    {"float64", "f64", TFS_DTYPE_FLOAT64},
-    {"float32", "f32", TFS_DTYPE_FLOAT32},
-    {"float16", "f16", TFS_DTYPE_FLOAT16},
-    {"bfloat16", "bf16", TFS_DTYPE_BFLOAT16},
-    {"int64", "i64", TFS_DTYPE_INT64},
-    {"int32", "i32", TFS_DTYPE_INT32},
-    {"int16", "i16", TFS_DTYPE_INT16},
-    {"int8", "i8", TFS_DTYPE_INT8},
-    {"uint64", "u64", TFS_DTYPE_UINT64},
-    {"uint32", "u32", TFS_DTYPE_UINT32},
-    {"uint16", "u16", TFS_DTYPE_UINT16},
-    {"uint8", "u8", TFS_DTYPE_UINT8},
-    {"bool", "bool", TFS_DTYPE_BOOL},
+	{"float64", "f64", TFS_DTYPE_FLOAT64},
+	{"float32", "f32", TFS_DTYPE_FLOAT32},
+	{"float16", "f16", TFS_DTYPE_FLOAT16},
+	{"bfloat16", "bf16", TFS_DTYPE_BFLOAT16},
+	{"int64", "i64", TFS_DTYPE_INT64},
+	{"int32", "i32", TFS_DTYPE_INT32},
+	{"int16", "i16", TFS_DTYPE_INT16},
+	{"int8", "i8", TFS_DTYPE_INT8},
+	{"uint64", "u64", TFS_DTYPE_UINT64},
+	{"uint32", "u32", TFS_DTYPE_UINT32},
+	{"uint16", "u16", TFS_DTYPE_UINT16},
+	{"uint8", "u8", TFS_DTYPE_UINT8},
+	{"bool", "bool", TFS_DTYPE_BOOL},
 };
 
 /* long names in v0.1/v1.0, short ones from v1.1 on; case-sensitive */
@@ -177,7 +177,7 @@ static int zt_oom(struct zt_ctx *z)
 
 static int zt_err(struct zt_ctx *z, int err, uint64_t off,
 		  const struct zt_obj *o, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
+	__attribute__((format(printf, 5, 6)));
 
 /* "manifest: tensor 'NAME': <what>" at @off */
 static int zt_err(struct zt_ctx *z, int err, uint64_t off,
@@ -197,7 +197,7 @@ static int zt_err(struct zt_ctx *z, int err, uint64_t off,
 }
 
 static void zt_warn(struct zt_ctx *z, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+	__attribute__((format(printf, 2, 3)));
 
 static void zt_warn(struct zt_ctx *z, const char *fmt, ...)
 {
@@ -500,8 +500,8 @@ static int zt_object_v11(struct zt_ctx *z, cbor_item_t *key, cbor_item_t *t,
 /* ---- v0.1 ---------------------------------------------------------------- */
 
 static const char *const zt_v01_keys[] = {
-    "name",	"offset",	   "size",     "dtype", "layout", "shape",
-    "encoding", "data_endianness", "checksum",
+	"name",	    "offset",	       "size",	   "dtype", "layout", "shape",
+	"encoding", "data_endianness", "checksum",
 };
 
 /* v0.1 custom fields (keys the format does not define) as attributes */
@@ -655,13 +655,13 @@ static int zt_check_overlaps(struct zt_ctx *z)
 		/* sorted and disjoint so far: prev ends furthest */
 		if (prev && e->offset < prev->offset + prev->length)
 			return tfs_diag_at(
-			    z->d, -EBADMSG, e->offset,
-			    "manifest: %s [%llu, +%llu) overlaps %s "
-			    "[%llu, +%llu)",
-			    e->label, (unsigned long long)e->offset,
-			    (unsigned long long)e->length, prev->label,
-			    (unsigned long long)prev->offset,
-			    (unsigned long long)prev->length);
+				z->d, -EBADMSG, e->offset,
+				"manifest: %s [%llu, +%llu) overlaps %s "
+				"[%llu, +%llu)",
+				e->label, (unsigned long long)e->offset,
+				(unsigned long long)e->length, prev->label,
+				(unsigned long long)prev->offset,
+				(unsigned long long)prev->length);
 		prev = e;
 	}
 	return 0;
@@ -842,8 +842,8 @@ static bool zt_attr_text(cbor_item_t *v, char *buf, size_t len)
 		for (prec = 1; prec <= 17; prec++) {
 			snprintf(buf, len, "%.*g", prec, d);
 			if (cbor_float_get_width(v) == CBOR_FLOAT_64
-				? strtod(buf, NULL) == d
-				: (float)strtod(buf, NULL) == (float)d)
+				    ? strtod(buf, NULL) == d
+				    : (float)strtod(buf, NULL) == (float)d)
 				break;
 		}
 		return true;
@@ -953,7 +953,7 @@ static int zt_decorate_comp(struct zt_ctx *z, const struct zt_comp *c,
 	tfs_digest_parse(c->digest, &dg); /* checked: cannot fail */
 	if (dg.alg == TFS_DIGEST_UNKNOWN)
 		ret = tfs_builder_set_xattr_str(
-		    z->b, handle, "digest_unverified", "unknown algorithm");
+			z->b, handle, "digest_unverified", "unknown algorithm");
 	if (!ret && c->type) {
 		ret = tfs_builder_set_xattr_str(z->b, handle, "logical_type",
 						c->type);
@@ -1033,11 +1033,11 @@ static int zt_emit_group(struct zt_ctx *z, struct zt_obj *o)
 	v = zt_find(o, "values");
 	for (i = 0; i < o->ncomps; i++) {
 		/* dense with extra roles: 'data' still has the tensor's size */
-		bool dd =
-		    strcmp(o->format, "dense") == 0 &&
-		    strcmp(o->comps[i].role, "data") == 0 &&
-		    tfs_shape_product(o->shape, o->ndim, &want) &&
-		    tfs_mul_u64(want, tfs_dtype_size(o->comps[i].dtype), &want);
+		bool dd = strcmp(o->format, "dense") == 0 &&
+			  strcmp(o->comps[i].role, "data") == 0 &&
+			  tfs_shape_product(o->shape, o->ndim, &want) &&
+			  tfs_mul_u64(want, tfs_dtype_size(o->comps[i].dtype),
+				      &want);
 
 		ret = zt_check_comp(z, o, &o->comps[i], dd, dd ? want : 0);
 		if (ret)
@@ -1061,12 +1061,12 @@ static int zt_emit_group(struct zt_ctx *z, struct zt_obj *o)
 		if (co && (!tfs_mul_u64(nnz, o->ndim, &want) ||
 			   co->size / tfs_dtype_size(co->dtype) != want))
 			return zt_err(
-			    z, -EBADMSG, z->man_off, o,
-			    "sparse_coo: coords holds %llu indices, "
-			    "not ndim x nnz = %zu x %llu",
-			    (unsigned long long)(co->size /
-						 tfs_dtype_size(co->dtype)),
-			    o->ndim, (unsigned long long)nnz);
+				z, -EBADMSG, z->man_off, o,
+				"sparse_coo: coords holds %llu indices, "
+				"not ndim x nnz = %zu x %llu",
+				(unsigned long long)(co->size /
+						     tfs_dtype_size(co->dtype)),
+				o->ndim, (unsigned long long)nnz);
 	}
 	if (strcmp(o->format, "sparse_csr") == 0 && have_nnz)
 		zt_csr_warnings(z, o, nnz);
@@ -1157,8 +1157,8 @@ static int zt_name_map(struct zt_ctx *z, cbor_item_t *root, const char *key,
 	pairs = cbor_map_handle(m);
 	n = cbor_map_size(m);
 	for (i = 0; i < n && !ret; i++) {
-		ret =
-		    parse(z, pairs[i].key, tfs_cbor_untag(pairs[i].value), &o);
+		ret = parse(z, pairs[i].key, tfs_cbor_untag(pairs[i].value),
+			    &o);
 		if (!ret)
 			ret = zt_emit(z, &o);
 		zt_obj_free(&o);
@@ -1245,8 +1245,8 @@ static int zt_v01_unique(struct zt_ctx *z, cbor_item_t *root)
 		return zt_oom(z);
 	for (i = 0; i < n; i++)
 		if (tfs_cbor_text(
-			tfs_cbor_get(cbor_array_handle(root)[i], "name"),
-			&names[k], NULL) == 0)
+			    tfs_cbor_get(cbor_array_handle(root)[i], "name"),
+			    &names[k], NULL) == 0)
 			k++;
 	qsort(names, k, sizeof(*names), cmp_str);
 	for (i = 1; i < k && !ret; i++)
@@ -1278,8 +1278,8 @@ static int zt_load_v01(struct zt_ctx *z, cbor_item_t *root)
 			if (!skipped)
 				skipped = json_array();
 			json_array_append_new(
-			    skipped, json_pack("{s:s,s:s}", "name", o.name,
-					       "layout", layout));
+				skipped, json_pack("{s:s,s:s}", "name", o.name,
+						   "layout", layout));
 		} else if (!ret) {
 			ret = zt_emit(z, &o);
 		}
@@ -1329,18 +1329,18 @@ static int zt_locate(struct zt_ctx *z)
 				   (unsigned long long)limit);
 	if (m > ZT_MANIFEST_MAX)
 		return tfs_diag_at(
-		    z->d, -E2BIG, src->size - trailer,
-		    "manifest_size: %llu exceeds the 1 GiB limit",
-		    (unsigned long long)m);
+			z->d, -E2BIG, src->size - trailer,
+			"manifest_size: %llu exceeds the 1 GiB limit",
+			(unsigned long long)m);
 	z->man_len = m;
 	z->man_off = src->size - trailer - m;
 	return 0;
 }
 
 static const char *const zt_generation[] = {
-    [ZT_FORM_V01] = "v0.1",
-    [ZT_FORM_V10] = "v1.0",
-    [ZT_FORM_FOOTER] = "v1.1/v1.2",
+	[ZT_FORM_V01] = "v0.1",
+	[ZT_FORM_V10] = "v1.0",
+	[ZT_FORM_FOOTER] = "v1.1/v1.2",
 };
 
 /* the manifest's root must match the form (spec section 2, step 4) */
@@ -1348,10 +1348,10 @@ static int zt_check_schema(struct zt_ctx *z, cbor_item_t *root)
 {
 	if (z->form == ZT_FORM_V01)
 		return cbor_isa_array(root)
-			   ? 0
-			   : tfs_diag_at(z->d, -EBADMSG, z->man_off,
-					 "manifest: a v0.1 (ZTEN0001) "
-					 "manifest must be an array");
+			       ? 0
+			       : tfs_diag_at(z->d, -EBADMSG, z->man_off,
+					     "manifest: a v0.1 (ZTEN0001) "
+					     "manifest must be an array");
 	if (!cbor_isa_map(root))
 		return tfs_diag_at(z->d, -EBADMSG, z->man_off,
 				   "manifest: root is not a map");
@@ -1360,13 +1360,13 @@ static int zt_check_schema(struct zt_ctx *z, cbor_item_t *root)
 				   "manifest: no 'objects' key (a footer-form "
 				   "v1.1/v1.2 file needs one%s)",
 				   tfs_cbor_get(root, "tensors")
-				       ? "; 'tensors' is the v1.0 schema"
-				       : "");
+					   ? "; 'tensors' is the v1.0 schema"
+					   : "");
 	if (z->form == ZT_FORM_V10 && !tfs_cbor_get(root, "tensors"))
 		return tfs_diag_at(
-		    z->d, -EBADMSG, z->man_off,
-		    "manifest: no 'tensors' key (a v1.1+ "
-		    "'objects' manifest needs the footer magic)");
+			z->d, -EBADMSG, z->man_off,
+			"manifest: no 'tensors' key (a v1.1+ "
+			"'objects' manifest needs the footer magic)");
 	return 0;
 }
 
@@ -1423,8 +1423,8 @@ out:
 }
 
 const struct tfs_format tfs_format_ztensor = {
-    .name = "ztensor",
-    .description = "zTensor 1.x (.zt): v0.1, v1.0, v1.1, v1.2",
-    .probe = zt_probe,
-    .load = zt_load,
+	.name = "ztensor",
+	.description = "zTensor 1.x (.zt): v0.1, v1.0, v1.1, v1.2",
+	.probe = zt_probe,
+	.load = zt_load,
 };

@@ -205,9 +205,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		}
 		fill_entry(fs, child, &e);
 		if (plus)
-			need = fuse_add_direntry_plus(req, buf + pos,
-						      size - pos, name, &e,
-						      off + 1);
+			need = fuse_add_direntry_plus(
+				req, buf + pos, size - pos, name, &e, off + 1);
 		else
 			need = fuse_add_direntry(req, buf + pos, size - pos,
 						 name, &e.attr, off + 1);
@@ -219,8 +218,8 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	free(buf);
 }
 
-static void tfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
-			off_t off, struct fuse_file_info *fi)
+static void tfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			struct fuse_file_info *fi)
 {
 	(void)fi;
 	do_readdir(req, ino, size, off, false);
@@ -276,7 +275,8 @@ static void tfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 				 "tensorfs: %s: read of '%s' at %lld failed: "
 				 "the container no longer holds these bytes "
 				 "(truncated or replaced?)\n",
-				 fs->img->src.path, fs->img->tree->nodes[node].name,
+				 fs->img->src.path,
+				 fs->img->tree->nodes[node].name,
 				 (long long)off);
 		fuse_reply_err(req, -ret);
 		return;

@@ -9,7 +9,7 @@ struct tfs_image;
 
 struct tfs_fs {
 	struct tfs_image *img;
-	uid_t uid;		/* owner of every node: the mounting user */
+	uid_t uid; /* owner of every node: the mounting user */
 	gid_t gid;
 };
 

@@ -32,10 +32,10 @@ struct mount_opts {
 };
 
 static const struct fuse_opt opt_spec[] = {
-	{ "flat", offsetof(struct mount_opts, flat), 1 },
-	{ "cache_size=%s", offsetof(struct mount_opts, cache_size), 0 },
-	{ "verify=%s", offsetof(struct mount_opts, verify), 0 },
-    FUSE_OPT_END,
+	{"flat", offsetof(struct mount_opts, flat), 1},
+	{"cache_size=%s", offsetof(struct mount_opts, cache_size), 0},
+	{"verify=%s", offsetof(struct mount_opts, verify), 0},
+	FUSE_OPT_END,
 };
 
 static int opt_proc(void *data, const char *arg, int key,
@@ -101,10 +101,10 @@ int tfs_mount_main(int argc, char **argv)
 	struct fuse_cmdline_opts co;
 	struct fuse_loop_config *lc = NULL;
 	struct fuse_session *se = NULL;
-	struct mount_opts mo = { 0 };
-	struct tfs_build_options bo = { 0 };
+	struct mount_opts mo = {0};
+	struct tfs_build_options bo = {0};
 	struct tfs_image_options io;
-	struct tfs_fs fs = { 0 };
+	struct tfs_fs fs = {0};
 	char *mopts = NULL, *fsname = NULL;
 	int ret = TFS_EXIT_USAGE;
 
@@ -147,7 +147,8 @@ int tfs_mount_main(int argc, char **argv)
 
 	/* read-only at the VFS too; fsname shows the container in mount(8) */
 	if (asprintf(&fsname, "fsname=tensorfs:%s", mo.container) < 0 ||
-	    fuse_opt_add_opt(&mopts, "ro,default_permissions,subtype=tensorfs") ||
+	    fuse_opt_add_opt(&mopts,
+			     "ro,default_permissions,subtype=tensorfs") ||
 	    fuse_opt_add_opt_escaped(&mopts, fsname) ||
 	    fuse_opt_add_arg(&args, "-o") || fuse_opt_add_arg(&args, mopts)) {
 		ret = TFS_EXIT_USAGE;
@@ -190,8 +191,8 @@ int tfs_mount_main(int argc, char **argv)
 	}
 	/* a loop ended by SIGINT/SIGTERM/SIGHUP reports the signal: clean */
 	ret = ret == 0 || ret == SIGINT || ret == SIGTERM || ret == SIGHUP
-		  ? TFS_EXIT_OK
-		  : TFS_EXIT_IO;
+		      ? TFS_EXIT_OK
+		      : TFS_EXIT_IO;
 out_unmount:
 	fuse_session_unmount(se);
 out_signals:

@@ -56,11 +56,13 @@ static void *reader(void *arg)
 
 		f = &files[k];
 		off = next_rand(&seed) % (f->size + 64);
-		len = 1 + next_rand(&seed) % ((next_rand(&seed) & 1) ? 4096 : (1 << 20));
+		len = 1 + next_rand(&seed) %
+				  ((next_rand(&seed) & 1) ? 4096 : (1 << 20));
 		got = pread(fds[k], a, len, (off_t)off);
-		want = off >= f->size ? 0
-				      : (ssize_t)(len < f->size - off ? len
-								      : f->size - off);
+		want = off >= f->size
+			       ? 0
+			       : (ssize_t)(len < f->size - off ? len
+							       : f->size - off);
 		if (want && pread(container_fd, b, (size_t)want,
 				  (off_t)(f->offset + off)) != want) {
 			bad++;

@@ -101,7 +101,7 @@ static uint64_t find_in_meta(const uint8_t *b, size_t len, const void *needle,
 			     size_t nlen)
 {
 	uint32_t ms =
-	    b[6] | b[7] << 8 | (uint32_t)b[8] << 16 | (uint32_t)b[9] << 24;
+		b[6] | b[7] << 8 | (uint32_t)b[8] << 16 | (uint32_t)b[9] << 24;
 	const uint8_t *p;
 
 	ck_assert_uint_le(10 + (uint64_t)ms, len);
@@ -268,14 +268,15 @@ static struct gen_file gen_build(struct gen_tensor *ts, size_t n,
 		put(desc, ctext("dtype"), t->dtype);
 		arr = cbor_new_definite_array(t->ndim);
 		for (k = 0; k < t->ndim; k++)
-			ck_assert(
-			    cbor_array_push(arr, cbor_move(cu(t->shape[k]))));
+			ck_assert(cbor_array_push(arr,
+						  cbor_move(cu(t->shape[k]))));
 		put(desc, ctext("shape"), arr);
 		arr = cbor_new_definite_array(2);
 		ck_assert(cbor_array_push(
-		    arr, cbor_move(cu(t->start + (uint64_t)t->bump_start))));
+			arr,
+			cbor_move(cu(t->start + (uint64_t)t->bump_start))));
 		ck_assert(cbor_array_push(
-		    arr, cbor_move(cu(t->end + (uint64_t)t->bump_end))));
+			arr, cbor_move(cu(t->end + (uint64_t)t->bump_end))));
 		put(desc, ctext("data_offsets"), arr);
 		if (t->has_pid)
 			put(desc, ctext("param_id"), cu(t->pid));
@@ -322,9 +323,9 @@ static void check_gen_tensor(struct tfs_image *img, const struct gen_file *f,
 	ck_assert_uint_eq(x->offset, f->data_start + t->start);
 	b = tu_read_node(img, x->node, &len);
 	ck_assert_uint_eq(len, t->end - t->start);
-	ck_assert_msg(
-	    len == 0 || memcmp(b, f->buf + f->data_start + t->start, len) == 0,
-	    "%s: bytes differ", t->name);
+	ck_assert_msg(len == 0 || memcmp(b, f->buf + f->data_start + t->start,
+					 len) == 0,
+		      "%s: bytes differ", t->name);
 	free(b);
 }
 
@@ -363,9 +364,9 @@ START_TEST(real_model)
 	ck_assert_int_eq(tu_load_file(tu_fixture(REF_BPK), &img, &d), 0);
 	ck_assert_str_eq(img->tree->format, "burnpack");
 	expect_xattr(img, "", "burnpack.layout", "aligned");
-	snprintf(
-	    path, sizeof(path), "%.0f",
-	    json_number_value(json_object_get(oracle, "data_section_start")));
+	snprintf(path, sizeof(path), "%.0f",
+		 json_number_value(
+			 json_object_get(oracle, "data_section_start")));
 	expect_xattr(img, "", "burnpack.data_start", path);
 	expect_xattr(img, "", "burnpack.version", "1");
 
@@ -375,7 +376,7 @@ START_TEST(real_model)
 	json_array_foreach(tensors, i, t)
 	{
 		const char *name =
-		    json_string_value(json_object_get(t, "name"));
+			json_string_value(json_object_get(t, "name"));
 		json_t *dims = json_object_get(t, "shape"), *v;
 		size_t o = 0;
 
@@ -384,13 +385,14 @@ START_TEST(real_model)
 		ck_assert_str_eq(x->dtype, "float32");
 		ck_assert_uint_eq(x->offset,
 				  (uint64_t)json_number_value(
-				      json_object_get(t, "abs_start")));
-		ck_assert_uint_eq(x->size, (uint64_t)json_number_value(
-					       json_object_get(t, "nbytes")));
+					  json_object_get(t, "abs_start")));
+		ck_assert_uint_eq(x->size,
+				  (uint64_t)json_number_value(
+					  json_object_get(t, "nbytes")));
 		o += (size_t)snprintf(shape, sizeof(shape), "[");
 		json_array_foreach(dims, k, v) o +=
-		    (size_t)snprintf(shape + o, sizeof(shape) - o, "%s%.0f",
-				     k ? "," : "", json_number_value(v));
+			(size_t)snprintf(shape + o, sizeof(shape) - o, "%s%.0f",
+					 k ? "," : "", json_number_value(v));
 		snprintf(shape + o, sizeof(shape) - o, "]");
 		expect_xattr(img, x->path, "shape", shape);
 		expect_xattr(img, x->path, "burnpack.dtype", "F32");
@@ -432,16 +434,18 @@ START_TEST(real_model)
 	ck_assert_str_eq(json_string_value(json_object_get(meta, "layout")),
 			 "aligned");
 	ck_assert_int_eq(
-	    json_integer_value(json_object_get(meta, "metadata_size")), 1398);
+		json_integer_value(json_object_get(meta, "metadata_size")),
+		1398);
 	ck_assert_ptr_null(json_object_get(meta, "warnings"));
 	json_decref(meta);
 	meta = meta_json(img, "manifest.json");
 	json_array_foreach(
-	    json_object_get(meta, "tensors"), i,
-	    t) if (strcmp(json_string_value(json_object_get(t, "name")),
-			  "conv1.conv.bias") == 0)
-	    ck_assert_str_eq(json_string_value(json_object_get(t, "param_id")),
-			     "9505838338724798577");
+		json_object_get(meta, "tensors"), i,
+		t) if (strcmp(json_string_value(json_object_get(t, "name")),
+			      "conv1.conv.bias") == 0)
+		ck_assert_str_eq(
+			json_string_value(json_object_get(t, "param_id")),
+			"9505838338724798577");
 	json_decref(meta);
 	json_decref(oracle);
 	free(text);
@@ -467,7 +471,7 @@ START_TEST(synthesized_single)
 	json_t *meta, *m;
 
 	ck_assert_int_eq(
-	    tu_load_file(tu_fixture(SYN("bpk_f32_2x3.bpk")), &img, &d), 0);
+		tu_load_file(tu_fixture(SYN("bpk_f32_2x3.bpk")), &img, &d), 0);
 	check_sha(img, "weight", SHA_WEIGHT);
 	expect_xattr(img, "weight", "dtype", "float32");
 	expect_xattr(img, "weight", "shape", "[2,3]");
@@ -477,7 +481,8 @@ START_TEST(synthesized_single)
 	tfs_image_close(img);
 
 	ck_assert_int_eq(
-	    tu_load_file(tu_fixture(SYN("bpk_f32_2x3_meta.bpk")), &img, &d), 0);
+		tu_load_file(tu_fixture(SYN("bpk_f32_2x3_meta.bpk")), &img, &d),
+		0);
 	check_sha(img, "weight", SHA_WEIGHT);
 	expect_xattr(img, "", "burnpack.metadata.format", "burnpack");
 	expect_xattr(img, "", "burnpack.metadata.producer", "burn");
@@ -560,23 +565,23 @@ struct dtype_case {
 };
 
 static const struct dtype_case dtype_cases[] = {
-    {"F64", NULL, "float64", "F64", 8},
-    {"F32", NULL, "float32", "F32", 4},
-    {"Flex32", NULL, "float32", "Flex32", 4},
-    {"F16", NULL, "float16", "F16", 2},
-    {"BF16", NULL, "bfloat16", "BF16", 2},
-    {"I64", NULL, "int64", "I64", 8},
-    {"I32", NULL, "int32", "I32", 4},
-    {"I16", NULL, "int16", "I16", 2},
-    {"I8", NULL, "int8", "I8", 1},
-    {"U64", NULL, "uint64", "U64", 8},
-    {"U32", NULL, "uint32", "U32", 4},
-    {"U16", NULL, "uint16", "U16", 2},
-    {"U8", NULL, "uint8", "U8", 1},
-    {"Bool", NULL, "bool", "Bool", 1},
-    {NULL, "Native", "bool", "Bool(Native)", 1},
-    {NULL, "U8", "bool", "Bool(U8)", 1},
-    {NULL, "U32", "uint32", "Bool(U32)", 4},
+	{"F64", NULL, "float64", "F64", 8},
+	{"F32", NULL, "float32", "F32", 4},
+	{"Flex32", NULL, "float32", "Flex32", 4},
+	{"F16", NULL, "float16", "F16", 2},
+	{"BF16", NULL, "bfloat16", "BF16", 2},
+	{"I64", NULL, "int64", "I64", 8},
+	{"I32", NULL, "int32", "I32", 4},
+	{"I16", NULL, "int16", "I16", 2},
+	{"I8", NULL, "int8", "I8", 1},
+	{"U64", NULL, "uint64", "U64", 8},
+	{"U32", NULL, "uint32", "U32", 4},
+	{"U16", NULL, "uint16", "U16", 2},
+	{"U8", NULL, "uint8", "U8", 1},
+	{"Bool", NULL, "bool", "Bool", 1},
+	{NULL, "Native", "bool", "Bool(Native)", 1},
+	{NULL, "U8", "bool", "Bool(U8)", 1},
+	{NULL, "U32", "uint32", "Bool(U32)", 4},
 };
 
 #define NDTYPES (sizeof(dtype_cases) / sizeof(dtype_cases[0]))
@@ -632,7 +637,7 @@ static void every_dtype(bool packed)
 			expect_xattr(img, x->path, "burnpack.param_id", pid);
 		} else {
 			ck_assert_ptr_null(
-			    tu_xattr(img, x->path, "burnpack.param_id"));
+				tu_xattr(img, x->path, "burnpack.param_id"));
 		}
 	}
 	check_gen_tensor(img, &f, &ts[NDTYPES]);
@@ -645,9 +650,9 @@ static void every_dtype(bool packed)
 	meta = meta_json(img, "metadata.json");
 	{
 		char *s = json_dumps(
-		    json_object_get(json_object_get(meta, "qfloat_schemes"),
-				    "quant.weight"),
-		    JSON_COMPACT);
+			json_object_get(json_object_get(meta, "qfloat_schemes"),
+					"quant.weight"),
+			JSON_COMPACT);
 
 		ck_assert_str_eq(s, QSCHEME_JSON);
 		free(s);
@@ -676,10 +681,13 @@ END_TEST
 START_TEST(zero_length)
 {
 	struct gen_tensor ts[4] = {
-	    {.name = "empty.a", .esize = 4, .ndim = 1, .shape = {0}},
-	    {.name = "x", .esize = 1, .ndim = 1, .shape = {3}},
-	    {.name = "empty.b", .esize = 2, .ndim = 2, .shape = {5, 0}},
-	    {.name = "empty.last", .esize = 8, .ndim = 3, .shape = {0, 2, 2}},
+		{.name = "empty.a", .esize = 4, .ndim = 1, .shape = {0}},
+		{.name = "x", .esize = 1, .ndim = 1, .shape = {3}},
+		{.name = "empty.b", .esize = 2, .ndim = 2, .shape = {5, 0}},
+		{.name = "empty.last",
+		 .esize = 8,
+		 .ndim = 3,
+		 .shape = {0, 2, 2}},
 	};
 	size_t i;
 
@@ -698,9 +706,9 @@ START_TEST(zero_length)
 		for (k = 0; k < 4; k++)
 			check_gen_tensor(img, &f, &ts[k]);
 		ck_assert_uint_eq(
-		    tfs_node_size(img->tree,
-				  tfs_tree_resolve(img->tree, "empty/b")),
-		    0);
+			tfs_node_size(img->tree,
+				      tfs_tree_resolve(img->tree, "empty/b")),
+			0);
 		expect_xattr(img, "empty/b", "shape", "[5,0]");
 		expect_xattr(img, "", "burnpack.layout",
 			     i ? "packed" : "aligned");
@@ -713,7 +721,7 @@ END_TEST
 START_TEST(scalars_and_no_tensors)
 {
 	struct gen_tensor ts[1] = {
-	    {.name = "w", .esize = 4, .ndim = 0},
+		{.name = "w", .esize = 4, .ndim = 0},
 	};
 	struct gen_opts o = {0};
 	cbor_item_t *sc = cbor_new_definite_map(5), *md;
@@ -821,14 +829,14 @@ END_TEST
 START_TEST(names_with_dots)
 {
 	static const char *const names[] = {
-	    "conv1.conv.weight",
-	    "a.b",
-	    "a.b.c",
-	    "x..y",
-	    ".lead",
-	    "trail.",
-	    "enc.layers.0.attn.q_proj.weight",
-	    "plain",
+		"conv1.conv.weight",
+		"a.b",
+		"a.b.c",
+		"x..y",
+		".lead",
+		"trail.",
+		"enc.layers.0.attn.q_proj.weight",
+		"plain",
 	};
 	struct gen_tensor ts[8];
 	struct gen_opts o = {0};
@@ -876,9 +884,9 @@ static void layout_dtypes(struct gen_tensor *ts)
 START_TEST(layout_rules)
 {
 	struct gen_tensor ts[3] = {
-	    {.name = "a", .esize = 1, .ndim = 1, .shape = {5}},
-	    {.name = "b", .esize = 1, .ndim = 1, .shape = {7}},
-	    {.name = "c", .esize = 4, .ndim = 1, .shape = {3}},
+		{.name = "a", .esize = 1, .ndim = 1, .shape = {5}},
+		{.name = "b", .esize = 1, .ndim = 1, .shape = {7}},
+		{.name = "c", .esize = 4, .ndim = 1, .shape = {3}},
 	};
 	struct gen_opts o = {0};
 	struct tfs_image *img;
@@ -896,11 +904,11 @@ START_TEST(layout_rules)
 		check_gen_tensor(img, &f, &ts[i]);
 	meta = meta_json(img, "metadata.json");
 	ck_assert_str_eq(json_string_value(json_array_get(
-			     json_object_get(meta, "warnings"), 0)),
+				 json_object_get(meta, "warnings"), 0)),
 			 "100 trailing bytes after the last tensor");
 	ck_assert_ptr_nonnull(
-	    strstr(json_string_value(json_object_get(meta, "layout_rule")),
-		   "aligned hint"));
+		strstr(json_string_value(json_object_get(meta, "layout_rule")),
+		       "aligned hint"));
 	json_decref(meta);
 	tfs_image_close(img);
 	free(f.buf);
@@ -935,7 +943,7 @@ END_TEST
 START_TEST(layout_coincide)
 {
 	struct gen_tensor ts[1] = {
-	    {.name = "v", .esize = 2, .ndim = 1, .shape = {9}},
+		{.name = "v", .esize = 2, .ndim = 1, .shape = {9}},
 	};
 	struct gen_opts o = {0};
 	struct tfs_image *img;
@@ -972,7 +980,7 @@ END_TEST
 static struct gen_file one_tensor(const char *dtype, uint64_t n)
 {
 	struct gen_tensor ts[1] = {
-	    {.name = "w", .esize = 4, .ndim = 1, .shape = {n}},
+		{.name = "w", .esize = 4, .ndim = 1, .shape = {n}},
 	};
 	struct gen_opts o = {0};
 
@@ -1036,7 +1044,7 @@ END_TEST
 START_TEST(reject_offsets)
 {
 	struct gen_tensor ts[1] = {
-	    {.name = "w", .esize = 4, .ndim = 1, .shape = {6}},
+		{.name = "w", .esize = 4, .ndim = 1, .shape = {6}},
 	};
 	struct gen_opts o = {0};
 	struct gen_file f;
@@ -1094,7 +1102,7 @@ END_TEST
 START_TEST(reject_layout_neither)
 {
 	struct gen_tensor ts[1] = {
-	    {.name = "m", .esize = 1, .ndim = 1, .shape = {5}},
+		{.name = "m", .esize = 1, .ndim = 1, .shape = {5}},
 	};
 	struct gen_opts o = {.packed = true, .trailing = 3};
 	struct gen_file f;
@@ -1118,7 +1126,7 @@ START_TEST(reject_dtypes)
 	struct gen_file f = one_tensor("F8", 6);
 	uint64_t at = value_after_key(f.buf, f.len, "dtype");
 	struct gen_tensor ts[1] = {
-	    {.name = "w", .esize = 4, .ndim = 1, .shape = {1}},
+		{.name = "w", .esize = 4, .ndim = 1, .shape = {1}},
 	};
 	struct gen_opts o = {0};
 
@@ -1158,14 +1166,14 @@ END_TEST
 START_TEST(reject_overlap_and_duplicates)
 {
 	struct gen_tensor ts[2] = {
-	    {.name = "a", .esize = 4, .ndim = 1, .shape = {100}},
-	    /* aligned at 512; moved to [396, 796) in the CBOR */
-	    {.name = "b",
-	     .esize = 4,
-	     .ndim = 1,
-	     .shape = {100},
-	     .bump_start = -116,
-	     .bump_end = -116},
+		{.name = "a", .esize = 4, .ndim = 1, .shape = {100}},
+		/* aligned at 512; moved to [396, 796) in the CBOR */
+		{.name = "b",
+		 .esize = 4,
+		 .ndim = 1,
+		 .shape = {100},
+		 .bump_start = -116,
+		 .bump_end = -116},
 	};
 	struct gen_opts o = {0};
 	struct gen_file f;
@@ -1193,12 +1201,12 @@ END_TEST
 START_TEST(reject_fields)
 {
 	struct gen_tensor ts[1] = {
-	    {.name = "w",
-	     .esize = 4,
-	     .ndim = 1,
-	     .shape = {6},
-	     .has_pid = true,
-	     .pid = 42},
+		{.name = "w",
+		 .esize = 4,
+		 .ndim = 1,
+		 .shape = {6},
+		 .has_pid = true,
+		 .pid = 42},
 	};
 	struct gen_opts o = {0};
 	struct gen_file f;
@@ -1288,7 +1296,7 @@ START_TEST(reject_shapes_of_fields)
 	free(f.buf);
 	/* data_offsets with three entries */
 	f = wrap_descriptor(
-	    descriptor(uint_array(1, six), uint_array(3, three)));
+		descriptor(uint_array(1, six), uint_array(3, three)));
 	expect_reject(f.buf, f.len, -EBADMSG, "not an array of 2",
 		      value_after_key(f.buf, f.len, "data_offsets"));
 	free(f.buf);
@@ -1302,7 +1310,7 @@ END_TEST
 START_TEST(reject_metadata_and_scalars)
 {
 	struct gen_tensor ts[1] = {
-	    {.name = "w", .esize = 4, .ndim = 1, .shape = {1}},
+		{.name = "w", .esize = 4, .ndim = 1, .shape = {1}},
 	};
 	struct gen_opts o = {0};
 	struct gen_file f;
@@ -1342,11 +1350,11 @@ START_TEST(reject_limits)
 {
 	enum { N = 100001 };
 	struct gen_tensor ts[1] = {
-	    {.name = "w",
-	     .esize = 4,
-	     .ndim = 1,
-	     .shape = {1},
-	     .bump_end = 12ll << 30},
+		{.name = "w",
+		 .esize = 4,
+		 .ndim = 1,
+		 .shape = {1},
+		 .bump_end = 12ll << 30},
 	};
 	struct gen_opts o = {0};
 	const struct tfs_format *fmt = tfs_format_by_name("burnpack");
@@ -1406,22 +1414,22 @@ END_TEST
 START_TEST(sample_files)
 {
 	static const char *const valid[] = {
-	    "burnpack/valid/aligned_every_dtype.bpk",
-	    "burnpack/valid/packed_v019.bpk",
-	    "burnpack/valid/scalars_v022.bpk",
+		"burnpack/valid/aligned_every_dtype.bpk",
+		"burnpack/valid/packed_v019.bpk",
+		"burnpack/valid/scalars_v022.bpk",
 	};
 	static const struct {
 		const char *file;
 		int err;
 	} reject[] = {
-	    {"burnpack/reject/truncated_metadata.bpk", -EBADMSG},
-	    {"burnpack/reject/metadata_size_past_eof.bpk", -EBADMSG},
-	    {"burnpack/reject/data_offset_past_eof.bpk", -EBADMSG},
-	    {"burnpack/reject/end_before_start.bpk", -EBADMSG},
-	    {"burnpack/reject/layout_fits_neither.bpk", -EBADMSG},
-	    {"burnpack/reject/unknown_dtype.bpk", -EBADMSG},
-	    {"burnpack/reject/cbor_garbage.bpk", -EBADMSG},
-	    {"burnpack/reject/version_2.bpk", -ENOTSUP},
+		{"burnpack/reject/truncated_metadata.bpk", -EBADMSG},
+		{"burnpack/reject/metadata_size_past_eof.bpk", -EBADMSG},
+		{"burnpack/reject/data_offset_past_eof.bpk", -EBADMSG},
+		{"burnpack/reject/end_before_start.bpk", -EBADMSG},
+		{"burnpack/reject/layout_fits_neither.bpk", -EBADMSG},
+		{"burnpack/reject/unknown_dtype.bpk", -EBADMSG},
+		{"burnpack/reject/cbor_garbage.bpk", -EBADMSG},
+		{"burnpack/reject/version_2.bpk", -ENOTSUP},
 	};
 	struct tfs_image *img;
 	struct tfs_diag d;
@@ -1429,7 +1437,7 @@ START_TEST(sample_files)
 
 	for (i = 0; i < sizeof(valid) / sizeof(valid[0]); i++) {
 		ck_assert_msg(tu_load_file(tu_testdata(valid[i]), &img, &d) ==
-				  0,
+				      0,
 			      "%s: %s", valid[i], d.msg);
 		tfs_image_close(img);
 	}

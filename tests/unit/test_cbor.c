@@ -44,7 +44,9 @@ static void expect_json(const char *b, size_t len, const char *want)
 START_TEST(worked_example)
 {
 	/* cbor.md section 6 */
-	expect_json("\xa1\x63" "F32\x82\x02\x03", 8, "{\"F32\":[2,3]}");
+	expect_json("\xa1\x63"
+		    "F32\x82\x02\x03",
+		    8, "{\"F32\":[2,3]}");
 }
 END_TEST
 
@@ -65,20 +67,27 @@ START_TEST(scalars)
 	expect_json("\xf5", 1, "true");
 	expect_json("\xf6", 1, "null");
 	expect_json("\xfa\x7f\x80\x00\x00", 5, "null"); /* +inf */
-	expect_json("\xc1\x19\x09\x00", 4, "2304");	 /* tag skipped */
-	expect_json("\x19\x00\x05", 3, "5");		 /* long head */
+	expect_json("\xc1\x19\x09\x00", 4, "2304");	/* tag skipped */
+	expect_json("\x19\x00\x05", 3, "5");		/* long head */
 }
 END_TEST
 
 START_TEST(indefinite_forms)
 {
-	expect_json("\xbf\x61" "a\x01\xff", 5, "{\"a\":1}");
+	expect_json("\xbf\x61"
+		    "a\x01\xff",
+		    5, "{\"a\":1}");
 	expect_json("\x9f\x01\x02\xff", 4, "[1,2]");
-	expect_json("\x7f\x61" "a\x62" "bc\xff", 7, "\"abc\"");
+	expect_json("\x7f\x61"
+		    "a\x62"
+		    "bc\xff",
+		    7, "\"abc\"");
 	/* a map with a non-text key becomes [key, value] pairs */
 	expect_json("\xa1\x01\x02", 3, "[[1,2]]");
 	/* so does one with a NUL inside a text key */
-	expect_json("\xa1\x62" "a\x00\x02", 5, "[[\"a\\u0000\",2]]");
+	expect_json("\xa1\x62"
+		    "a\x00\x02",
+		    5, "[[\"a\\u0000\",2]]");
 	/* a tagged item: the tag is dropped and nothing leaks (ASan) */
 	expect_json("\xc1\xc2\x01", 3, "1");
 }
@@ -99,15 +108,15 @@ START_TEST(rejects)
 	ck_assert_int_eq(decode("\x1c", 1, &it, &d), -EBADMSG);
 	ck_assert_ptr_nonnull(strstr(d.msg, "reserved"));
 	/* a 2^32-item array in 9 bytes: refused before any allocation */
-	ck_assert_int_eq(decode("\x9a\xff\xff\xff\xff\x00\x00\x00\x00", 9, &it,
-				&d),
-			 -EBADMSG);
+	ck_assert_int_eq(
+		decode("\x9a\xff\xff\xff\xff\x00\x00\x00\x00", 9, &it, &d),
+		-EBADMSG);
 	ck_assert_ptr_nonnull(strstr(d.msg, "cannot fit"));
 	ck_assert_uint_eq(d.offset, 100);
 	/* a text of 2^64-1 bytes */
-	ck_assert_int_eq(decode("\x7b\xff\xff\xff\xff\xff\xff\xff\xff", 9, &it,
-				&d),
-			 -EBADMSG);
+	ck_assert_int_eq(
+		decode("\x7b\xff\xff\xff\xff\xff\xff\xff\xff", 9, &it, &d),
+		-EBADMSG);
 	/* lone break, break in a definite array, odd indefinite map */
 	ck_assert_int_eq(decode("\xff", 1, &it, &d), -EBADMSG);
 	ck_assert_int_eq(decode("\x81\xff", 2, &it, &d), -EBADMSG);
@@ -134,12 +143,20 @@ START_TEST(keys)
 	cbor_item_t *it = NULL;
 	char *bad = NULL, *s = NULL;
 
-	ck_assert_int_eq(decode("\xa2\x61" "a\x01\x61" "a\x02", 7, &it, &d), 0);
+	ck_assert_int_eq(decode("\xa2\x61"
+				"a\x01\x61"
+				"a\x02",
+				7, &it, &d),
+			 0);
 	ck_assert_int_eq(tfs_cbor_keys_check(it, &bad), -EBADMSG);
 	ck_assert_str_eq(bad, "a");
 	free(bad);
 	cbor_decref(&it);
-	ck_assert_int_eq(decode("\xa2\x61" "a\x01\x61" "b\x02", 7, &it, &d), 0);
+	ck_assert_int_eq(decode("\xa2\x61"
+				"a\x01\x61"
+				"b\x02",
+				7, &it, &d),
+			 0);
 	ck_assert_int_eq(tfs_cbor_keys_check(it, &bad), 0);
 	ck_assert_ptr_nonnull(tfs_cbor_get(it, "b"));
 	ck_assert_ptr_null(tfs_cbor_get(it, "c"));
@@ -149,9 +166,13 @@ START_TEST(keys)
 	ck_assert_ptr_nonnull(strstr(d.msg, "UTF-8"));
 	ck_assert_uint_eq(d.offset, 102);
 	/* NUL inside a key */
-	ck_assert_int_eq(decode("\xa1\x62" "a\x00\x01", 5, &it, &d), 0);
+	ck_assert_int_eq(decode("\xa1\x62"
+				"a\x00\x01",
+				5, &it, &d),
+			 0);
 	ck_assert_int_eq(tfs_cbor_keys_check(it, &bad), -EBADMSG);
-	ck_assert_int_eq(tfs_cbor_text(cbor_map_handle(it)[0].key, &s, NULL), 0);
+	ck_assert_int_eq(tfs_cbor_text(cbor_map_handle(it)[0].key, &s, NULL),
+			 0);
 	free(s);
 	cbor_decref(&it);
 }

@@ -9,8 +9,8 @@
 
 START_TEST(reads_little_endian)
 {
-	const uint8_t b[] = { 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08,
-			      0xff, 0xfe, 0xff, 0xff, 0xaa };
+	const uint8_t b[] = {0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07,
+			     0x08, 0xff, 0xfe, 0xff, 0xff, 0xaa};
 	struct tfs_cursor c;
 	uint64_t u64;
 	uint32_t u32;
@@ -37,7 +37,7 @@ END_TEST
 
 START_TEST(never_reads_past_end)
 {
-	const uint8_t b[] = { 1, 2, 3 };
+	const uint8_t b[] = {1, 2, 3};
 	const uint8_t *p;
 	struct tfs_cursor c;
 	uint32_t u32;
@@ -61,7 +61,7 @@ END_TEST
 
 START_TEST(checked_arithmetic)
 {
-	uint64_t r = 7, dims[3] = { 1ull << 32, 1ull << 31, 2 };
+	uint64_t r = 7, dims[3] = {1ull << 32, 1ull << 31, 2};
 
 	ck_assert(!tfs_add_u64(UINT64_MAX, 1, &r));
 	ck_assert_uint_eq(r, 7);

@@ -323,7 +323,8 @@ START_TEST(real_feb2026_unaligned)
 	ck_assert_str_eq(json_string_value(json_object_get(m, "container")),
 			 "checkpoint");
 	ck_assert_str_eq(
-	    json_string_value(json_object_get(m, "payload_layout")), "packed");
+		json_string_value(json_object_get(m, "payload_layout")),
+		"packed");
 	ck_assert_ptr_null(json_object_get(m, "warnings"));
 	json_decref(m);
 	tfs_image_close(img);
@@ -373,14 +374,14 @@ START_TEST(real_latest_f16_bf16_scalar)
 			 0);
 	ck_assert_uint_eq(img->tree->ntensors, 3);
 	expect_sha(
-	    img, "g/bf16", 8,
-	    "c186c5a9c6f3846defd4251e69179cfd28cdf1fad76e6273e5c3e9ac3f53b287");
+		img, "g/bf16", 8,
+		"c186c5a9c6f3846defd4251e69179cfd28cdf1fad76e6273e5c3e9ac3f53b287");
 	expect_sha(
-	    img, "h/f16", 6,
-	    "a1c7ce56fa343577ce57bc7c7788748ef640ec15a87c1786b507a8f1b608085c");
+		img, "h/f16", 6,
+		"a1c7ce56fa343577ce57bc7c7788748ef640ec15a87c1786b507a8f1b608085c");
 	expect_sha(
-	    img, "s/scalar", 4,
-	    "ee0a6628f97214b7ef5d15c54388ea478862369e517aa4ef4593aea18c3ff618");
+		img, "s/scalar", 4,
+		"ee0a6628f97214b7ef5d15c54388ea478862369e517aa4ef4593aea18c3ff618");
 	expect_bytes(img, "g/bf16", bf16, sizeof(bf16));
 	expect_bytes(img, "h/f16", f16, sizeof(f16));
 	expect_bytes(img, "s/scalar", &seven, 4);
@@ -485,50 +486,50 @@ static const int32_t i32_vals[] = {7, -1, 2147483647, -2147483647 - 1};
 static const float scalar_val = 42.0f;
 
 static const struct gen_tensor every_dtype[] = {
-    {.name = "emb.f16",
-     .rank = 2,
-     .dims = {2, 2},
-     .tag = 1,
-     .data = f16_vals,
-     .len = sizeof(f16_vals)},
-    {.name = "emb.bf16",
-     .rank = 1,
-     .dims = {3},
-     .tag = 2,
-     .data = bf16_vals,
-     .len = sizeof(bf16_vals),
-     .reserved = 1},
-    {.name = "ids",
-     .rank = 3,
-     .dims = {1, 2, 2},
-     .tag = 3,
-     .data = i32_vals,
-     .len = sizeof(i32_vals)},
-    {.name = "w.f32",
-     .rank = 2,
-     .dims = {3, 2},
-     .tag = 0,
-     .data = f32_vals,
-     .len = sizeof(f32_vals)},
-    {.name = "scalar", .rank = 0, .tag = 0, .data = &scalar_val, .len = 4},
-    {.name = "empty.rows",
-     .rank = 2,
-     .dims = {0, 5},
-     .tag = 0,
-     .data = "",
-     .len = 0},
-    {.name = "empty.vec",
-     .rank = 1,
-     .dims = {0},
-     .tag = 2,
-     .data = "",
-     .len = 0},
-    {.name = "after.empty",
-     .rank = 1,
-     .dims = {1},
-     .tag = 3,
-     .data = i32_vals,
-     .len = 4},
+	{.name = "emb.f16",
+	 .rank = 2,
+	 .dims = {2, 2},
+	 .tag = 1,
+	 .data = f16_vals,
+	 .len = sizeof(f16_vals)},
+	{.name = "emb.bf16",
+	 .rank = 1,
+	 .dims = {3},
+	 .tag = 2,
+	 .data = bf16_vals,
+	 .len = sizeof(bf16_vals),
+	 .reserved = 1},
+	{.name = "ids",
+	 .rank = 3,
+	 .dims = {1, 2, 2},
+	 .tag = 3,
+	 .data = i32_vals,
+	 .len = sizeof(i32_vals)},
+	{.name = "w.f32",
+	 .rank = 2,
+	 .dims = {3, 2},
+	 .tag = 0,
+	 .data = f32_vals,
+	 .len = sizeof(f32_vals)},
+	{.name = "scalar", .rank = 0, .tag = 0, .data = &scalar_val, .len = 4},
+	{.name = "empty.rows",
+	 .rank = 2,
+	 .dims = {0, 5},
+	 .tag = 0,
+	 .data = "",
+	 .len = 0},
+	{.name = "empty.vec",
+	 .rank = 1,
+	 .dims = {0},
+	 .tag = 2,
+	 .data = "",
+	 .len = 0},
+	{.name = "after.empty",
+	 .rank = 1,
+	 .dims = {1},
+	 .tag = 3,
+	 .data = i32_vals,
+	 .len = 4},
 };
 #define N_EVERY (sizeof(every_dtype) / sizeof(every_dtype[0]))
 
@@ -585,7 +586,7 @@ static void every_variant(bool ckpt)
 			expect_xattr(img, "ids", "gptrs.base_id", ZERO_ID);
 		else
 			ck_assert_ptr_null(
-			    tu_xattr(img, "ids", "gptrs.base_id"));
+				tu_xattr(img, "ids", "gptrs.base_id"));
 		if (ckpt)
 			check_config(img, "{\"kind\":\"gpt\",\"config\":{}}",
 				     "gpt");
@@ -610,18 +611,18 @@ END_TEST
 START_TEST(generated_reordered_payloads)
 {
 	struct gen_tensor t[2] = {
-	    {.name = "a",
-	     .rank = 1,
-	     .dims = {2},
-	     .tag = 0,
-	     .data = f32_vals,
-	     .len = 8},
-	    {.name = "b",
-	     .rank = 1,
-	     .dims = {1},
-	     .tag = 3,
-	     .data = i32_vals,
-	     .len = 4},
+		{.name = "a",
+		 .rank = 1,
+		 .dims = {2},
+		 .tag = 0,
+		 .data = f32_vals,
+		 .len = 8},
+		{.name = "b",
+		 .rank = 1,
+		 .dims = {1},
+		 .tag = 3,
+		 .data = i32_vals,
+		 .len = 4},
 	};
 	struct tfs_image *img;
 	size_t len;
@@ -751,19 +752,19 @@ START_TEST(generated_names_and_ids)
 					   0xb4, 0x9f, 0x69, 0xba, 0x6d, 0x05,
 					   0xe7, 0xec, 0x9e, 0xe6};
 	struct gen_tensor t[2] = {
-	    {.name = "tok_embeddings.weight",
-	     .rank = 1,
-	     .dims = {1},
-	     .tag = 0,
-	     .data = f32_vals,
-	     .len = 4,
-	     .base_id = id_tok},
-	    {.name = "x",
-	     .rank = 0,
-	     .tag = 3,
-	     .data = i32_vals,
-	     .len = 4,
-	     .base_id = id_x},
+		{.name = "tok_embeddings.weight",
+		 .rank = 1,
+		 .dims = {1},
+		 .tag = 0,
+		 .data = f32_vals,
+		 .len = 4,
+		 .base_id = id_tok},
+		{.name = "x",
+		 .rank = 0,
+		 .tag = 3,
+		 .data = i32_vals,
+		 .len = 4,
+		 .base_id = id_x},
 	};
 	struct gen_tensor u = {.name = "gr\xc3\xb6\xc3\x9f"
 				       "e",
@@ -784,7 +785,7 @@ START_TEST(generated_names_and_ids)
 		     "3ae7d805f6789a6402acb70ad4096a85");
 	m = metadata(img);
 	ck_assert_int_eq(json_integer_value(json_object_get(
-			     json_object_get(m, "base_ids"), "verified")),
+				 json_object_get(m, "base_ids"), "verified")),
 			 2);
 	json_decref(m);
 	tfs_image_close(img);
@@ -856,7 +857,7 @@ START_TEST(generated_warnings)
 	w = json_object_get(m, "warnings");
 	ck_assert_uint_eq(json_array_size(w), 1);
 	ck_assert_ptr_nonnull(
-	    strstr(json_string_value(json_array_get(w, 0)), "ignored"));
+		strstr(json_string_value(json_array_get(w, 0)), "ignored"));
 	json_decref(m);
 	expect_bytes(img, "x", f32_vals, 8);
 	tfs_image_close(img);
@@ -875,8 +876,12 @@ END_TEST
  * 22 tensor_count, 26 name_len, 30 name, 31 base_id, 47 rank, 51 dim,
  * 59 dtype_tag, 63 reserved, 64 offset_abs, 72 byte_len, 80 data.
  */
-static const struct gen_tensor base_x = {
-    .name = "x", .rank = 1, .dims = {2}, .tag = 0, .data = f32_vals, .len = 8};
+static const struct gen_tensor base_x = {.name = "x",
+					 .rank = 1,
+					 .dims = {2},
+					 .tag = 0,
+					 .data = f32_vals,
+					 .len = 8};
 
 static uint8_t *base_archive(size_t *len)
 {
@@ -1017,43 +1022,43 @@ static void run_cases(uint8_t *b, size_t len, const struct field_case *fc,
 
 /* the archive base file (layout above), field by field */
 static const struct field_case archive_cases[] = {
-    /* tensor_count that cannot fit in index_len 42 */
-    {16, 4, 2, 1, -EBADMSG, 16, "tensor_count"},
-    {16, 4, 0xffffffff, 1, -EBADMSG, 16, "tensor_count"},
-    /* index_len too short for the count itself */
-    {12, 4, 3, 42, -EBADMSG, 16, "tensor_count"},
-    /* 28 bytes after the count: less than the smallest entry (29) */
-    {12, 4, 32, 42, -EBADMSG, 16, "tensor_count"},
-    /* index_len cuts the entry inside offset_abs, inside byte_len */
-    {12, 4, 33, 42, -EBADMSG, 42, "offset_abs"},
-    {12, 4, 41, 42, -EBADMSG, 50, "byte_len"},
-    /* name_len past the index (34 bytes are left after it) */
-    {20, 4, 35, 1, -EBADMSG, 20, "name_len"},
-    /* rank too large for the rest of the index (29 bytes after it) */
-    {25, 4, 4, 1, -EBADMSG, 25, "rank"},
-    {25, 4, 0x20000000, 1, -EBADMSG, 25, "rank"},
-    /* unknown dtype tags */
-    {37, 4, 4, 0, -EBADMSG, 37, "dtype"},
-    {37, 4, 0xffffffff, 0, -EBADMSG, 37, "dtype"},
-    /* f16: 2 elements are 4 bytes, not 8 */
-    {37, 4, 1, 0, -EBADMSG, 50, "does not match"},
-    /* byte_len that does not match the shape */
-    {50, 8, 4, 8, -EBADMSG, 50, "does not match"},
-    /* offset past EOF; offset + len overflowing */
-    {42, 8, 59, 58, -EBADMSG, 42, "past the end"},
-    {42, 8, UINT64_MAX - 3, 58, -EBADMSG, 42, "past the end"},
-    /* a shape whose byte count overflows */
-    {29, 8, 1ull << 62, 2, -EBADMSG, 29, "overflows"},
+	/* tensor_count that cannot fit in index_len 42 */
+	{16, 4, 2, 1, -EBADMSG, 16, "tensor_count"},
+	{16, 4, 0xffffffff, 1, -EBADMSG, 16, "tensor_count"},
+	/* index_len too short for the count itself */
+	{12, 4, 3, 42, -EBADMSG, 16, "tensor_count"},
+	/* 28 bytes after the count: less than the smallest entry (29) */
+	{12, 4, 32, 42, -EBADMSG, 16, "tensor_count"},
+	/* index_len cuts the entry inside offset_abs, inside byte_len */
+	{12, 4, 33, 42, -EBADMSG, 42, "offset_abs"},
+	{12, 4, 41, 42, -EBADMSG, 50, "byte_len"},
+	/* name_len past the index (34 bytes are left after it) */
+	{20, 4, 35, 1, -EBADMSG, 20, "name_len"},
+	/* rank too large for the rest of the index (29 bytes after it) */
+	{25, 4, 4, 1, -EBADMSG, 25, "rank"},
+	{25, 4, 0x20000000, 1, -EBADMSG, 25, "rank"},
+	/* unknown dtype tags */
+	{37, 4, 4, 0, -EBADMSG, 37, "dtype"},
+	{37, 4, 0xffffffff, 0, -EBADMSG, 37, "dtype"},
+	/* f16: 2 elements are 4 bytes, not 8 */
+	{37, 4, 1, 0, -EBADMSG, 50, "does not match"},
+	/* byte_len that does not match the shape */
+	{50, 8, 4, 8, -EBADMSG, 50, "does not match"},
+	/* offset past EOF; offset + len overflowing */
+	{42, 8, 59, 58, -EBADMSG, 42, "past the end"},
+	{42, 8, UINT64_MAX - 3, 58, -EBADMSG, 42, "past the end"},
+	/* a shape whose byte count overflows */
+	{29, 8, 1ull << 62, 2, -EBADMSG, 29, "overflows"},
 };
 
 /* the same fields in the checkpoint base file, 22 bytes later */
 static const struct field_case ckpt_cases[] = {
-    {22, 4, 2, 1, -EBADMSG, 22, "tensor_count"},
-    {47, 4, 9, 1, -EBADMSG, 47, "rank"},
-    {59, 4, 7, 0, -EBADMSG, 59, "dtype"},
-    {72, 8, 12, 8, -EBADMSG, 72, "does not match"},
-    {64, 8, 81, 80, -EBADMSG, 64, "past the end"},
-    {18, 4, 57, 58, -EBADMSG, 72, "byte_len"},
+	{22, 4, 2, 1, -EBADMSG, 22, "tensor_count"},
+	{47, 4, 9, 1, -EBADMSG, 47, "rank"},
+	{59, 4, 7, 0, -EBADMSG, 59, "dtype"},
+	{72, 8, 12, 8, -EBADMSG, 72, "does not match"},
+	{64, 8, 81, 80, -EBADMSG, 64, "past the end"},
+	{18, 4, 57, 58, -EBADMSG, 72, "byte_len"},
 };
 
 START_TEST(reject_index)
@@ -1156,29 +1161,48 @@ static const struct {
 	size_t len;
 	const char *hash;
 } b3_vectors[] = {
-    {0, "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262"},
-    {1, "2d3adedff11b61f14c886e35afa036736dcd87a74d27b5c1510225d0f592e213"},
-    {1023, "10108970eeda3eb932baac1428c7a2163b0e924c9a9e25b35bba72b28f70bd11"},
-    {1024, "42214739f095a406f3fc83deb889744ac00df831c10daa55189b5d121c855af7"},
-    {1025, "d00278ae47eb27b34faecf67b4fe263f82d5412916c1ffd97c8cb7fb814b8444"},
-    {2048, "e776b6028c7cd22a4d0ba182a8bf62205d2ef576467e838ed6f2529b85fba24a"},
-    {2049, "5f4d72f40d7a5f82b15ca2b2e44b1de3c2ef86c426c95c1af0b6879522563030"},
-    {3072, "b98cb0ff3623be03326b373de6b9095218513e64f1ee2edd2525c7ad1e5cffd2"},
-    {3073, "7124b49501012f81cc7f11ca069ec9226cecb8a2c850cfe644e327d22d3e1cd3"},
-    {4096, "015094013f57a5277b59d8475c0501042c0b642e531b0a1c8f58d2163229e969"},
-    {4097, "9b4052b38f1c5fc8b1f9ff7ac7b27cd242487b3d890d15c96a1c25b8aa0fb995"},
-    {5120, "9cadc15fed8b5d854562b26a9536d9707cadeda9b143978f319ab34230535833"},
-    {5121, "628bd2cb2004694adaab7bbd778a25df25c47b9d4155a55f8fbd79f2fe154cff"},
-    {6144, "3e2e5b74e048f3add6d21faab3f83aa44d3b2278afb83b80b3c35164ebeca205"},
-    {6145, "f1323a8631446cc50536a9f705ee5cb619424d46887f3c376c695b70e0f0507f"},
-    {7168, "61da957ec2499a95d6b8023e2b0e604ec7f6b50e80a9678b89d2628e99ada77a"},
-    {7169, "a003fc7a51754a9b3c7fae0367ab3d782dccf28855a03d435f8cfe74605e7817"},
-    {8192, "aae792484c8efe4f19e2ca7d371d8c467ffb10748d8a5a1ae579948f718a2a63"},
-    {8193, "bab6c09cb8ce8cf459261398d2e7aef35700bf488116ceb94a36d0f5f1b7bc3b"},
-    {16384, "f875d6646de28985646f34ee13be9a576fd515f76b5b0a26bb324735041ddde4"},
-    {31744, "62b6960e1a44bcc1eb1a611a8d6235b6b4b78f32e7abc4fb4c6cdcce94895c47"},
-    {102400,
-     "bc3e3d41a1146b069abffad3c0d44860cf664390afce4d9661f7902e7943e085"},
+	{0, "af1349b9f5f9a1a6a0404dea36dcc9499bcb25c9adc112b7cc9a93cae41f3262"},
+	{1, "2d3adedff11b61f14c886e35afa036736dcd87a74d27b5c1510225d0f592e213"},
+	{1023,
+	 "10108970eeda3eb932baac1428c7a2163b0e924c9a9e25b35bba72b28f70bd11"},
+	{1024,
+	 "42214739f095a406f3fc83deb889744ac00df831c10daa55189b5d121c855af7"},
+	{1025,
+	 "d00278ae47eb27b34faecf67b4fe263f82d5412916c1ffd97c8cb7fb814b8444"},
+	{2048,
+	 "e776b6028c7cd22a4d0ba182a8bf62205d2ef576467e838ed6f2529b85fba24a"},
+	{2049,
+	 "5f4d72f40d7a5f82b15ca2b2e44b1de3c2ef86c426c95c1af0b6879522563030"},
+	{3072,
+	 "b98cb0ff3623be03326b373de6b9095218513e64f1ee2edd2525c7ad1e5cffd2"},
+	{3073,
+	 "7124b49501012f81cc7f11ca069ec9226cecb8a2c850cfe644e327d22d3e1cd3"},
+	{4096,
+	 "015094013f57a5277b59d8475c0501042c0b642e531b0a1c8f58d2163229e969"},
+	{4097,
+	 "9b4052b38f1c5fc8b1f9ff7ac7b27cd242487b3d890d15c96a1c25b8aa0fb995"},
+	{5120,
+	 "9cadc15fed8b5d854562b26a9536d9707cadeda9b143978f319ab34230535833"},
+	{5121,
+	 "628bd2cb2004694adaab7bbd778a25df25c47b9d4155a55f8fbd79f2fe154cff"},
+	{6144,
+	 "3e2e5b74e048f3add6d21faab3f83aa44d3b2278afb83b80b3c35164ebeca205"},
+	{6145,
+	 "f1323a8631446cc50536a9f705ee5cb619424d46887f3c376c695b70e0f0507f"},
+	{7168,
+	 "61da957ec2499a95d6b8023e2b0e604ec7f6b50e80a9678b89d2628e99ada77a"},
+	{7169,
+	 "a003fc7a51754a9b3c7fae0367ab3d782dccf28855a03d435f8cfe74605e7817"},
+	{8192,
+	 "aae792484c8efe4f19e2ca7d371d8c467ffb10748d8a5a1ae579948f718a2a63"},
+	{8193,
+	 "bab6c09cb8ce8cf459261398d2e7aef35700bf488116ceb94a36d0f5f1b7bc3b"},
+	{16384,
+	 "f875d6646de28985646f34ee13be9a576fd515f76b5b0a26bb324735041ddde4"},
+	{31744,
+	 "62b6960e1a44bcc1eb1a611a8d6235b6b4b78f32e7abc4fb4c6cdcce94895c47"},
+	{102400,
+	 "bc3e3d41a1146b069abffad3c0d44860cf664390afce4d9661f7902e7943e085"},
 };
 
 static void b3_hex(const void *p, size_t len, char out[65])
@@ -1212,11 +1236,12 @@ END_TEST
 START_TEST(blake3_spec_names)
 {
 	static const char *const names[][2] = {
-	    {"a.weight", "5106e4ba4dded0784e105a7c05bf15e1"},
-	    {"b.ids", "64fec99b54e628b43b21b77f8d3f262a"},
-	    {"x", "3ae7d805f6789a6402acb70ad4096a85"},
-	    {"tok_embeddings.weight", "7e7feacfe1ddb49f69ba6d05e7ec9ee6"},
-	    {"model.embed_tokens.weight", "e376d764c5ce87e977775a5f91907109"},
+		{"a.weight", "5106e4ba4dded0784e105a7c05bf15e1"},
+		{"b.ids", "64fec99b54e628b43b21b77f8d3f262a"},
+		{"x", "3ae7d805f6789a6402acb70ad4096a85"},
+		{"tok_embeddings.weight", "7e7feacfe1ddb49f69ba6d05e7ec9ee6"},
+		{"model.embed_tokens.weight",
+		 "e376d764c5ce87e977775a5f91907109"},
 	};
 	char hex[65];
 	size_t i;

@@ -27,9 +27,9 @@ START_TEST(escapes)
 	expect("a\0b", 3, "a%00b");
 	expect("tab\there\n", 9, "tab%09here%0A");
 	expect("\x7f", 1, "%7F");
-	expect("caf\xc3\xa9", 5, "caf\xc3\xa9");	 /* valid UTF-8 kept */
-	expect("\xc3", 1, "%C3");			 /* truncated sequence */
-	expect("\xc0\xaf", 2, "%C0%AF");		 /* overlong '/' */
+	expect("caf\xc3\xa9", 5, "caf\xc3\xa9"); /* valid UTF-8 kept */
+	expect("\xc3", 1, "%C3");		 /* truncated sequence */
+	expect("\xc0\xaf", 2, "%C0%AF");	 /* overlong '/' */
 	expect("\xed\xa0\x80", 3, "%ED%A0%80");	 /* surrogate */
 	expect("\xf0\x9f\x98\x80", 4, "\xf0\x9f\x98\x80"); /* emoji */
 }

@@ -312,24 +312,27 @@ START_TEST(real_param_2x2)
 		 */
 		ck_assert_str_eq(tu_xattr(img, "value", "offset"), "33");
 		ck_assert_int_eq(
-		    tfs_image_read(img, tfs_tree_resolve(img->tree, "value"), 0,
-				   16, &view),
-		    0);
+			tfs_image_read(img,
+				       tfs_tree_resolve(img->tree, "value"), 0,
+				       16, &view),
+			0);
 		ck_assert_ptr_eq(view.data, img->src.data + 33);
 		tfs_view_release(img, &view);
 		/* "value" and ".tensorfs" only */
 		ck_assert_uint_eq(root_children(img), 2);
 		meta = json_file(img, ".tensorfs/metadata.json");
 		ck_assert_str_eq(
-		    json_string_value(json_object_get(meta, "format")),
-		    "primitiv");
+			json_string_value(json_object_get(meta, "format")),
+			"primitiv");
 		ck_assert_str_eq(
-		    json_string_value(json_object_get(meta, "data_type")),
-		    "Parameter");
+			json_string_value(json_object_get(meta, "data_type")),
+			"Parameter");
 		ck_assert_str_eq(
-		    json_string_value(json_object_get(meta, "version")), "0.1");
+			json_string_value(json_object_get(meta, "version")),
+			"0.1");
 		ck_assert_int_eq(
-		    json_integer_value(json_object_get(meta, "stat_count")), 0);
+			json_integer_value(json_object_get(meta, "stat_count")),
+			0);
 		ck_assert_ptr_null(json_object_get(meta, "trailing_bytes"));
 		json_decref(meta);
 		tfs_image_close(img);
@@ -381,7 +384,7 @@ START_TEST(real_param_adam_stats)
 	ck_assert_uint_eq(root_children(img), 4);
 	meta = json_file(img, ".tensorfs/metadata.json");
 	ck_assert_int_eq(
-	    json_integer_value(json_object_get(meta, "stat_count")), 2);
+		json_integer_value(json_object_get(meta, "stat_count")), 2);
 	json_decref(meta);
 	tfs_image_close(img);
 }
@@ -394,9 +397,9 @@ static json_t *manifest_entry(json_t *man, const char *path)
 	size_t i;
 
 	json_array_foreach(
-	    json_object_get(man, "tensors"), i,
-	    e) if (strcmp(json_string_value(json_object_get(e, "path")),
-			  path) == 0) return e;
+		json_object_get(man, "tensors"), i,
+		e) if (strcmp(json_string_value(json_object_get(e, "path")),
+			      path) == 0) return e;
 	return NULL;
 }
 
@@ -436,7 +439,8 @@ START_TEST(real_model)
 	json_decref(man);
 	meta = json_file(img, ".tensorfs/metadata.json");
 	ck_assert_int_eq(
-	    json_integer_value(json_object_get(meta, "parameter_count")), 3);
+		json_integer_value(json_object_get(meta, "parameter_count")),
+		3);
 	json_decref(meta);
 	tfs_image_close(img);
 }
@@ -461,9 +465,10 @@ static void expect_configs(struct tfs_image *img, const struct config *c,
 	ck_assert_str_eq(json_string_value(json_object_get(meta, "data_type")),
 			 "Optimizer");
 	ck_assert_uint_eq(
-	    json_object_size(json_object_get(meta, "uint_configs")), nuint);
+		json_object_size(json_object_get(meta, "uint_configs")), nuint);
 	ck_assert_uint_eq(
-	    json_object_size(json_object_get(meta, "float_configs")), nfloat);
+		json_object_size(json_object_get(meta, "float_configs")),
+		nfloat);
 	for (i = 0; i < n; i++) {
 		map = json_object_get(meta, c[i].is_float ? "float_configs"
 							  : "uint_configs");
@@ -488,21 +493,21 @@ static void expect_configs(struct tfs_image *img, const struct config *c,
 START_TEST(real_optimizers)
 {
 	static const struct config sgd[] = {
-	    {"Optimizer.epoch", false, 0, "0"},
-	    {"SGD.eta", true, (double)0.1f, "0.1"},
-	    {"Optimizer.clip_threshold", true, 0, "0"},
-	    {"Optimizer.l2_strength", true, 0, "0"},
-	    {"Optimizer.lr_scale", true, 1, "1"},
+		{"Optimizer.epoch", false, 0, "0"},
+		{"SGD.eta", true, (double)0.1f, "0.1"},
+		{"Optimizer.clip_threshold", true, 0, "0"},
+		{"Optimizer.l2_strength", true, 0, "0"},
+		{"Optimizer.lr_scale", true, 1, "1"},
 	};
 	static const struct config adam[] = {
-	    {"Optimizer.epoch", false, 0, "0"},
-	    {"Adam.beta2", true, (double)0.999f, "0.999"},
-	    {"Adam.beta1", true, (double)0.9f, "0.9"},
-	    {"Optimizer.clip_threshold", true, 0, "0"},
-	    {"Adam.eps", true, (double)1e-8f, "1e-08"},
-	    {"Adam.alpha", true, (double)0.001f, "0.001"},
-	    {"Optimizer.l2_strength", true, 0, "0"},
-	    {"Optimizer.lr_scale", true, 1, "1"},
+		{"Optimizer.epoch", false, 0, "0"},
+		{"Adam.beta2", true, (double)0.999f, "0.999"},
+		{"Adam.beta1", true, (double)0.9f, "0.9"},
+		{"Optimizer.clip_threshold", true, 0, "0"},
+		{"Adam.eps", true, (double)1e-8f, "1e-08"},
+		{"Adam.alpha", true, (double)0.001f, "0.001"},
+		{"Optimizer.l2_strength", true, 0, "0"},
+		{"Optimizer.lr_scale", true, 1, "1"},
 	};
 	struct tfs_image *img = load_fixture("sgd.optimizer");
 
@@ -858,29 +863,29 @@ static void check_optimizer(const struct config *c, size_t n, uint8_t utype,
 START_TEST(gen_optimizers)
 {
 	static const struct config momentum[] = {
-	    {"Optimizer.epoch", false, 12, "12"},
-	    {"MomentumSGD.eta", true, (double)0.01f, "0.01"},
-	    {"MomentumSGD.momentum", true, (double)0.9f, "0.9"},
-	    {"Optimizer.lr_scale", true, 0.5, "0.5"},
+		{"Optimizer.epoch", false, 12, "12"},
+		{"MomentumSGD.eta", true, (double)0.01f, "0.01"},
+		{"MomentumSGD.momentum", true, (double)0.9f, "0.9"},
+		{"Optimizer.lr_scale", true, 0.5, "0.5"},
 	};
 	static const struct config adagrad[] = {
-	    {"AdaGrad.eta", true, (double)0.001f, "0.001"},
-	    {"Optimizer.epoch", false, 4294967295.0, "4294967295"},
-	    {"AdaGrad.eps", true, (double)1e-8f, "1e-08"},
+		{"AdaGrad.eta", true, (double)0.001f, "0.001"},
+		{"Optimizer.epoch", false, 4294967295.0, "4294967295"},
+		{"AdaGrad.eps", true, (double)1e-8f, "1e-08"},
 	};
 	static const struct config rmsprop[] = {
-	    {"RMSProp.eta", true, (double)0.01f, "0.01"},
-	    {"RMSProp.alpha", true, (double)0.9f, "0.9"},
-	    {"RMSProp.eps", true, (double)1e-8f, "1e-08"},
-	    {"Optimizer.clip_threshold", true, (double)(-1.0f / 3),
-	     "-0.33333334"},
-	    {"Optimizer.epoch", false, 0, "0"},
+		{"RMSProp.eta", true, (double)0.01f, "0.01"},
+		{"RMSProp.alpha", true, (double)0.9f, "0.9"},
+		{"RMSProp.eps", true, (double)1e-8f, "1e-08"},
+		{"Optimizer.clip_threshold", true, (double)(-1.0f / 3),
+		 "-0.33333334"},
+		{"Optimizer.epoch", false, 0, "0"},
 	};
 	static const struct config adadelta[] = {
-	    {"AdaDelta.rho", true, (double)0.95f, "0.95"},
-	    {"AdaDelta.eps", true, (double)1e-6f, "1e-06"},
-	    {"Optimizer.l2_strength", true, INFINITY, "inf"},
-	    {"x", false, 1, "1"},
+		{"AdaDelta.rho", true, (double)0.95f, "0.95"},
+		{"AdaDelta.eps", true, (double)1e-6f, "1e-06"},
+		{"Optimizer.l2_strength", true, INFINITY, "inf"},
+		{"x", false, 1, "1"},
 	};
 
 	check_optimizer(momentum, 4, 0, 0);
@@ -905,9 +910,9 @@ START_TEST(gen_optimizers)
 		img = load_ok(&mp);
 		meta = json_file(img, ".tensorfs/metadata.json");
 		ck_assert_int_eq(
-		    json_integer_value(json_object_get(
-			json_object_get(meta, "uint_configs"), key)),
-		    5);
+			json_integer_value(json_object_get(
+				json_object_get(meta, "uint_configs"), key)),
+			5);
 		ck_assert_uint_eq(img->tree->nodes[TFS_ROOT_NODE].nxattrs, 2);
 		json_decref(meta);
 		tfs_image_close(img);
@@ -932,10 +937,10 @@ START_TEST(gen_trailing_bytes)
 	expect_tensor(img, "value", "[]", v, 1);
 	meta = json_file(img, ".tensorfs/metadata.json");
 	ck_assert_int_eq(
-	    json_integer_value(json_object_get(meta, "trailing_bytes")), 3);
+		json_integer_value(json_object_get(meta, "trailing_bytes")), 3);
 	ck_assert_int_eq(
-	    json_integer_value(json_object_get(meta, "trailing_offset")),
-	    (json_int_t)mp.len - 3);
+		json_integer_value(json_object_get(meta, "trailing_offset")),
+		(json_int_t)mp.len - 3);
 	json_decref(meta);
 	tfs_image_close(img);
 	free(mp.p);
@@ -955,13 +960,13 @@ START_TEST(reject_header)
 		uint64_t offset;
 		const char *word;
 	} cases[] = {
-	    {1, 1, 0x200, -ENOTSUP, 0, "ver_major"},
-	    {0, 2, 0x200, -ENOTSUP, 5, "ver_minor: version 0.2"},
-	    {0, 0, 0x200, -ENOTSUP, 5, "ver_minor"},
-	    {0, 1, 0x500, -EBADMSG, 10, "data_type: 0x500"},
-	    {0, 1, 0x201, -EBADMSG, 10, "data_type"},
-	    {0, 1, 0x2, -EBADMSG, 10, "data_type"},
-	    {0, 1, 0x000, -ENOTSUP, 10, "Shape"},
+		{1, 1, 0x200, -ENOTSUP, 0, "ver_major"},
+		{0, 2, 0x200, -ENOTSUP, 5, "ver_minor: version 0.2"},
+		{0, 0, 0x200, -ENOTSUP, 5, "ver_minor"},
+		{0, 1, 0x500, -EBADMSG, 10, "data_type: 0x500"},
+		{0, 1, 0x201, -EBADMSG, 10, "data_type"},
+		{0, 1, 0x2, -EBADMSG, 10, "data_type"},
+		{0, 1, 0x000, -ENOTSUP, 10, "Shape"},
 	};
 	size_t i;
 
@@ -1046,61 +1051,63 @@ struct param_edit {
 #define BYTES(s) s, sizeof(s) - 1
 
 static const struct param_edit param_edits[] = {
-    /* shortest-form uints where 0xce is required */
-    {AT(batch), 5, BYTES("\x01"), -EBADMSG,
-     "value.shape.batch: expected uint32 (0xce), found type byte 0x01 "
-     "(a shorter integer form"},
-    {AT(dim1), 5, BYTES("\xcd\x00\x02"), -EBADMSG,
-     "value.shape.dims[1]: expected uint32"},
-    {AT(count), 5, BYTES("\xcc\x01"), -EBADMSG, "stat_count: expected uint32"},
-    {AT(count), 5, BYTES("\xcf\x00\x00\x00\x00\x00\x00\x00\x01"), -EBADMSG,
-     "0xcf"},
-    /* other wrong kinds; no integer hint where no integer belongs */
-    {AT(dims), 1, BYTES("\xc0"), -EBADMSG,
-     "value.shape.dims: expected array (0x90-0x9f, 0xdc, 0xdd), found "
-     "type byte 0xc0"},
-    {AT(bin), 1, BYTES("\xd9"), -EBADMSG, "value.data: expected bin"},
-    {AT(key), 1, BYTES("\xc4"), -EBADMSG, "stats[0].key: expected str"},
-    {AT(stat_dims), 1, BYTES("\x01"), -EBADMSG,
-     "stats[0].value.shape.dims: expected array (0x90-0x9f, 0xdc, 0xdd), "
-     "found type byte 0x01"},
-    /* bin length does not match [2,2] x 4 bytes, or [2] x 4 */
-    {AT(bin), 2 + 16,
-     BYTES("\xc4\x0c"
-	   "0123456789ab"),
-     -EBADMSG,
-     "value.data: bin length 12 does not match the shape: 4 elements"},
-    {AT(bin), 2 + 16,
-     BYTES("\xc4\x14"
-	   "0123456789abcdefghij"),
-     -EBADMSG, "bin length 20"},
-    {AT(stat_bin), 2 + 8,
-     BYTES("\xc4\x10"
-	   "0123456789abcdef"),
-     -EBADMSG, "stats[0].value.data: bin length 16"},
-    /* zero dim, zero batch */
-    {AT(dim1), 5, BYTES("\xce\x00\x00\x00\x00"), -EBADMSG, "dims[1]: dim is 0"},
-    {AT(batch), 5, BYTES("\xce\x00\x00\x00\x00"), -EBADMSG, "batch is 0"},
-    /* a str or bin whose length runs past the end */
-    {AT(key), 2, BYTES("\xd9\xc8s"), -EBADMSG,
-     "stats[0].key: str of 200 bytes runs past the end of the file"},
-    {AT(key), 2, BYTES("\xdb\xff\xff\xff\xff"), -EBADMSG,
-     "str of 4294967295 bytes"},
-    {AT(bin), 2, BYTES("\xc6\xff\xff\xff\xff"), -EBADMSG,
-     "value.data: bin of 4294967295 bytes runs past the end"},
-    {AT(stat_bin), 2, BYTES("\xc5\x01\x00"), -EBADMSG, "bin of 256 bytes"},
-    /* an absurd stat count */
-    {AT(count), 5, BYTES("\xce\xff\x00\x00\xff"), -EBADMSG,
-     "stat_count: 4278190335 stats need at least 9 bytes each"},
-    /* keys: not a stat named like the value file; UTF-8 without NUL */
-    {AT(key), 2, BYTES("\xa5value"), -ENOTSUP, "'value'"},
-    {AT(key), 2, BYTES("\xa2\xc0\x80"), -EBADMSG, "not valid UTF-8"},
-    {AT(key), 2, BYTES("\xa3\xed\xa0\x80"), -EBADMSG, "UTF-8"},
-    {AT(key), 2, BYTES("\xa3\xe0\x80\x80"), -EBADMSG, "UTF-8"},
-    {AT(key), 2, BYTES("\xa4\xf4\x90\x80\x80"), -EBADMSG, "UTF-8"},
-    {AT(key), 2, BYTES("\xa2\xe2\x82"), -EBADMSG, "UTF-8"},
-    {AT(key), 2, BYTES("\xa1\x80"), -EBADMSG, "UTF-8"},
-    {AT(key), 2, BYTES("\xa3\x61\x00\x62"), -ENOTSUP, "NUL"},
+	/* shortest-form uints where 0xce is required */
+	{AT(batch), 5, BYTES("\x01"), -EBADMSG,
+	 "value.shape.batch: expected uint32 (0xce), found type byte 0x01 "
+	 "(a shorter integer form"},
+	{AT(dim1), 5, BYTES("\xcd\x00\x02"), -EBADMSG,
+	 "value.shape.dims[1]: expected uint32"},
+	{AT(count), 5, BYTES("\xcc\x01"), -EBADMSG,
+	 "stat_count: expected uint32"},
+	{AT(count), 5, BYTES("\xcf\x00\x00\x00\x00\x00\x00\x00\x01"), -EBADMSG,
+	 "0xcf"},
+	/* other wrong kinds; no integer hint where no integer belongs */
+	{AT(dims), 1, BYTES("\xc0"), -EBADMSG,
+	 "value.shape.dims: expected array (0x90-0x9f, 0xdc, 0xdd), found "
+	 "type byte 0xc0"},
+	{AT(bin), 1, BYTES("\xd9"), -EBADMSG, "value.data: expected bin"},
+	{AT(key), 1, BYTES("\xc4"), -EBADMSG, "stats[0].key: expected str"},
+	{AT(stat_dims), 1, BYTES("\x01"), -EBADMSG,
+	 "stats[0].value.shape.dims: expected array (0x90-0x9f, 0xdc, 0xdd), "
+	 "found type byte 0x01"},
+	/* bin length does not match [2,2] x 4 bytes, or [2] x 4 */
+	{AT(bin), 2 + 16,
+	 BYTES("\xc4\x0c"
+	       "0123456789ab"),
+	 -EBADMSG,
+	 "value.data: bin length 12 does not match the shape: 4 elements"},
+	{AT(bin), 2 + 16,
+	 BYTES("\xc4\x14"
+	       "0123456789abcdefghij"),
+	 -EBADMSG, "bin length 20"},
+	{AT(stat_bin), 2 + 8,
+	 BYTES("\xc4\x10"
+	       "0123456789abcdef"),
+	 -EBADMSG, "stats[0].value.data: bin length 16"},
+	/* zero dim, zero batch */
+	{AT(dim1), 5, BYTES("\xce\x00\x00\x00\x00"), -EBADMSG,
+	 "dims[1]: dim is 0"},
+	{AT(batch), 5, BYTES("\xce\x00\x00\x00\x00"), -EBADMSG, "batch is 0"},
+	/* a str or bin whose length runs past the end */
+	{AT(key), 2, BYTES("\xd9\xc8s"), -EBADMSG,
+	 "stats[0].key: str of 200 bytes runs past the end of the file"},
+	{AT(key), 2, BYTES("\xdb\xff\xff\xff\xff"), -EBADMSG,
+	 "str of 4294967295 bytes"},
+	{AT(bin), 2, BYTES("\xc6\xff\xff\xff\xff"), -EBADMSG,
+	 "value.data: bin of 4294967295 bytes runs past the end"},
+	{AT(stat_bin), 2, BYTES("\xc5\x01\x00"), -EBADMSG, "bin of 256 bytes"},
+	/* an absurd stat count */
+	{AT(count), 5, BYTES("\xce\xff\x00\x00\xff"), -EBADMSG,
+	 "stat_count: 4278190335 stats need at least 9 bytes each"},
+	/* keys: not a stat named like the value file; UTF-8 without NUL */
+	{AT(key), 2, BYTES("\xa5value"), -ENOTSUP, "'value'"},
+	{AT(key), 2, BYTES("\xa2\xc0\x80"), -EBADMSG, "not valid UTF-8"},
+	{AT(key), 2, BYTES("\xa3\xed\xa0\x80"), -EBADMSG, "UTF-8"},
+	{AT(key), 2, BYTES("\xa3\xe0\x80\x80"), -EBADMSG, "UTF-8"},
+	{AT(key), 2, BYTES("\xa4\xf4\x90\x80\x80"), -EBADMSG, "UTF-8"},
+	{AT(key), 2, BYTES("\xa2\xe2\x82"), -EBADMSG, "UTF-8"},
+	{AT(key), 2, BYTES("\xa1\x80"), -EBADMSG, "UTF-8"},
+	{AT(key), 2, BYTES("\xa3\x61\x00\x62"), -ENOTSUP, "NUL"},
 };
 
 START_TEST(reject_param_edits)
@@ -1371,15 +1378,15 @@ END_TEST
 START_TEST(reject_truncation_everywhere)
 {
 	static const char *const files[] = {
-	    "param_2x2.data",
-	    "param_2x2_stats.data",
-	    "param_2x2_stats_dropped.data",
-	    "param_3x1.data",
-	    "param_scalar.data",
-	    "param_w_adam_stats.data",
-	    "model.model",
-	    "sgd.optimizer",
-	    "adam.optimizer",
+		"param_2x2.data",
+		"param_2x2_stats.data",
+		"param_2x2_stats_dropped.data",
+		"param_3x1.data",
+		"param_scalar.data",
+		"param_w_adam_stats.data",
+		"model.model",
+		"sgd.optimizer",
+		"adam.optimizer",
 	};
 	struct tfs_image *img;
 	struct tfs_diag d;
@@ -1406,7 +1413,8 @@ START_TEST(reject_truncation_everywhere)
 			if (cut >= 15) {
 				img = NULL;
 				ck_assert_int_eq(
-				    tu_load_mem(copy, cut, &img, &d), -EBADMSG);
+					tu_load_mem(copy, cut, &img, &d),
+					-EBADMSG);
 				ck_assert_ptr_null(img);
 			}
 			free(copy);

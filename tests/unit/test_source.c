@@ -58,7 +58,7 @@ static int touch_fn(void *arg)
 
 START_TEST(open_is_read_only_and_checks_ranges)
 {
-	uint8_t data[100] = { 1, 2, 3 };
+	uint8_t data[100] = {1, 2, 3};
 	struct tfs_source s;
 	struct tfs_diag d;
 	struct stat st;
@@ -88,7 +88,7 @@ START_TEST(guard_turns_sigbus_into_efault)
 	uint8_t *data = calloc(PAGES, (size_t)page);
 	struct tfs_source s;
 	struct tfs_diag d;
-	struct touch t = { 0 };
+	struct touch t = {0};
 
 	data[0] = 7;
 	make_file(data, (size_t)page * PAGES);
@@ -112,7 +112,7 @@ START_TEST(zstd_and_digest_survive_truncation)
 {
 	size_t n = (size_t)page * PAGES, bound = ZSTD_compressBound(n), clen;
 	uint8_t *raw = malloc(n), *frame = malloc(bound), *out = malloc(n);
-	struct tfs_digest want = { .alg = TFS_DIGEST_SHA256 }, got;
+	struct tfs_digest want = {.alg = TFS_DIGEST_SHA256}, got;
 	struct tfs_zstd *z;
 	struct tfs_source s;
 	struct tfs_diag d;

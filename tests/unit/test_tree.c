@@ -32,7 +32,7 @@ static struct tfs_tensor_spec spec_for(const char *name, uint64_t off,
 				       uint64_t len)
 {
 	static uint64_t shape[1];
-	struct tfs_tensor_spec s = { 0 };
+	struct tfs_tensor_spec s = {0};
 
 	shape[0] = len;
 	s.name = name;
@@ -124,7 +124,7 @@ END_TEST
 
 START_TEST(flat_and_reserved)
 {
-	struct tfs_build_options o = { .flat = true };
+	struct tfs_build_options o = {.flat = true};
 	struct tfs_tree *t;
 
 	tfs_builder_free(b);
@@ -174,7 +174,7 @@ END_TEST
 START_TEST(shared_checks)
 {
 	struct tfs_tensor_spec s = spec_for("w", 4090, 8);
-	uint64_t shape[2] = { 1ull << 40, 1ull << 40 };
+	uint64_t shape[2] = {1ull << 40, 1ull << 40};
 
 	ck_assert_int_eq(tfs_builder_add_tensor(b, &s, NULL, &d), -EBADMSG);
 	ck_assert_ptr_nonnull(strstr(d.msg, "past the end"));
@@ -210,18 +210,16 @@ START_TEST(groups_and_xattrs)
 
 	g.dtype = "float32";
 	ck_assert_int_eq(tfs_builder_add_group(b, &g, &gh, &d), 0);
-	ck_assert_int_eq(tfs_builder_add_component(b, gh, "values", &c, &ch,
-						   &d),
-			 0);
-	ck_assert_int_eq(tfs_builder_add_component(b, gh, "values", &c, NULL,
-						   &d),
-			 -EBADMSG);
+	ck_assert_int_eq(
+		tfs_builder_add_component(b, gh, "values", &c, &ch, &d), 0);
+	ck_assert_int_eq(
+		tfs_builder_add_component(b, gh, "values", &c, NULL, &d),
+		-EBADMSG);
 	ck_assert_int_eq(tfs_builder_set_xattr_str(b, gh, "layout", "csr"), 0);
 	ck_assert_int_eq(tfs_builder_set_xattr_str(b, ch, "dtype", "uint64"),
 			 0);
-	ck_assert_int_eq(tfs_builder_set_xattr_str(b, TFS_BUILDER_ROOT, "k",
-						   "v"),
-			 0);
+	ck_assert_int_eq(
+		tfs_builder_set_xattr_str(b, TFS_BUILDER_ROOT, "k", "v"), 0);
 	t = finish();
 	n = tfs_tree_resolve(t, "s");
 	ck_assert_uint_eq(t->nodes[n].kind, TFS_NODE_DIR);

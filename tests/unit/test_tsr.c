@@ -8,8 +8,8 @@
 #include "testutil.h"
 
 /* expected values from shared/specs/tsr.md section 8 */
-static void check_fixture(const char *rel, const char *dtype,
-			  const char *shape, size_t bytes, const char *sha)
+static void check_fixture(const char *rel, const char *dtype, const char *shape,
+			  size_t bytes, const char *sha)
 {
 	struct tfs_image *img;
 	struct tfs_diag d;
@@ -37,17 +37,17 @@ START_TEST(real_test_labels)
 {
 	struct tfs_image *img;
 	struct tfs_diag d;
-	const int32_t first[] = { 7, 2, 1, 0, 4, 1, 4, 9, 5, 9, 0, 6 };
+	const int32_t first[] = {7, 2, 1, 0, 4, 1, 4, 9, 5, 9, 0, 6};
 	int32_t v[12];
 	struct tfs_view view;
 
-	check_fixture("tsr/test_labels.tsr", "int32", "[10000]", 40000,
-		      "52aa149c856ca033d02e1d2e5cc61033b4c56ed4a56f0edc328206a178c42126");
-	ck_assert_int_eq(tu_load_file(tu_fixture("tsr/test_labels.tsr"), &img,
-				      &d),
-			 0);
-	ck_assert_int_eq(tfs_image_read(img, tfs_tree_resolve(img->tree,
-							      "tensor"),
+	check_fixture(
+		"tsr/test_labels.tsr", "int32", "[10000]", 40000,
+		"52aa149c856ca033d02e1d2e5cc61033b4c56ed4a56f0edc328206a178c42126");
+	ck_assert_int_eq(
+		tu_load_file(tu_fixture("tsr/test_labels.tsr"), &img, &d), 0);
+	ck_assert_int_eq(tfs_image_read(img,
+					tfs_tree_resolve(img->tree, "tensor"),
 					0, sizeof(v), &view),
 			 0);
 	memcpy(v, view.data, sizeof(v));
@@ -58,27 +58,31 @@ END_TEST
 
 START_TEST(real_train_labels)
 {
-	check_fixture("tsr/train_labels.tsr", "int32", "[60000]", 240000,
-		      "ba2e26c82ab7a46fbcd5ec6de8eee4d541cf3829f5050669177da23b515defeb");
+	check_fixture(
+		"tsr/train_labels.tsr", "int32", "[60000]", 240000,
+		"ba2e26c82ab7a46fbcd5ec6de8eee4d541cf3829f5050669177da23b515defeb");
 }
 END_TEST
 
 START_TEST(synthesized)
 {
-	check_fixture("tsr/synthesized/fp32_2x3.tsr", "float32", "[2,3]", 24,
-		      "e2c0a71510b5394df7773b63fb5f54372b84c3564e67811bde7d665be227976d");
-	check_fixture("tsr/synthesized/fp32_1x5.tsr", "float32", "[1,5]", 20,
-		      "561101624175594d3810c811e621f9c9992a82b919a94b00e3ffdd1eaf93be94");
-	check_fixture("tsr/synthesized/int8_scalar.tsr", "int8", "[]", 1,
-		      "d52022534fa2dba3bb8a45809c425f42a5dd8786ef8d206fcff19c1fd66725b4");
+	check_fixture(
+		"tsr/synthesized/fp32_2x3.tsr", "float32", "[2,3]", 24,
+		"e2c0a71510b5394df7773b63fb5f54372b84c3564e67811bde7d665be227976d");
+	check_fixture(
+		"tsr/synthesized/fp32_1x5.tsr", "float32", "[1,5]", 20,
+		"561101624175594d3810c811e621f9c9992a82b919a94b00e3ffdd1eaf93be94");
+	check_fixture(
+		"tsr/synthesized/int8_scalar.tsr", "int8", "[]", 1,
+		"d52022534fa2dba3bb8a45809c425f42a5dd8786ef8d206fcff19c1fd66725b4");
 }
 END_TEST
 
 /* a copy of fp32_2x3.tsr with a little-endian field patched */
 static uint8_t *patched(size_t *len, size_t off, unsigned width, uint64_t v)
 {
-	uint8_t *b = tu_read_file(tu_fixture("tsr/synthesized/fp32_2x3.tsr"),
-				  len);
+	uint8_t *b =
+		tu_read_file(tu_fixture("tsr/synthesized/fp32_2x3.tsr"), len);
 	unsigned i;
 
 	for (i = 0; i < width; i++)
@@ -159,8 +163,10 @@ START_TEST(reject_sizes)
 	free(b);
 	/* a huge total whose byte count overflows */
 	b = patched(&len, 20, 4, 4);
-	memcpy(b + 24, "\xff\xff\xff\x7f\xff\xff\xff\x7f\x02\x00\x00\x00"
-		       "\x01\x00\x00\x00", 16);
+	memcpy(b + 24,
+	       "\xff\xff\xff\x7f\xff\xff\xff\x7f\x02\x00\x00\x00"
+	       "\x01\x00\x00\x00",
+	       16);
 	memcpy(b + 40, "\x02\x00\x00\x00\xfe\xff\xff\x7f", 8);
 	expect_reject(b, len, -EBADMSG, 40, "total_elements");
 	free(b);

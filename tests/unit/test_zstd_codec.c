@@ -127,11 +127,11 @@ START_TEST(concatenated_frames_and_empty)
 	memcpy(all + l1, ce, le);
 	memcpy(all + l1 + le, c2, l2);
 	ck_assert_int_eq(
-	    tfs_zstd_decode_exact(all, l1 + l2 + le, out, 2 * n, msg), 0);
+		tfs_zstd_decode_exact(all, l1 + l2 + le, out, 2 * n, msg), 0);
 	ck_assert_mem_eq(out, src, 2 * n);
-	ck_assert_int_eq(
-	    tfs_zstd_decoded_size(all, l1 + l2 + le, UINT64_MAX, &size, msg),
-	    0);
+	ck_assert_int_eq(tfs_zstd_decoded_size(all, l1 + l2 + le, UINT64_MAX,
+					       &size, msg),
+			 0);
 	ck_assert_uint_eq(size, 2 * n);
 	/* an empty frame, and no input at all, are zero bytes */
 	ck_assert_int_eq(tfs_zstd_decode_exact(ce, le, out, 0, msg), 0);

@@ -276,11 +276,11 @@ static struct tobj to(const char *name, const char *format, size_t ndim,
 static const char *long_dtype(const char *s)
 {
 	static const char *const map[][2] = {
-	    {"f64", "float64"},	  {"f32", "float32"}, {"f16", "float16"},
-	    {"bf16", "bfloat16"}, {"i64", "int64"},   {"i32", "int32"},
-	    {"i16", "int16"},	  {"i8", "int8"},     {"u64", "uint64"},
-	    {"u32", "uint32"},	  {"u16", "uint16"},  {"u8", "uint8"},
-	    {"bool", "bool"},
+		{"f64", "float64"},   {"f32", "float32"}, {"f16", "float16"},
+		{"bf16", "bfloat16"}, {"i64", "int64"},	  {"i32", "int32"},
+		{"i16", "int16"},     {"i8", "int8"},	  {"u64", "uint64"},
+		{"u32", "uint32"},    {"u16", "uint16"},  {"u8", "uint8"},
+		{"bool", "bool"},
 	};
 	size_t i;
 
@@ -514,7 +514,7 @@ static void configure(struct tfs_image *img, uint64_t cache,
 		      enum tfs_verify_mode mode)
 {
 	struct tfs_image_options o = {
-	    .cache_size = cache, .verify = mode, .log = capture};
+		.cache_size = cache, .verify = mode, .log = capture};
 
 	nlogged = 0;
 	ck_assert_int_eq(tfs_image_configure(img, &o), 0);
@@ -525,12 +525,12 @@ static void configure(struct tfs_image *img, uint64_t cache,
 START_TEST(fixtures_weight)
 {
 	static const char *const files[] = {
-	    "v01_f32_2x3_raw.zt",      "v10_f32_2x3_raw.zt",
-	    "v10_f32_2x3_zstd_crc.zt", "v11_f32_2x3_raw.zt",
-	    "v12_f32_2x3_raw.zt",      "v12_f32_2x3_zstd_crc.zt",
+		"v01_f32_2x3_raw.zt",	   "v10_f32_2x3_raw.zt",
+		"v10_f32_2x3_zstd_crc.zt", "v11_f32_2x3_raw.zt",
+		"v12_f32_2x3_raw.zt",	   "v12_f32_2x3_zstd_crc.zt",
 	};
 	static const char *const gens[] = {
-	    "v0.1", "v1.0", "v1.0", "v1.1/v1.2", "v1.1/v1.2", "v1.1/v1.2"};
+		"v0.1", "v1.0", "v1.0", "v1.1/v1.2", "v1.1/v1.2", "v1.1/v1.2"};
 	struct tfs_image *img;
 	struct tfs_diag d;
 	char path[128], hex[65];
@@ -568,16 +568,21 @@ END_TEST
 START_TEST(fixture_multi)
 {
 	static const char *const sums[][2] = {
-	    {"a", "928c98e7bb51d2997586a3ece16ca418c1b9ff64025e11aa9265f3fa7d98"
-		  "3f70"},
-	    {"b", "57e4397ccfb34c2040f50ff90f7850667aac626e0959bd3a4c92ec8ed62d"
-		  "c888"},
-	    {"s/values", "8a31a40ecac0ceb4d87b30bd156ca7a547e8e33dc071454b765fb"
-			 "c777d1c34a1"},
-	    {"s/indices", "ab25350e3e65efebe24584461683ecda68725576e825e550038b"
-			  "90e7b1479946"},
-	    {"s/indptr", "a1e03200f1f82ad2c1cec8795c271aaecf98f5aa2d151d2229ec5"
-			 "fa0c177cf77"},
+		{"a",
+		 "928c98e7bb51d2997586a3ece16ca418c1b9ff64025e11aa9265f3fa7d98"
+		 "3f70"},
+		{"b",
+		 "57e4397ccfb34c2040f50ff90f7850667aac626e0959bd3a4c92ec8ed62d"
+		 "c888"},
+		{"s/values",
+		 "8a31a40ecac0ceb4d87b30bd156ca7a547e8e33dc071454b765fb"
+		 "c777d1c34a1"},
+		{"s/indices",
+		 "ab25350e3e65efebe24584461683ecda68725576e825e550038b"
+		 "90e7b1479946"},
+		{"s/indptr",
+		 "a1e03200f1f82ad2c1cec8795c271aaecf98f5aa2d151d2229ec5"
+		 "fa0c177cf77"},
 	};
 	struct tfs_image_stats st;
 	struct tfs_image *img;
@@ -588,11 +593,11 @@ START_TEST(fixture_multi)
 	size_t i, len;
 
 	ck_assert_int_eq(
-	    tu_load_file(tu_fixture("ztensor/v12_multi.zt"), &img, &d), 0);
+		tu_load_file(tu_fixture("ztensor/v12_multi.zt"), &img, &d), 0);
 	configure(img, 0, TFS_VERIFY_ALWAYS);
 	for (i = 0; i < 5; i++) {
 		data = tu_read_node(
-		    img, tfs_tree_resolve(img->tree, sums[i][0]), &len);
+			img, tfs_tree_resolve(img->tree, sums[i][0]), &len);
 		tu_sha256_hex(data, len, hex);
 		ck_assert_str_eq(hex, sums[i][1]);
 		free(data);
@@ -604,8 +609,8 @@ START_TEST(fixture_multi)
 	ck_assert_int_eq(nlogged, 0);
 	/* the sparse tensor is a directory of components */
 	ck_assert_int_eq(
-	    img->tree->nodes[tfs_tree_resolve(img->tree, "s")].kind,
-	    TFS_NODE_DIR);
+		img->tree->nodes[tfs_tree_resolve(img->tree, "s")].kind,
+		TFS_NODE_DIR);
 	expect_xattr(img, "s", "layout", "sparse_csr");
 	expect_xattr(img, "s", "dtype", "float32");
 	expect_xattr(img, "s", "shape", "[3,3]");
@@ -625,9 +630,10 @@ START_TEST(fixture_multi)
 	expect_xattr(img, "", "attr.framework", "numpy");
 	expect_xattr(img, "", "ztensor.version", "1.2.0");
 	meta = metadata(img);
-	ck_assert_str_eq(json_string_value(json_object_get(
-			     json_object_get(meta, "attributes"), "framework")),
-			 "numpy");
+	ck_assert_str_eq(
+		json_string_value(json_object_get(
+			json_object_get(meta, "attributes"), "framework")),
+		"numpy");
 	a = json_object_get(json_object_get(meta, "object_attributes"), "a");
 	ck_assert_int_eq(json_integer_value(json_object_get(a, "bits")), 4);
 	ck_assert(json_real_value(json_object_get(a, "scale")) == 0.5);
@@ -667,12 +673,12 @@ static size_t standard_set(enum gen g, struct tobj *o)
 	size_t n = 0;
 
 	init_data();
-	o[n++] = to(
-	    "layer.0.weight", "dense", 2, 4, 5, 0,
-	    tc("data", "f32", dense_f32, sizeof(dense_f32), false, "crc32c"));
+	o[n++] = to("layer.0.weight", "dense", 2, 4, 5, 0,
+		    tc("data", "f32", dense_f32, sizeof(dense_f32), false,
+		       "crc32c"));
 	o[n++] =
-	    to("packed", "dense", 2, 300, 7, 0,
-	       tc("data", "i64", zstd_i64, sizeof(zstd_i64), true, strong));
+		to("packed", "dense", 2, 300, 7, 0,
+		   tc("data", "i64", zstd_i64, sizeof(zstd_i64), true, strong));
 	o[n++] = to("scalar", "dense", 0, 0, 0, 0,
 		    tc("data", "f64", &scalar_f64, 8, false, NULL));
 	o[n++] = to("empty", "dense", 2, 0, 5, 0,
@@ -688,14 +694,14 @@ static size_t standard_set(enum gen g, struct tobj *o)
 		     "crc32c"));
 	o[n].c[1] = tc("indices", "u64", csr_indices, sizeof(csr_indices), true,
 		       strong);
-	o[n].c[2] =
-	    tc("indptr", "u64", csr_indptr, sizeof(csr_indptr), false, NULL);
+	o[n].c[2] = tc("indptr", "u64", csr_indptr, sizeof(csr_indptr), false,
+		       NULL);
 	o[n++].nc = 3;
-	o[n] =
-	    to("coo", "sparse_coo", 3, 2, 3, 4,
-	       tc("values", "i16", coo_values, sizeof(coo_values), true, NULL));
-	o[n].c[1] =
-	    tc("coords", "u64", coo_coords, sizeof(coo_coords), false, NULL);
+	o[n] = to("coo", "sparse_coo", 3, 2, 3, 4,
+		  tc("values", "i16", coo_values, sizeof(coo_values), true,
+		     NULL));
+	o[n].c[1] = tc("coords", "u64", coo_coords, sizeof(coo_coords), false,
+		       NULL);
 	o[n++].nc = 2;
 	return n;
 }
@@ -730,9 +736,9 @@ static void check_standard(struct tfs_image *img, enum gen g)
 		ck_assert_uint_eq(tfs_tree_resolve(img->tree, "csr"),
 				  TFS_NO_NODE);
 		meta = metadata(img);
-		ck_assert_uint_eq(
-		    json_array_size(json_object_get(meta, "skipped_tensors")),
-		    2);
+		ck_assert_uint_eq(json_array_size(json_object_get(
+					  meta, "skipped_tensors")),
+				  2);
 		json_decref(meta);
 		return;
 	}
@@ -903,15 +909,17 @@ START_TEST(attributes_every_type)
 	ck_assert(json_is_array(nested)); /* non-text key: [key, value] pairs */
 	ck_assert_uint_eq(json_array_size(nested), 2);
 	ck_assert_ptr_nonnull(
-	    json_object_get(json_object_get(meta, "attributes"), "nested"));
+		json_object_get(json_object_get(meta, "attributes"), "nested"));
 	ck_assert_int_eq(
-	    json_integer_value(json_array_get(
-		json_object_get(
-		    json_object_get(json_object_get(meta, "object_attributes"),
-				    "packed"),
-		    "original_shape"),
-		1)),
-	    64);
+		json_integer_value(json_array_get(
+			json_object_get(
+				json_object_get(
+					json_object_get(meta,
+							"object_attributes"),
+					"packed"),
+				"original_shape"),
+			1)),
+		64);
 	json_decref(meta);
 	tfs_image_close(img);
 	free(f);
@@ -1012,15 +1020,17 @@ START_TEST(v01_particulars)
 	/* a custom field becomes an attribute */
 	expect_xattr(img, "big", "attr.step", "99");
 	meta = metadata(img);
-	ck_assert_str_eq(json_string_value(json_array_get(
-			     json_object_get(meta, "big_endian_tensors"), 0)),
-			 "big");
+	ck_assert_str_eq(
+		json_string_value(json_array_get(
+			json_object_get(meta, "big_endian_tensors"), 0)),
+		"big");
 	ck_assert_int_eq(
-	    json_integer_value(json_object_get(
-		json_object_get(json_object_get(meta, "object_attributes"),
+		json_integer_value(json_object_get(
+			json_object_get(
+				json_object_get(meta, "object_attributes"),
 				"big"),
-		"step")),
-	    99);
+			"step")),
+		99);
 	json_decref(meta);
 	tfs_image_close(img);
 	free(f);
@@ -1116,7 +1126,7 @@ START_TEST(zstd_any_offset)
 		for (i = 0; i < 200; i++) {
 			off = (uint64_t)((i * 2654435761u) % n);
 			ck_assert_int_eq(
-			    tfs_image_read(img, node, off, 70000, &v), 0);
+				tfs_image_read(img, node, off, 70000, &v), 0);
 			ck_assert_uint_eq(v.len,
 					  off + 70000 > n ? n - off : 70000);
 			ck_assert(memcmp(v.data, data + off, v.len) == 0);
@@ -1267,9 +1277,9 @@ START_TEST(digest_mismatch_raw)
 	ck_assert_int_eq(read_err(img, "layer/0/weight", 8), -EIO);
 	ck_assert_int_eq(nlogged, 1);
 	ck_assert(tfs_image_node_failed(
-	    img, tfs_tree_resolve(img->tree, "layer/0/weight")));
-	ck_assert(
-	    !tfs_image_node_failed(img, tfs_tree_resolve(img->tree, "packed")));
+		img, tfs_tree_resolve(img->tree, "layer/0/weight")));
+	ck_assert(!tfs_image_node_failed(
+		img, tfs_tree_resolve(img->tree, "packed")));
 	ck_assert_ptr_nonnull(strstr(logged[0], "layer/0/weight"));
 	ck_assert_ptr_nonnull(strstr(logged[0], "digest mismatch"));
 	ck_assert_ptr_nonnull(strstr(logged[0], "crc32c:0x"));
@@ -1383,8 +1393,8 @@ START_TEST(zstd_bad_frames)
 	struct tfs_check_result r;
 	struct tfs_image *img;
 	size_t len, zl, glen;
-	struct tobj o =
-	    to("t", "dense", 1, n, 0, 0, tc("data", "u8", data, n, true, NULL));
+	struct tobj o = to("t", "dense", 1, n, 0, 0,
+			   tc("data", "u8", data, n, true, NULL));
 
 	/* truncated frame: the stored length ends early (dense: mounts) */
 	f = build(V12, &o, 1, NULL, &len, NULL);
@@ -1573,7 +1583,7 @@ START_TEST(reject_layout)
 	{
 		uint8_t *g = malloc(len + 4);
 		uint8_t *p =
-		    memmem(c + man, len - man, "\x66offset\x18\x40", 9);
+			memmem(c + man, len - man, "\x66offset\x18\x40", 9);
 		size_t at = (size_t)(p - c) + 7;
 
 		memcpy(g, c, at);
@@ -1770,36 +1780,38 @@ END_TEST
 START_TEST(sample_files)
 {
 	static const char *const valid[] = {
-	    "ztensor/valid/v01_dense_raw_zstd.zt",
-	    "ztensor/valid/v10_sparse_zstd_crc32c.zt",
-	    "ztensor/valid/v11_sparse_coo.zt",
-	    "ztensor/valid/v12_attributes_sha256.zt",
-	    "ztensor/valid/v12_empty_and_scalar.zt",
+		"ztensor/valid/v01_dense_raw_zstd.zt",
+		"ztensor/valid/v10_sparse_zstd_crc32c.zt",
+		"ztensor/valid/v11_sparse_coo.zt",
+		"ztensor/valid/v12_attributes_sha256.zt",
+		"ztensor/valid/v12_empty_and_scalar.zt",
 	};
 	static const struct {
 		const char *file;
 		int err;
 		const char *word;
 	} reject[] = {
-	    {"ztensor/reject/bad_magic.zt", -ENOEXEC, ""},
-	    {"ztensor/reject/manifest_size_past_eof.zt", -EBADMSG,
-	     "manifest_size"},
-	    {"ztensor/reject/component_past_eof.zt", -EBADMSG, "outside"},
-	    {"ztensor/reject/misaligned_component.zt", -EBADMSG,
-	     "multiple of 64"},
-	    {"ztensor/reject/overlapping_components.zt", -EBADMSG, "overlaps"},
-	    {"ztensor/reject/unknown_dtype.zt", -EBADMSG, "unknown dtype"},
-	    {"ztensor/reject/cbor_garbage.zt", -EBADMSG, "CBOR"},
-	    {"ztensor/reject/excessive_depth.zt", -EBADMSG, "nesting"},
-	    {"ztensor/reject/truncated_zstd_sparse.zt", -EBADMSG, "truncated"},
-	    {"ztensor/reject/ulen_mismatch.zt", -EBADMSG,
-	     "uncompressed_length"},
-	    {"ztensor/reject/footer_with_tensors.zt", -EBADMSG, "objects"},
+		{"ztensor/reject/bad_magic.zt", -ENOEXEC, ""},
+		{"ztensor/reject/manifest_size_past_eof.zt", -EBADMSG,
+		 "manifest_size"},
+		{"ztensor/reject/component_past_eof.zt", -EBADMSG, "outside"},
+		{"ztensor/reject/misaligned_component.zt", -EBADMSG,
+		 "multiple of 64"},
+		{"ztensor/reject/overlapping_components.zt", -EBADMSG,
+		 "overlaps"},
+		{"ztensor/reject/unknown_dtype.zt", -EBADMSG, "unknown dtype"},
+		{"ztensor/reject/cbor_garbage.zt", -EBADMSG, "CBOR"},
+		{"ztensor/reject/excessive_depth.zt", -EBADMSG, "nesting"},
+		{"ztensor/reject/truncated_zstd_sparse.zt", -EBADMSG,
+		 "truncated"},
+		{"ztensor/reject/ulen_mismatch.zt", -EBADMSG,
+		 "uncompressed_length"},
+		{"ztensor/reject/footer_with_tensors.zt", -EBADMSG, "objects"},
 	};
 	static const char *const eio[] = {
-	    "ztensor/read_eio/digest_mismatch.zt",
-	    "ztensor/read_eio/truncated_zstd_dense.zt",
-	    "ztensor/read_eio/decoded_size_mismatch.zt",
+		"ztensor/read_eio/digest_mismatch.zt",
+		"ztensor/read_eio/truncated_zstd_dense.zt",
+		"ztensor/read_eio/decoded_size_mismatch.zt",
 	};
 	struct tfs_image *img;
 	struct tfs_diag d;
@@ -1807,7 +1819,7 @@ START_TEST(sample_files)
 
 	for (i = 0; i < sizeof(valid) / sizeof(valid[0]); i++) {
 		ck_assert_msg(tu_load_file(tu_testdata(valid[i]), &img, &d) ==
-				  0,
+				      0,
 			      "%s: %s", valid[i], d.msg);
 		tfs_image_close(img);
 	}

@@ -20,8 +20,7 @@ uint8_t *tu_read_file(const char *path, size_t *len);
 int tu_load_mem(const void *buf, size_t len, struct tfs_image **img,
 		struct tfs_diag *d);
 /* load from a file path */
-int tu_load_file(const char *path, struct tfs_image **img,
-		 struct tfs_diag *d);
+int tu_load_file(const char *path, struct tfs_image **img, struct tfs_diag *d);
 /* the whole content of a regular file of the tree, through tfs_image_read */
 uint8_t *tu_read_node(struct tfs_image *img, uint32_t node, size_t *len);
 /* the tensor record whose stored name is @name, or NULL */
