@@ -69,33 +69,6 @@ static json_t *meta_json(struct tfs_image *img, const char *file)
 	return j;
 }
 
-static void expect_xattr(struct tfs_image *img, const char *path,
-			 const char *key, const char *want)
-{
-	const char *v = tu_xattr(img, path, key);
-
-	ck_assert_msg(v != NULL, "%s: no xattr %s", path, key);
-	ck_assert_msg(strcmp(v, want) == 0, "%s: %s = '%s', want '%s'", path,
-		      key, v, want);
-}
-
-static void expect_reject(const uint8_t *b, size_t len, int err,
-			  const char *word, uint64_t offset)
-{
-	struct tfs_image *img = NULL;
-	struct tfs_diag d;
-	int ret = tu_load_mem(b, len, &img, &d);
-
-	ck_assert_msg(ret == err, "load gave %d, want %d (%s)", ret, err,
-		      d.msg);
-	ck_assert_msg(strstr(d.msg, word) != NULL, "message '%s' lacks '%s'",
-		      d.msg, word);
-	ck_assert_msg(d.has_offset, "message '%s' has no offset", d.msg);
-	ck_assert_msg(d.offset == offset, "'%s' at %llu, want %llu", d.msg,
-		      (unsigned long long)d.offset, (unsigned long long)offset);
-	ck_assert_str_eq(d.format, "burnpack");
-}
-
 /* absolute offset of the first @needle inside the metadata [10, 10+ms) */
 static uint64_t find_in_meta(const uint8_t *b, size_t len, const void *needle,
 			     size_t nlen)
@@ -363,12 +336,12 @@ START_TEST(real_model)
 	ck_assert_msg(oracle != NULL, "%s", jerr.text);
 	ck_assert_int_eq(tu_load_file(tu_fixture(REF_BPK), &img, &d), 0);
 	ck_assert_str_eq(img->tree->format, "burnpack");
-	expect_xattr(img, "", "burnpack.layout", "aligned");
+	tu_expect_xattr(img, "", "burnpack.layout", "aligned");
 	snprintf(path, sizeof(path), "%.0f",
 		 json_number_value(
 			 json_object_get(oracle, "data_section_start")));
-	expect_xattr(img, "", "burnpack.data_start", path);
-	expect_xattr(img, "", "burnpack.version", "1");
+	tu_expect_xattr(img, "", "burnpack.data_start", path);
+	tu_expect_xattr(img, "", "burnpack.version", "1");
 
 	tensors = json_object_get(oracle, "tensors");
 	ck_assert_uint_eq(json_array_size(tensors), 18);
@@ -394,11 +367,11 @@ START_TEST(real_model)
 			(size_t)snprintf(shape + o, sizeof(shape) - o, "%s%.0f",
 					 k ? "," : "", json_number_value(v));
 		snprintf(shape + o, sizeof(shape) - o, "]");
-		expect_xattr(img, x->path, "shape", shape);
-		expect_xattr(img, x->path, "burnpack.dtype", "F32");
+		tu_expect_xattr(img, x->path, "shape", shape);
+		tu_expect_xattr(img, x->path, "burnpack.dtype", "F32");
 		snprintf(pid, sizeof(pid), "%" PRIu64,
 			 oracle_param_id(text, i));
-		expect_xattr(img, x->path, "burnpack.param_id", pid);
+		tu_expect_xattr(img, x->path, "burnpack.param_id", pid);
 		check_sha(img, x->path,
 			  json_string_value(json_object_get(t, "sha256")));
 		b = tu_read_node(img, x->node, &len);
@@ -412,8 +385,8 @@ START_TEST(real_model)
 		free(b);
 	}
 	/* spec section 9: conv1.conv.bias has param_id 1b 83eb859adffb2071 */
-	expect_xattr(img, "conv1/conv/bias", "burnpack.param_id",
-		     "9505838338724798577");
+	tu_expect_xattr(img, "conv1/conv/bias", "burnpack.param_id",
+			"9505838338724798577");
 
 	/* the stored order is the write order, not the name order */
 	order = json_object_get(oracle, "physical_order");
@@ -473,9 +446,9 @@ START_TEST(synthesized_single)
 	ck_assert_int_eq(
 		tu_load_file(tu_fixture(SYN("bpk_f32_2x3.bpk")), &img, &d), 0);
 	check_sha(img, "weight", SHA_WEIGHT);
-	expect_xattr(img, "weight", "dtype", "float32");
-	expect_xattr(img, "weight", "shape", "[2,3]");
-	expect_xattr(img, "weight", "offset", "256");
+	tu_expect_xattr(img, "weight", "dtype", "float32");
+	tu_expect_xattr(img, "weight", "shape", "[2,3]");
+	tu_expect_xattr(img, "weight", "offset", "256");
 	ck_assert_ptr_null(tu_xattr(img, "weight", "burnpack.param_id"));
 	ck_assert_ptr_null(tu_xattr(img, "", "burnpack.metadata.format"));
 	tfs_image_close(img);
@@ -484,9 +457,9 @@ START_TEST(synthesized_single)
 		tu_load_file(tu_fixture(SYN("bpk_f32_2x3_meta.bpk")), &img, &d),
 		0);
 	check_sha(img, "weight", SHA_WEIGHT);
-	expect_xattr(img, "", "burnpack.metadata.format", "burnpack");
-	expect_xattr(img, "", "burnpack.metadata.producer", "burn");
-	expect_xattr(img, "", "burnpack.metadata.version", "0.21.0");
+	tu_expect_xattr(img, "", "burnpack.metadata.format", "burnpack");
+	tu_expect_xattr(img, "", "burnpack.metadata.producer", "burn");
+	tu_expect_xattr(img, "", "burnpack.metadata.version", "0.21.0");
 	meta = meta_json(img, "metadata.json");
 	m = json_object_get(meta, "metadata");
 	ck_assert_str_eq(json_string_value(json_object_get(m, "producer")),
@@ -509,7 +482,7 @@ static void check_multi(const char *file, const char *layout, uint64_t h_offset,
 	size_t len;
 
 	ck_assert_int_eq(tu_load_file(tu_fixture(file), &img, &d), 0);
-	expect_xattr(img, "", "burnpack.layout", layout);
+	tu_expect_xattr(img, "", "burnpack.layout", layout);
 	check_sha(img, "a/idx", SHA_AIDX);
 	check_sha(img, "h", SHA_H);
 	check_sha(img, "mask", SHA_MASK);
@@ -518,14 +491,14 @@ static void check_multi(const char *file, const char *layout, uint64_t h_offset,
 	ck_assert_uint_eq(len, 16);
 	ck_assert_mem_eq(b, idx, 16);
 	free(b);
-	expect_xattr(img, "a/idx", "dtype", "int64");
-	expect_xattr(img, "h", "dtype", "float16");
-	expect_xattr(img, "h", "shape", "[2,2]");
-	expect_xattr(img, "mask", "dtype", "bool");
-	expect_xattr(img, "mask", "burnpack.dtype", mask_native);
-	expect_xattr(img, "w", "burnpack.param_id", "42");
+	tu_expect_xattr(img, "a/idx", "dtype", "int64");
+	tu_expect_xattr(img, "h", "dtype", "float16");
+	tu_expect_xattr(img, "h", "shape", "[2,2]");
+	tu_expect_xattr(img, "mask", "dtype", "bool");
+	tu_expect_xattr(img, "mask", "burnpack.dtype", mask_native);
+	tu_expect_xattr(img, "w", "burnpack.param_id", "42");
 	snprintf(off, sizeof(off), "%" PRIu64, h_offset);
-	expect_xattr(img, "h", "offset", off);
+	tu_expect_xattr(img, "h", "offset", off);
 	tfs_image_close(img);
 }
 
@@ -622,7 +595,8 @@ static void every_dtype(bool packed)
 	/* the layouts must not coincide, or this tests nothing */
 	ck_assert_uint_ne((10 + f.ms) % 256, 0);
 	img = load_ok(&f);
-	expect_xattr(img, "", "burnpack.layout", packed ? "packed" : "aligned");
+	tu_expect_xattr(img, "", "burnpack.layout",
+			packed ? "packed" : "aligned");
 	for (i = 0; i < NDTYPES; i++) {
 		const struct tfs_tensor *x = tu_tensor(img, ts[i].name);
 		char pid[24];
@@ -630,11 +604,11 @@ static void every_dtype(bool packed)
 		check_gen_tensor(img, &f, &ts[i]);
 		ck_assert_str_eq(x->dtype, dtype_cases[i].dtype);
 		ck_assert_uint_eq(x->elem_size, dtype_cases[i].esize);
-		expect_xattr(img, x->path, "burnpack.dtype",
-			     dtype_cases[i].native);
+		tu_expect_xattr(img, x->path, "burnpack.dtype",
+				dtype_cases[i].native);
 		if (ts[i].has_pid) {
 			snprintf(pid, sizeof(pid), "%" PRIu64, ts[i].pid);
-			expect_xattr(img, x->path, "burnpack.param_id", pid);
+			tu_expect_xattr(img, x->path, "burnpack.param_id", pid);
 		} else {
 			ck_assert_ptr_null(
 				tu_xattr(img, x->path, "burnpack.param_id"));
@@ -643,10 +617,10 @@ static void every_dtype(bool packed)
 	check_gen_tensor(img, &f, &ts[NDTYPES]);
 	ck_assert_str_eq(tu_tensor(img, "quant.weight")->dtype, "qfloat");
 	ck_assert_uint_eq(tu_tensor(img, "quant.weight")->elem_size, 0);
-	expect_xattr(img, "quant/weight", "shape", "[4,4]");
-	expect_xattr(img, "quant/weight", "burnpack.dtype", "QFloat");
-	expect_xattr(img, "quant/weight", "burnpack.quant_scheme",
-		     QSCHEME_JSON);
+	tu_expect_xattr(img, "quant/weight", "shape", "[4,4]");
+	tu_expect_xattr(img, "quant/weight", "burnpack.dtype", "QFloat");
+	tu_expect_xattr(img, "quant/weight", "burnpack.quant_scheme",
+			QSCHEME_JSON);
 	meta = meta_json(img, "metadata.json");
 	{
 		char *s = json_dumps(
@@ -709,9 +683,9 @@ START_TEST(zero_length)
 			tfs_node_size(img->tree,
 				      tfs_tree_resolve(img->tree, "empty/b")),
 			0);
-		expect_xattr(img, "empty/b", "shape", "[5,0]");
-		expect_xattr(img, "", "burnpack.layout",
-			     i ? "packed" : "aligned");
+		tu_expect_xattr(img, "empty/b", "shape", "[5,0]");
+		tu_expect_xattr(img, "", "burnpack.layout",
+				i ? "packed" : "aligned");
 		tfs_image_close(img);
 		free(f.buf);
 	}
@@ -745,8 +719,8 @@ START_TEST(scalars_and_no_tensors)
 	f = gen_build(ts, 1, &o);
 	img = load_ok(&f);
 	check_gen_tensor(img, &f, &ts[0]);
-	expect_xattr(img, "w", "shape", "[]");
-	expect_xattr(img, "", "burnpack.metadata.producer", "burn");
+	tu_expect_xattr(img, "w", "shape", "[]");
+	tu_expect_xattr(img, "", "burnpack.metadata.producer", "burn");
 	/* a metadata value keeps its NUL byte in the xattr */
 	x = tfs_tree_xattr(img->tree, TFS_ROOT_NODE,
 			   TFS_XATTR_PREFIX "burnpack.metadata.note");
@@ -805,8 +779,8 @@ START_TEST(thousands_of_tensors)
 	ck_assert_uint_eq(img->tree->ntensors, N);
 	for (i = 0; i < N; i++)
 		check_gen_tensor(img, &f, &ts[i]);
-	expect_xattr(img, "layers/999/scale", "burnpack.param_id",
-		     "2999008997");
+	tu_expect_xattr(img, "layers/999/scale", "burnpack.param_id",
+			"2999008997");
 	tfs_image_close(img);
 
 	/* the same tensors packed */
@@ -816,7 +790,7 @@ START_TEST(thousands_of_tensors)
 	o.packed = true;
 	f = gen_build(ts, N, &o);
 	img = load_ok(&f);
-	expect_xattr(img, "", "burnpack.layout", "packed");
+	tu_expect_xattr(img, "", "burnpack.layout", "packed");
 	for (i = 0; i < N; i += 97)
 		check_gen_tensor(img, &f, &ts[i]);
 	tfs_image_close(img);
@@ -861,7 +835,7 @@ START_TEST(names_with_dots)
 		/* each name reaches its own file, and the name is kept */
 		ck_assert_uint_eq(tfs_tree_resolve(img->tree, x->path),
 				  x->node);
-		expect_xattr(img, x->path, "name", names[i]);
+		tu_expect_xattr(img, x->path, "name", names[i]);
 	}
 	ck_assert_str_eq(tu_tensor(img, "conv1.conv.weight")->path,
 			 "conv1/conv/weight");
@@ -899,7 +873,7 @@ START_TEST(layout_rules)
 	o.trailing = 100;
 	f = gen_build(ts, 3, &o);
 	img = load_ok(&f);
-	expect_xattr(img, "", "burnpack.layout", "aligned");
+	tu_expect_xattr(img, "", "burnpack.layout", "aligned");
 	for (i = 0; i < 3; i++)
 		check_gen_tensor(img, &f, &ts[i]);
 	meta = meta_json(img, "metadata.json");
@@ -921,7 +895,7 @@ START_TEST(layout_rules)
 	/* the size must not happen to fit the aligned rule exactly */
 	ck_assert_uint_ne((10 + f.ms + 255) / 256 * 256 + 24, f.len);
 	img = load_ok(&f);
-	expect_xattr(img, "", "burnpack.layout", "packed");
+	tu_expect_xattr(img, "", "burnpack.layout", "packed");
 	for (i = 0; i < 3; i++)
 		check_gen_tensor(img, &f, &ts[i]);
 	tfs_image_close(img);
@@ -933,7 +907,7 @@ START_TEST(layout_rules)
 	f = gen_build(ts, 3, &o);
 	f.buf[4] = 0;
 	img = load_ok(&f);
-	expect_xattr(img, "", "burnpack.version", "0");
+	tu_expect_xattr(img, "", "burnpack.version", "0");
 	tfs_image_close(img);
 	free(f.buf);
 }
@@ -995,47 +969,47 @@ START_TEST(reject_header)
 	uint8_t *c = malloc(len);
 
 	/* shorter than the header */
-	expect_reject(b, 6, -EBADMSG, "header", 6);
+	tu_expect_reject(b, 6, -EBADMSG, "header", 6);
 	/* version 2: unsupported */
 	memcpy(c, b, len);
 	c[4] = 2;
-	expect_reject(c, len, -ENOTSUP, "version", 4);
+	tu_expect_reject(c, len, -ENOTSUP, "version", 4);
 	/* metadata size past EOF (ms 54 -> 1000) */
 	memcpy(c, b, len);
 	c[6] = 0xe8;
 	c[7] = 0x03;
-	expect_reject(c, len, -EBADMSG, "metadata_size", 6);
+	tu_expect_reject(c, len, -EBADMSG, "metadata_size", 6);
 	/* metadata size over the 100 MiB limit */
 	memcpy(c, b, len);
 	c[6] = 1;
 	c[7] = 0;
 	c[8] = 0x40;
 	c[9] = 0x06; /* 0x06400001 = 100 MiB + 1 */
-	expect_reject(c, len, -E2BIG, "100 MiB", 6);
+	tu_expect_reject(c, len, -E2BIG, "100 MiB", 6);
 	/* the file cut inside the metadata */
-	expect_reject(b, 40, -EBADMSG, "metadata_size", 6);
+	tu_expect_reject(b, 40, -EBADMSG, "metadata_size", 6);
 	/*
 	 * truncated metadata: ms 54 -> 52 cuts "82 00 18 18" (data_offsets
 	 * at 60, spec section 9) after "82 00": that array cannot fit
 	 */
 	memcpy(c, b, len);
 	c[6] = 52;
-	expect_reject(c, len, -EBADMSG, "CBOR", 60);
+	tu_expect_reject(c, len, -EBADMSG, "CBOR", 60);
 	/* CBOR garbage */
 	memcpy(c, b, len);
 	memset(c + 10, 0xff, 8);
-	expect_reject(c, len, -EBADMSG, "CBOR", 10);
+	tu_expect_reject(c, len, -EBADMSG, "CBOR", 10);
 	memcpy(c, b, len);
 	c[10] = 0x1c; /* reserved additional info */
-	expect_reject(c, len, -EBADMSG, "CBOR", 10);
+	tu_expect_reject(c, len, -EBADMSG, "CBOR", 10);
 	/* the root is not a map */
 	memcpy(c, b, len);
 	c[10] = 0x81; /* array(1) holding "tensors" */
-	expect_reject(c, len, -EBADMSG, "not a map", 10);
+	tu_expect_reject(c, len, -EBADMSG, "not a map", 10);
 	/* no "tensors" key: "tensors" -> "tensorz" */
 	memcpy(c, b, len);
 	c[18] = 'z';
-	expect_reject(c, len, -EBADMSG, "tensors: missing", 10);
+	tu_expect_reject(c, len, -EBADMSG, "tensors: missing", 10);
 	free(c);
 	free(b);
 }
@@ -1055,7 +1029,7 @@ START_TEST(reject_offsets)
 	ts[0].bump_start = 100;
 	f = gen_build(ts, 1, &o);
 	at = value_after_key(f.buf, f.len, "data_offsets");
-	expect_reject(f.buf, f.len, -EBADMSG, "end 24 < start 100", at);
+	tu_expect_reject(f.buf, f.len, -EBADMSG, "end 24 < start 100", at);
 	free(f.buf);
 
 	/* data offsets past EOF: [4, 28] in a file that holds [0, 24] */
@@ -1064,7 +1038,7 @@ START_TEST(reject_offsets)
 	ts[0].bump_end = 4;
 	f = gen_build(ts, 1, &o);
 	at = value_after_key(f.buf, f.len, "data_offsets");
-	expect_reject(f.buf, f.len, -EBADMSG, "past the end", at);
+	tu_expect_reject(f.buf, f.len, -EBADMSG, "past the end", at);
 	free(f.buf);
 
 	/* far past EOF, and start + data_start overflowing 64 bits */
@@ -1073,7 +1047,7 @@ START_TEST(reject_offsets)
 	ts[0].bump_end = INT64_MAX;
 	f = gen_build(ts, 1, &o);
 	at = value_after_key(f.buf, f.len, "data_offsets");
-	expect_reject(f.buf, f.len, -EBADMSG, "past the end", at);
+	tu_expect_reject(f.buf, f.len, -EBADMSG, "past the end", at);
 	free(f.buf);
 	/* [2^64 - 25, 2^64 - 1]: 24 bytes, data_start + start overflows */
 	ts[0].dtype = ctext("F32");
@@ -1081,7 +1055,7 @@ START_TEST(reject_offsets)
 	ts[0].bump_end = -25;
 	f = gen_build(ts, 1, &o);
 	at = value_after_key(f.buf, f.len, "data_offsets");
-	expect_reject(f.buf, f.len, -EBADMSG, "past the end", at);
+	tu_expect_reject(f.buf, f.len, -EBADMSG, "past the end", at);
 	free(f.buf);
 
 	/* the file cut 4 bytes short: the tensor ends past EOF */
@@ -1089,11 +1063,11 @@ START_TEST(reject_offsets)
 	ts[0].bump_start = ts[0].bump_end = 0;
 	f = gen_build(ts, 1, &o);
 	at = value_after_key(f.buf, f.len, "data_offsets");
-	expect_reject(f.buf, f.len - 4, -EBADMSG, "neither", at);
+	tu_expect_reject(f.buf, f.len - 4, -EBADMSG, "neither", at);
 	/* byte length does not match the shape: [0, 24] -> [0, 20] */
 	ck_assert_mem_eq(f.buf + at, "\x82\x00\x18\x18", 4);
 	f.buf[at + 3] = 20;
-	expect_reject(f.buf, f.len, -EBADMSG, "needs 6 x 4-byte F32", at);
+	tu_expect_reject(f.buf, f.len, -EBADMSG, "needs 6 x 4-byte F32", at);
 	free(f.buf);
 }
 END_TEST
@@ -1113,9 +1087,10 @@ START_TEST(reject_layout_neither)
 	f = gen_build(ts, 1, &o);
 	ck_assert_uint_lt(f.len, (10 + f.ms + 255) / 256 * 256 + 5);
 	at = value_after_key(f.buf, f.len, "data_offsets");
-	expect_reject(f.buf, f.len, -EBADMSG,
-		      "fits neither layout (aligned needs", at);
-	expect_reject(f.buf, f.len, -EBADMSG, "0.20+ hint chose aligned", at);
+	tu_expect_reject(f.buf, f.len, -EBADMSG,
+			 "fits neither layout (aligned needs", at);
+	tu_expect_reject(f.buf, f.len, -EBADMSG, "0.20+ hint chose aligned",
+			 at);
 	free(f.buf);
 }
 END_TEST
@@ -1130,35 +1105,36 @@ START_TEST(reject_dtypes)
 	};
 	struct gen_opts o = {0};
 
-	expect_reject(f.buf, f.len, -EBADMSG, "unknown dtype 'F8'", at);
+	tu_expect_reject(f.buf, f.len, -EBADMSG, "unknown dtype 'F8'", at);
 	free(f.buf);
 	/* lowercase is not a variant name either */
 	f = one_tensor("f32", 6);
-	expect_reject(f.buf, f.len, -EBADMSG, "unknown dtype 'f32'", at);
+	tu_expect_reject(f.buf, f.len, -EBADMSG, "unknown dtype 'f32'", at);
 	free(f.buf);
 
 	ts[0].dtype = tagged("Complex", ctext("F32"));
 	f = gen_build(ts, 1, &o);
-	expect_reject(f.buf, f.len, -EBADMSG, "unknown dtype variant 'Complex'",
-		      value_after_key(f.buf, f.len, "dtype"));
+	tu_expect_reject(f.buf, f.len, -EBADMSG,
+			 "unknown dtype variant 'Complex'",
+			 value_after_key(f.buf, f.len, "dtype"));
 	free(f.buf);
 	ts[0].dtype = tagged("Bool", ctext("U16"));
 	f = gen_build(ts, 1, &o);
-	expect_reject(f.buf, f.len, -EBADMSG, "Bool storage",
-		      value_after_key(f.buf, f.len, "dtype"));
+	tu_expect_reject(f.buf, f.len, -EBADMSG, "Bool storage",
+			 value_after_key(f.buf, f.len, "dtype"));
 	free(f.buf);
 	ts[0].dtype = cu(4);
 	f = gen_build(ts, 1, &o);
-	expect_reject(f.buf, f.len, -EBADMSG, "neither text nor",
-		      value_after_key(f.buf, f.len, "dtype"));
+	tu_expect_reject(f.buf, f.len, -EBADMSG, "neither text nor",
+			 value_after_key(f.buf, f.len, "dtype"));
 	free(f.buf);
 	/* a QFloat scheme key with a NUL byte cannot become a JSON key */
 	bad_scheme = cbor_new_definite_map(1);
 	put(bad_scheme, cbor_build_stringn("mo\0de", 5), ctext("Symmetric"));
 	ts[0].dtype = tagged("QFloat", bad_scheme);
 	f = gen_build(ts, 1, &o);
-	expect_reject(f.buf, f.len, -EBADMSG, "QFloat scheme",
-		      value_after_key(f.buf, f.len, "dtype"));
+	tu_expect_reject(f.buf, f.len, -EBADMSG, "QFloat scheme",
+			 value_after_key(f.buf, f.len, "dtype"));
 	free(f.buf);
 }
 END_TEST
@@ -1187,13 +1163,13 @@ START_TEST(reject_overlap_and_duplicates)
 	p = memmem(f.buf + 10, f.ms, "\x82\x19\x01\x8c\x19\x03\x1c", 7);
 	ck_assert_ptr_nonnull(p);
 	at = (uint64_t)(p - f.buf);
-	expect_reject(f.buf, f.len, -EBADMSG, "overlaps tensor 'a'", at);
+	tu_expect_reject(f.buf, f.len, -EBADMSG, "overlaps tensor 'a'", at);
 	/* the same name twice: "b" -> "a" */
 	p = memmem(f.buf + 10, f.ms, "\x61\x62\xa3", 3);
 	ck_assert_ptr_nonnull(p);
 	p[1] = 'a';
-	expect_reject(f.buf, f.len, -EBADMSG, "duplicate key 'a'",
-		      value_after_key(f.buf, f.len, "tensors"));
+	tu_expect_reject(f.buf, f.len, -EBADMSG, "duplicate key 'a'",
+			 value_after_key(f.buf, f.len, "tensors"));
 	free(f.buf);
 }
 END_TEST
@@ -1220,23 +1196,24 @@ START_TEST(reject_fields)
 	at = value_after_key(f.buf, f.len, "shape");
 	ck_assert_mem_eq(f.buf + at, "\x81\x06", 2);
 	f.buf[at + 1] = 0x20;
-	expect_reject(f.buf, f.len, -EBADMSG, "shape: dim 0", at);
+	tu_expect_reject(f.buf, f.len, -EBADMSG, "shape: dim 0", at);
 	f.buf[at + 1] = 0x06;
 	/* param_id 42 (18 2a) -> -43 (38 2a) */
 	at = value_after_key(f.buf, f.len, "param_id");
 	ck_assert_mem_eq(f.buf + at, "\x18\x2a", 2);
 	f.buf[at] = 0x38;
-	expect_reject(f.buf, f.len, -EBADMSG, "param_id: not an unsigned", at);
+	tu_expect_reject(f.buf, f.len, -EBADMSG, "param_id: not an unsigned",
+			 at);
 	f.buf[at] = 0x18;
 	/* a descriptor field given twice: "shape" -> "dtype" */
 	p = memmem(f.buf + 10, f.ms, "\x65shape", 6);
 	memcpy(p + 1, "dtype", 5);
-	expect_reject(f.buf, f.len, -EBADMSG, "duplicate key 'dtype'", desc);
+	tu_expect_reject(f.buf, f.len, -EBADMSG, "duplicate key 'dtype'", desc);
 	memcpy(p + 1, "shape", 5);
 	/* a missing field: "data_offsets" -> "data_offsetz" (ignored) */
 	p = memmem(f.buf + 10, f.ms, "data_offsets", 12);
 	p[11] = 'z';
-	expect_reject(f.buf, f.len, -EBADMSG, "data_offsets: missing", desc);
+	tu_expect_reject(f.buf, f.len, -EBADMSG, "data_offsets: missing", desc);
 	free(f.buf);
 }
 END_TEST
@@ -1281,24 +1258,24 @@ START_TEST(reject_shapes_of_fields)
 
 	/* the descriptor is not a map */
 	f = wrap_descriptor(cu(5));
-	expect_reject(f.buf, f.len, -EBADMSG, "descriptor: not a map",
-		      find_in_meta(f.buf, f.len, "\x61w", 2) + 2);
+	tu_expect_reject(f.buf, f.len, -EBADMSG, "descriptor: not a map",
+			 find_in_meta(f.buf, f.len, "\x61w", 2) + 2);
 	free(f.buf);
 	/* the tensors value is not a map */
 	f = gen_wrap(tagged("tensors", uint_array(1, six)), false, 0);
-	expect_reject(f.buf, f.len, -EBADMSG, "tensors: not a map",
-		      value_after_key(f.buf, f.len, "tensors"));
+	tu_expect_reject(f.buf, f.len, -EBADMSG, "tensors: not a map",
+			 value_after_key(f.buf, f.len, "tensors"));
 	free(f.buf);
 	/* shape is not an array */
 	f = wrap_descriptor(descriptor(cu(6), uint_array(2, ok)));
-	expect_reject(f.buf, f.len, -EBADMSG, "shape: not an array",
-		      value_after_key(f.buf, f.len, "shape"));
+	tu_expect_reject(f.buf, f.len, -EBADMSG, "shape: not an array",
+			 value_after_key(f.buf, f.len, "shape"));
 	free(f.buf);
 	/* data_offsets with three entries */
 	f = wrap_descriptor(
 		descriptor(uint_array(1, six), uint_array(3, three)));
-	expect_reject(f.buf, f.len, -EBADMSG, "not an array of 2",
-		      value_after_key(f.buf, f.len, "data_offsets"));
+	tu_expect_reject(f.buf, f.len, -EBADMSG, "not an array of 2",
+			 value_after_key(f.buf, f.len, "data_offsets"));
 	free(f.buf);
 	/* and the well-formed control loads */
 	f = wrap_descriptor(descriptor(uint_array(1, six), uint_array(2, ok)));
@@ -1321,8 +1298,9 @@ START_TEST(reject_metadata_and_scalars)
 	o.metadata = m;
 	ts[0].dtype = ctext("F32");
 	f = gen_build(ts, 1, &o);
-	expect_reject(f.buf, f.len, -EBADMSG, "metadata: a value is not text",
-		      value_after_key(f.buf, f.len, "epochs"));
+	tu_expect_reject(f.buf, f.len, -EBADMSG,
+			 "metadata: a value is not text",
+			 value_after_key(f.buf, f.len, "epochs"));
 	free(f.buf);
 
 	m = cbor_new_definite_map(1);
@@ -1331,8 +1309,8 @@ START_TEST(reject_metadata_and_scalars)
 	o.scalars = m;
 	ts[0].dtype = ctext("F32");
 	f = gen_build(ts, 1, &o);
-	expect_reject(f.buf, f.len, -EBADMSG, "scalars: 'lr'",
-		      value_after_key(f.buf, f.len, "lr"));
+	tu_expect_reject(f.buf, f.len, -EBADMSG, "scalars: 'lr'",
+			 value_after_key(f.buf, f.len, "lr"));
 	free(f.buf);
 
 	m = cbor_new_definite_map(1);
@@ -1340,8 +1318,8 @@ START_TEST(reject_metadata_and_scalars)
 	o.scalars = m;
 	ts[0].dtype = ctext("F32");
 	f = gen_build(ts, 1, &o);
-	expect_reject(f.buf, f.len, -EBADMSG, "scalars: 'n'",
-		      value_after_key(f.buf, f.len, "n"));
+	tu_expect_reject(f.buf, f.len, -EBADMSG, "scalars: 'n'",
+			 value_after_key(f.buf, f.len, "n"));
 	free(f.buf);
 }
 END_TEST
@@ -1370,7 +1348,7 @@ START_TEST(reject_limits)
 	ts[0].dtype = ctext("F32");
 	f = gen_build(ts, 1, &o);
 	at = value_after_key(f.buf, f.len, "data_offsets");
-	expect_reject(f.buf, f.len, -E2BIG, "10 GiB", at);
+	tu_expect_reject(f.buf, f.len, -E2BIG, "10 GiB", at);
 	free(f.buf);
 
 	/* 100,001 tensors: "" -> 0 pairs, counted before decoding */
@@ -1384,7 +1362,7 @@ START_TEST(reject_limits)
 		buf[20 + i] = (uint8_t)(N >> (8 * (3 - i)));
 	for (i = 0; i < N; i++)
 		buf[24 + 2 * i] = 0x60;
-	expect_reject(buf, len, -E2BIG, "100000", 19);
+	tu_expect_reject(buf, len, -E2BIG, "100000", 19);
 	free(buf);
 
 	/* 4,000,001 CBOR items (under an ignored key), before decoding */
@@ -1394,7 +1372,7 @@ START_TEST(reject_limits)
 	for (i = 0; i < 4; i++)
 		buf[6 + i] = (uint8_t)((len - 10) >> (8 * i));
 	memcpy(buf + 10, "\xa2\x67tensors\xa0\x64junk\x9a\x00\x3d\x09\x01", 20);
-	expect_reject(buf, len, -E2BIG, "CBOR items exceed", 10);
+	tu_expect_reject(buf, len, -E2BIG, "CBOR items exceed", 10);
 	free(buf);
 
 	/* a file above 100 GiB: only the size is looked at */

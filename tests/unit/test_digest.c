@@ -11,20 +11,6 @@
 #include "tensorfs/digest.h"
 #include "testutil.h"
 
-/* the definition, one bit at a time: independent of the tables */
-static uint32_t crc32c_bitwise(const uint8_t *p, size_t len)
-{
-	uint32_t c = 0xFFFFFFFFu;
-	int k;
-
-	while (len--) {
-		c ^= *p++;
-		for (k = 0; k < 8; k++)
-			c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1)));
-	}
-	return ~c;
-}
-
 START_TEST(crc32c_check_value)
 {
 	ck_assert_uint_eq(tfs_crc32c(0, "123456789", 9), 0xE3069283u);
@@ -53,7 +39,7 @@ START_TEST(crc32c_matches_reference)
 		buf[i] = (uint8_t)(i * 131 + 7);
 	for (start = 0; start < 9; start++) {
 		for (len = 0; len + start <= sizeof(buf); len += 7) {
-			want = crc32c_bitwise(buf + start, len);
+			want = tu_crc32c_bitwise(buf + start, len);
 			ck_assert_uint_eq(tfs_crc32c(0, buf + start, len),
 					  want);
 			ck_assert_uint_eq(tfs_crc32c_sw(0, buf + start, len),

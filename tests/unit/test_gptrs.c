@@ -155,22 +155,6 @@ out:
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static void expect_reject(const uint8_t *b, size_t len, int err,
-			  uint64_t offset, const char *word)
-{
-	struct tfs_image *img = NULL;
-	struct tfs_diag d;
-
-	ck_assert_int_eq(tu_load_mem(b, len, &img, &d), err);
-	ck_assert_ptr_null(img);
-	ck_assert_msg(d.has_offset, "no offset in '%s'", d.msg);
-	ck_assert_msg(d.offset == offset, "offset %llu, want %llu: '%s'",
-		      (unsigned long long)d.offset, (unsigned long long)offset,
-		      d.msg);
-	ck_assert_msg(strstr(d.msg, word) != NULL, "'%s' not in '%s'", word,
-		      d.msg);
-}
-
 /* the node at @path reads back @len bytes equal to @want */
 static void expect_bytes(struct tfs_image *img, const char *path,
 			 const void *want, size_t len)
@@ -230,15 +214,6 @@ static void expect_meta_str(struct tfs_image *img, const char *key,
 	json_decref(m);
 }
 
-static void expect_xattr(struct tfs_image *img, const char *path,
-			 const char *key, const char *want)
-{
-	const char *v = tu_xattr(img, path, key);
-
-	ck_assert_msg(v != NULL, "%s: no xattr %s", path, key);
-	ck_assert_str_eq(v, want);
-}
-
 static struct tfs_image *load_ok(const uint8_t *b, size_t len)
 {
 	struct tfs_image *img = NULL;
@@ -270,16 +245,16 @@ static void check_ab(struct tfs_image *img, const char *a_off,
 	expect_sha(img, "b/ids", 12, SHA_B_IDS);
 	expect_bytes(img, "a/weight", a, sizeof(a));
 	expect_bytes(img, "b/ids", ids, sizeof(ids));
-	expect_xattr(img, "a/weight", "dtype", "float32");
-	expect_xattr(img, "a/weight", "shape", "[2,3]");
-	expect_xattr(img, "a/weight", "name", "a.weight");
-	expect_xattr(img, "a/weight", "offset", a_off);
-	expect_xattr(img, "b/ids", "dtype", "int32");
-	expect_xattr(img, "b/ids", "shape", "[3]");
-	expect_xattr(img, "b/ids", "offset", b_off);
-	expect_xattr(img, "", "format", "gptrs");
-	expect_xattr(img, "", "gptrs.magic", "GPTRSCHK");
-	expect_xattr(img, "", "gptrs.version", "2");
+	tu_expect_xattr(img, "a/weight", "dtype", "float32");
+	tu_expect_xattr(img, "a/weight", "shape", "[2,3]");
+	tu_expect_xattr(img, "a/weight", "name", "a.weight");
+	tu_expect_xattr(img, "a/weight", "offset", a_off);
+	tu_expect_xattr(img, "b/ids", "dtype", "int32");
+	tu_expect_xattr(img, "b/ids", "shape", "[3]");
+	tu_expect_xattr(img, "b/ids", "offset", b_off);
+	tu_expect_xattr(img, "", "format", "gptrs");
+	tu_expect_xattr(img, "", "gptrs.magic", "GPTRSCHK");
+	tu_expect_xattr(img, "", "gptrs.version", "2");
 	ck_assert_uint_eq(img->tree->ntensors, 2);
 }
 
@@ -312,9 +287,9 @@ START_TEST(real_feb2026_unaligned)
 	check_config(img, "{\"kind\":\"gpt\",\"config\":{\"vocab_size\":4}}",
 		     "gpt");
 	/* Python stores requires_grad in the reserved byte, ids as zero */
-	expect_xattr(img, "a/weight", "gptrs.reserved", "1");
-	expect_xattr(img, "a/weight", "gptrs.base_id", ZERO_ID);
-	expect_xattr(img, "b/ids", "gptrs.base_id", ZERO_ID);
+	tu_expect_xattr(img, "a/weight", "gptrs.reserved", "1");
+	tu_expect_xattr(img, "a/weight", "gptrs.base_id", ZERO_ID);
+	tu_expect_xattr(img, "b/ids", "gptrs.base_id", ZERO_ID);
 	m = metadata(img);
 	ck_assert_int_eq(json_integer_value(json_object_get(m, "index_len")),
 			 131);
@@ -346,8 +321,8 @@ START_TEST(real_latest_aligned)
 		     "{\"kind\":\"gpt\",\"config\":{\"vocab_size\":4},"
 		     "\"eos_token_ids\":[2]}",
 		     "gpt");
-	expect_xattr(img, "a/weight", "gptrs.reserved", "1");
-	expect_xattr(img, "b/ids", "gptrs.reserved", "0");
+	tu_expect_xattr(img, "a/weight", "gptrs.reserved", "1");
+	tu_expect_xattr(img, "b/ids", "gptrs.reserved", "0");
 	expect_meta_str(img, "payload_layout", "aligned64");
 	m = metadata(img);
 	ck_assert_int_eq(json_integer_value(json_object_get(m, "data_start")),
@@ -385,15 +360,15 @@ START_TEST(real_latest_f16_bf16_scalar)
 	expect_bytes(img, "g/bf16", bf16, sizeof(bf16));
 	expect_bytes(img, "h/f16", f16, sizeof(f16));
 	expect_bytes(img, "s/scalar", &seven, 4);
-	expect_xattr(img, "g/bf16", "dtype", "bfloat16");
-	expect_xattr(img, "g/bf16", "shape", "[2,2]");
-	expect_xattr(img, "g/bf16", "offset", "256");
-	expect_xattr(img, "h/f16", "dtype", "float16");
-	expect_xattr(img, "h/f16", "shape", "[3]");
-	expect_xattr(img, "h/f16", "offset", "320");
-	expect_xattr(img, "s/scalar", "dtype", "float32");
-	expect_xattr(img, "s/scalar", "shape", "[]");
-	expect_xattr(img, "s/scalar", "offset", "384");
+	tu_expect_xattr(img, "g/bf16", "dtype", "bfloat16");
+	tu_expect_xattr(img, "g/bf16", "shape", "[2,2]");
+	tu_expect_xattr(img, "g/bf16", "offset", "256");
+	tu_expect_xattr(img, "h/f16", "dtype", "float16");
+	tu_expect_xattr(img, "h/f16", "shape", "[3]");
+	tu_expect_xattr(img, "h/f16", "offset", "320");
+	tu_expect_xattr(img, "s/scalar", "dtype", "float32");
+	tu_expect_xattr(img, "s/scalar", "shape", "[]");
+	tu_expect_xattr(img, "s/scalar", "offset", "384");
 	check_config(img, "{\"kind\":\"ministral\",\"config\":{}}",
 		     "ministral");
 	expect_meta_str(img, "payload_layout", "aligned64");
@@ -413,8 +388,8 @@ START_TEST(synthesized_archives)
 			 0);
 	expect_sha(img, "x", 8, SHA_X);
 	expect_bytes(img, "x", x, sizeof(x));
-	expect_xattr(img, "x", "offset", "64");
-	expect_xattr(img, "", "gptrs.magic", "GPTRSTEN");
+	tu_expect_xattr(img, "x", "offset", "64");
+	tu_expect_xattr(img, "", "gptrs.magic", "GPTRSTEN");
 	ck_assert_ptr_null(tu_xattr(img, "x", "gptrs.base_id"));
 	ck_assert_uint_eq(tfs_tree_resolve(img->tree, ".tensorfs/config.json"),
 			  TFS_NO_NODE);
@@ -427,7 +402,7 @@ START_TEST(synthesized_archives)
 				      &img, &d),
 			 0);
 	expect_sha(img, "x", 8, SHA_X);
-	expect_xattr(img, "x", "offset", "58");
+	tu_expect_xattr(img, "x", "offset", "58");
 	expect_meta_str(img, "payload_layout", "packed");
 	tfs_image_close(img);
 }
@@ -446,11 +421,11 @@ START_TEST(synthesized_base_ids)
 			 0);
 	check_ab(img, "192", "256");
 	/* spec section 5 table */
-	expect_xattr(img, "a/weight", "gptrs.base_id",
-		     "5106e4ba4dded0784e105a7c05bf15e1");
-	expect_xattr(img, "b/ids", "gptrs.base_id",
-		     "64fec99b54e628b43b21b77f8d3f262a");
-	expect_xattr(img, "a/weight", "gptrs.reserved", "0");
+	tu_expect_xattr(img, "a/weight", "gptrs.base_id",
+			"5106e4ba4dded0784e105a7c05bf15e1");
+	tu_expect_xattr(img, "b/ids", "gptrs.base_id",
+			"64fec99b54e628b43b21b77f8d3f262a");
+	tu_expect_xattr(img, "a/weight", "gptrs.reserved", "0");
 	m = metadata(img);
 	ids = json_object_get(m, "base_ids");
 	ck_assert_int_eq(json_integer_value(json_object_get(ids, "verified")),
@@ -471,7 +446,7 @@ START_TEST(reject_base_id_mismatch)
 
 	/* a.weight's name ends at 0x4c, its base id follows */
 	b[0x4c + 15] ^= 1;
-	expect_reject(b, len, -EBADMSG, 0x4c, "base_id");
+	tu_expect_reject(b, len, -EBADMSG, "base_id", 0x4c);
 	free(b);
 }
 END_TEST
@@ -547,16 +522,16 @@ static void check_every_dtype(struct tfs_image *img, bool aligned)
 	expect_bytes(img, "empty/rows", "", 0);
 	expect_bytes(img, "empty/vec", "", 0);
 	expect_bytes(img, "after/empty", i32_vals, 4);
-	expect_xattr(img, "emb/f16", "dtype", "float16");
-	expect_xattr(img, "emb/f16", "shape", "[2,2]");
-	expect_xattr(img, "emb/bf16", "dtype", "bfloat16");
-	expect_xattr(img, "emb/bf16", "gptrs.reserved", "1");
-	expect_xattr(img, "ids", "dtype", "int32");
-	expect_xattr(img, "ids", "shape", "[1,2,2]");
-	expect_xattr(img, "w/f32", "dtype", "float32");
-	expect_xattr(img, "scalar", "shape", "[]");
-	expect_xattr(img, "empty/rows", "shape", "[0,5]");
-	expect_xattr(img, "empty/vec", "dtype", "bfloat16");
+	tu_expect_xattr(img, "emb/f16", "dtype", "float16");
+	tu_expect_xattr(img, "emb/f16", "shape", "[2,2]");
+	tu_expect_xattr(img, "emb/bf16", "dtype", "bfloat16");
+	tu_expect_xattr(img, "emb/bf16", "gptrs.reserved", "1");
+	tu_expect_xattr(img, "ids", "dtype", "int32");
+	tu_expect_xattr(img, "ids", "shape", "[1,2,2]");
+	tu_expect_xattr(img, "w/f32", "dtype", "float32");
+	tu_expect_xattr(img, "scalar", "shape", "[]");
+	tu_expect_xattr(img, "empty/rows", "shape", "[0,5]");
+	tu_expect_xattr(img, "empty/vec", "dtype", "bfloat16");
 	for (i = 0; i < N_EVERY; i++) {
 		t = tu_tensor(img, every_dtype[i].name);
 		ck_assert_ptr_nonnull(t);
@@ -579,11 +554,12 @@ static void every_variant(bool ckpt)
 		img = load_ok(b, len);
 		check_every_dtype(img, l == GEN_ALIGNED);
 		expect_meta_str(img, "payload_layout", layouts[l]);
-		expect_xattr(img, "", "gptrs.magic",
-			     ckpt ? "GPTRSCHK" : "GPTRSTEN");
-		expect_xattr(img, "", "gptrs.version", l == GEN_V1 ? "1" : "2");
+		tu_expect_xattr(img, "", "gptrs.magic",
+				ckpt ? "GPTRSCHK" : "GPTRSTEN");
+		tu_expect_xattr(img, "", "gptrs.version",
+				l == GEN_V1 ? "1" : "2");
 		if (ckpt && l != GEN_V1)
-			expect_xattr(img, "ids", "gptrs.base_id", ZERO_ID);
+			tu_expect_xattr(img, "ids", "gptrs.base_id", ZERO_ID);
 		else
 			ck_assert_ptr_null(
 				tu_xattr(img, "ids", "gptrs.base_id"));
@@ -779,10 +755,10 @@ START_TEST(generated_names_and_ids)
 
 	b = gen_file(true, GEN_ALIGNED, "{\"config\":{}}", t, 2, &len);
 	img = load_ok(b, len);
-	expect_xattr(img, "tok_embeddings/weight", "gptrs.base_id",
-		     "7e7feacfe1ddb49f69ba6d05e7ec9ee6");
-	expect_xattr(img, "x", "gptrs.base_id",
-		     "3ae7d805f6789a6402acb70ad4096a85");
+	tu_expect_xattr(img, "tok_embeddings/weight", "gptrs.base_id",
+			"7e7feacfe1ddb49f69ba6d05e7ec9ee6");
+	tu_expect_xattr(img, "x", "gptrs.base_id",
+			"3ae7d805f6789a6402acb70ad4096a85");
 	m = metadata(img);
 	ck_assert_int_eq(json_integer_value(json_object_get(
 				 json_object_get(m, "base_ids"), "verified")),
@@ -794,7 +770,7 @@ START_TEST(generated_names_and_ids)
 	 * count at 33, entry 0 at 37, its 21-byte name at 41, base_id at 62 */
 	t[0].base_id = id_x;
 	b = gen_file(true, GEN_ALIGNED, "{\"config\":{}}", t, 2, &len);
-	expect_reject(b, len, -EBADMSG, 62, "base_id");
+	tu_expect_reject(b, len, -EBADMSG, "base_id", 62);
 	free(b);
 
 	/* UTF-8 names: fine in archives and v1 checkpoints */
@@ -812,12 +788,12 @@ START_TEST(generated_names_and_ids)
 	free(b);
 	/* not in v2 checkpoints: 8+4+4+2 +4 index_len +4 count +4 name_len */
 	b = gen_file(true, GEN_PACKED, "{}", &u, 1, &len);
-	expect_reject(b, len, -EBADMSG, 30 + 2, "ASCII");
+	tu_expect_reject(b, len, -EBADMSG, "ASCII", 30 + 2);
 	free(b);
 	/* invalid UTF-8 in an archive name: index at 16, name at 24 */
 	u.name = "ab\xff";
 	b = gen_file(false, GEN_PACKED, NULL, &u, 1, &len);
-	expect_reject(b, len, -EBADMSG, 24 + 2, "UTF-8");
+	tu_expect_reject(b, len, -EBADMSG, "UTF-8", 24 + 2);
 	free(b);
 }
 END_TEST
@@ -915,31 +891,31 @@ START_TEST(reject_header)
 	/* a damaged gpt-rs magic */
 	b[0] = 'G';
 	b[7] = 'X';
-	expect_reject(b, len, -EBADMSG, 0, "magic");
+	tu_expect_reject(b, len, -EBADMSG, "magic", 0);
 	b[7] = 'N';
 	/* unknown versions */
 	patch(b, 8, 4, 3);
-	expect_reject(b, len, -ENOTSUP, 8, "version");
+	tu_expect_reject(b, len, -ENOTSUP, "version", 8);
 	patch(b, 8, 4, 0);
-	expect_reject(b, len, -ENOTSUP, 8, "version");
+	tu_expect_reject(b, len, -ENOTSUP, "version", 8);
 	patch(b, 8, 4, 2);
 	/* the file ends inside the version / index_len */
-	expect_reject(b, 10, -EBADMSG, 8, "version");
-	expect_reject(b, 14, -EBADMSG, 12, "index_len");
+	tu_expect_reject(b, 10, -EBADMSG, "version", 8);
+	tu_expect_reject(b, 14, -EBADMSG, "index_len", 12);
 	/* index_len past the end of the file */
 	patch(b, 12, 4, 51);
-	expect_reject(b, len, -EBADMSG, 12, "index_len");
+	tu_expect_reject(b, len, -EBADMSG, "index_len", 12);
 	patch(b, 12, 4, 0xffffffff);
-	expect_reject(b, len, -EBADMSG, 12, "index_len");
+	tu_expect_reject(b, len, -EBADMSG, "index_len", 12);
 	free(b);
 
 	b = base_ckpt(&len);
-	expect_reject(b, 14, -EBADMSG, 12, "config_len");
+	tu_expect_reject(b, 14, -EBADMSG, "config_len", 12);
 	patch(b, 12, 4, 73);
-	expect_reject(b, len, -EBADMSG, 12, "config_len");
+	tu_expect_reject(b, len, -EBADMSG, "config_len", 12);
 	patch(b, 12, 4, 2);
 	patch(b, 18, 4, 67);
-	expect_reject(b, len, -EBADMSG, 18, "index_len");
+	tu_expect_reject(b, len, -EBADMSG, "index_len", 18);
 	free(b);
 }
 END_TEST
@@ -973,7 +949,7 @@ START_TEST(reject_config)
 	free(b);
 	/* valid JSON, but not an object */
 	b = gen_file(true, GEN_PACKED, "[1,2]", &none, 0, &len);
-	expect_reject(b, len, -EBADMSG, 16, "object");
+	tu_expect_reject(b, len, -EBADMSG, "object", 16);
 	free(b);
 	/* a bare legacy config without "kind" is fine */
 	b = gen_file(true, GEN_PACKED, "{\"n_layer\":2}", &none, 0, &len);
@@ -993,7 +969,7 @@ START_TEST(reject_config_too_big)
 	memcpy(b, "GPTRSCHK", 8);
 	patch(b, 8, 4, 2);
 	patch(b, 12, 4, (64u << 20) + 1);
-	expect_reject(b, len, -E2BIG, 12, "config_len");
+	tu_expect_reject(b, len, -E2BIG, "config_len", 12);
 	free(b);
 }
 END_TEST
@@ -1015,7 +991,7 @@ static void run_cases(uint8_t *b, size_t len, const struct field_case *fc,
 
 	for (i = 0; i < n; i++) {
 		patch(b, fc[i].off, fc[i].width, fc[i].bad);
-		expect_reject(b, len, fc[i].err, fc[i].at, fc[i].word);
+		tu_expect_reject(b, len, fc[i].err, fc[i].word, fc[i].at);
 		patch(b, fc[i].off, fc[i].width, fc[i].good);
 	}
 }
@@ -1072,7 +1048,7 @@ START_TEST(reject_index)
 	/* a length (matching its shape) past EOF */
 	patch(b, 29, 8, 1ull << 40);
 	patch(b, 50, 8, 4ull << 40);
-	expect_reject(b, len, -EBADMSG, 42, "past the end");
+	tu_expect_reject(b, len, -EBADMSG, "past the end", 42);
 	free(b);
 
 	b = base_ckpt(&len);
@@ -1103,16 +1079,16 @@ START_TEST(reject_bincode_and_duplicates)
 	put_le(&f, 16 + 54, 8);
 	put_le(&f, 8, 8);
 	put(&f, f32_vals, 8);
-	expect_reject(f.p, f.len, -ENOTSUP, 16, "bincode");
+	tu_expect_reject(f.p, f.len, -ENOTSUP, "bincode", 16);
 	free(f.p);
 
 	b = gen_file(false, GEN_ALIGNED, NULL, t, 2, &len);
 	/* second entry at 20 + 38, its name at 62 */
-	expect_reject(b, len, -EBADMSG, 62, "duplicate");
+	tu_expect_reject(b, len, -EBADMSG, "duplicate", 62);
 	free(b);
 	b = gen_file(true, GEN_V1, "{}", t, 2, &len);
 	/* v1: 8+4+4+2, count at 18, entry 0 at 22 (21 + 1 + 8 + 8 data) */
-	expect_reject(b, len, -EBADMSG, 22 + 38 + 4, "duplicate");
+	tu_expect_reject(b, len, -EBADMSG, "duplicate", 22 + 38 + 4);
 	free(b);
 }
 END_TEST
@@ -1130,22 +1106,22 @@ START_TEST(reject_v1)
 	b = gen_file(false, GEN_V1, NULL, t, 2, &len);
 	ck_assert_uint_eq(len, 92);
 	patch(b, 12, 4, 5);
-	expect_reject(b, len, -EBADMSG, 12, "tensor_count");
+	tu_expect_reject(b, len, -EBADMSG, "tensor_count", 12);
 	/* 3 x 21 bytes fit, but the file ends after the second entry */
 	patch(b, 12, 4, 3);
-	expect_reject(b, len, -EBADMSG, 92, "name_len");
+	tu_expect_reject(b, len, -EBADMSG, "name_len", 92);
 	patch(b, 12, 4, 2);
 	patch(b, 33, 4, 9);
-	expect_reject(b, len, -EBADMSG, 33, "dtype");
+	tu_expect_reject(b, len, -EBADMSG, "dtype", 33);
 	patch(b, 33, 4, 0);
 	patch(b, 38, 8, 12);
-	expect_reject(b, len, -EBADMSG, 38, "does not match");
+	tu_expect_reject(b, len, -EBADMSG, "does not match", 38);
 	patch(b, 38, 8, 8);
 	/* the last entry's data cut short: reported at its byte_len */
-	expect_reject(b, len - 1, -EBADMSG, 76, "past the end");
+	tu_expect_reject(b, len - 1, -EBADMSG, "past the end", 76);
 	/* a rank the rest of the file cannot hold */
 	patch(b, 21, 4, 100);
-	expect_reject(b, len, -EBADMSG, 21, "rank");
+	tu_expect_reject(b, len, -EBADMSG, "rank", 21);
 	free(b);
 }
 END_TEST

@@ -90,54 +90,40 @@ static uint8_t *patched(size_t *len, size_t off, unsigned width, uint64_t v)
 	return b;
 }
 
-static void expect_reject(const uint8_t *b, size_t len, int err,
-			  uint64_t offset, const char *word)
-{
-	struct tfs_image *img = NULL;
-	struct tfs_diag d;
-
-	ck_assert_int_eq(tu_load_mem(b, len, &img, &d), err);
-	ck_assert_ptr_null(img);
-	ck_assert(d.has_offset);
-	ck_assert_uint_eq(d.offset, offset);
-	ck_assert_msg(strstr(d.msg, word) != NULL, "'%s' not in '%s'", word,
-		      d.msg);
-}
-
 START_TEST(reject_fields)
 {
 	size_t len;
 	uint8_t *b;
 
 	b = patched(&len, 4, 4, 2);
-	expect_reject(b, len, -ENOTSUP, 4, "version");
+	tu_expect_reject(b, len, -ENOTSUP, "version", 4);
 	free(b);
 	b = patched(&len, 8, 4, 128);
-	expect_reject(b, len, -EBADMSG, 8, "header_size");
+	tu_expect_reject(b, len, -EBADMSG, "header_size", 8);
 	free(b);
 	b = patched(&len, 16, 4, 0);
-	expect_reject(b, len, -EBADMSG, 16, "dtype");
+	tu_expect_reject(b, len, -EBADMSG, "dtype", 16);
 	free(b);
 	b = patched(&len, 16, 4, 4);
-	expect_reject(b, len, -EBADMSG, 16, "dtype");
+	tu_expect_reject(b, len, -EBADMSG, "dtype", 16);
 	free(b);
 	b = patched(&len, 20, 4, 5);
-	expect_reject(b, len, -EBADMSG, 20, "ndim");
+	tu_expect_reject(b, len, -EBADMSG, "ndim", 20);
 	free(b);
 	b = patched(&len, 20, 4, 0xffffffff);
-	expect_reject(b, len, -EBADMSG, 20, "ndim");
+	tu_expect_reject(b, len, -EBADMSG, "ndim", 20);
 	free(b);
 	/* dims 1,1,2,3 -> 1,1,2,-3 */
 	b = patched(&len, 36, 4, (uint32_t)-3);
-	expect_reject(b, len, -EBADMSG, 36, "negative");
+	tu_expect_reject(b, len, -EBADMSG, "negative", 36);
 	free(b);
 	/* unused leading dim must be 1 */
 	b = patched(&len, 28, 4, 2);
-	expect_reject(b, len, -EBADMSG, 28, "unused");
+	tu_expect_reject(b, len, -EBADMSG, "unused", 28);
 	free(b);
 	/* total_elements does not match the dims */
 	b = patched(&len, 40, 8, 7);
-	expect_reject(b, len, -EBADMSG, 40, "total_elements");
+	tu_expect_reject(b, len, -EBADMSG, "total_elements", 40);
 	free(b);
 }
 END_TEST
@@ -148,18 +134,18 @@ START_TEST(reject_sizes)
 	size_t len;
 
 	b = patched(&len, 0, 1, 'T');
-	expect_reject(b, 63, -EBADMSG, 63, "header");
-	expect_reject(b, len - 1, -EBADMSG, len - 1, "data");
+	tu_expect_reject(b, 63, -EBADMSG, "header", 63);
+	tu_expect_reject(b, len - 1, -EBADMSG, "data", len - 1);
 	big = calloc(1, len + 1);
 	memcpy(big, b, len);
-	expect_reject(big, len + 1, -EBADMSG, len, "data");
+	tu_expect_reject(big, len + 1, -EBADMSG, "data", len);
 	free(big);
 	free(b);
 	/* 4 dims of 2^31-1: the product overflows 64 bits */
 	b = patched(&len, 20, 4, 4);
 	for (int i = 0; i < 4; i++)
 		memcpy(b + 24 + 4 * i, "\xff\xff\xff\x7f", 4);
-	expect_reject(b, len, -EBADMSG, 24, "overflow");
+	tu_expect_reject(b, len, -EBADMSG, "overflow", 24);
 	free(b);
 	/* a huge total whose byte count overflows */
 	b = patched(&len, 20, 4, 4);
@@ -168,7 +154,7 @@ START_TEST(reject_sizes)
 	       "\x01\x00\x00\x00",
 	       16);
 	memcpy(b + 40, "\x02\x00\x00\x00\xfe\xff\xff\x7f", 8);
-	expect_reject(b, len, -EBADMSG, 40, "total_elements");
+	tu_expect_reject(b, len, -EBADMSG, "total_elements", 40);
 	free(b);
 }
 END_TEST

@@ -128,6 +128,60 @@ const char *tu_xattr(const struct tfs_image *img, const char *path,
 	return buf;
 }
 
+void tu_expect_reject(const void *b, size_t len, int err, const char *word,
+		      uint64_t offset)
+{
+	struct tfs_image *img = NULL;
+	struct tfs_diag d;
+	int ret = tu_load_mem(b, len, &img, &d);
+
+	ck_assert_msg(ret == err, "load gave %d, want %d (%s)", ret, err,
+		      d.msg);
+	ck_assert_ptr_null(img);
+	ck_assert_msg(strstr(d.msg, word) != NULL, "message '%s' lacks '%s'",
+		      d.msg, word);
+	ck_assert_msg(d.has_offset, "message '%s' has no offset", d.msg);
+	if (offset != TU_ANY_OFFSET)
+		ck_assert_msg(d.offset == offset, "'%s' at %llu, want %llu",
+			      d.msg, (unsigned long long)d.offset,
+			      (unsigned long long)offset);
+}
+
+struct tfs_image *tu_load_ok(const void *b, size_t len)
+{
+	struct tfs_image *img = NULL;
+	struct tfs_diag d;
+	int ret = tu_load_mem(b, len, &img, &d);
+
+	ck_assert_msg(ret == 0, "load failed: %d %s (offset %llu)", ret, d.msg,
+		      (unsigned long long)d.offset);
+	return img;
+}
+
+void tu_expect_xattr(const struct tfs_image *img, const char *path,
+		     const char *key, const char *want)
+{
+	const char *v = tu_xattr(img, path, key);
+
+	ck_assert_msg(v != NULL, "%s: no xattr %s", path, key);
+	ck_assert_msg(strcmp(v, want) == 0, "%s: %s = '%s', want '%s'", path,
+		      key, v, want);
+}
+
+uint32_t tu_crc32c_bitwise(const void *p, size_t len)
+{
+	const uint8_t *b = p;
+	uint32_t c = 0xFFFFFFFFu;
+	int k;
+
+	while (len--) {
+		c ^= *b++;
+		for (k = 0; k < 8; k++)
+			c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1)));
+	}
+	return ~c;
+}
+
 int tu_run(Suite *s)
 {
 	SRunner *sr = srunner_create(s);

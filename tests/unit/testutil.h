@@ -32,6 +32,21 @@ void tu_sha256_hex(const void *p, size_t len, char out[65]);
  * copy in a static buffer, or NULL */
 const char *tu_xattr(const struct tfs_image *img, const char *path,
 		     const char *key);
+/* TU_ANY_OFFSET: tu_expect_reject does not check the offset */
+#define TU_ANY_OFFSET UINT64_MAX
+/*
+ * Loading @b must fail with @err, no image, a message containing @word and
+ * a byte offset equal to @offset (unless TU_ANY_OFFSET).
+ */
+void tu_expect_reject(const void *b, size_t len, int err, const char *word,
+		      uint64_t offset);
+/* loading @b must succeed; the image is returned */
+struct tfs_image *tu_load_ok(const void *b, size_t len);
+/* xattr "user.tensorfs.<key>" of @path must exist and equal @want */
+void tu_expect_xattr(const struct tfs_image *img, const char *path,
+		     const char *key, const char *want);
+/* CRC-32C by its definition, bit by bit: independent of the library */
+uint32_t tu_crc32c_bitwise(const void *p, size_t len);
 /* run one suite; returns the process exit status */
 int tu_run(Suite *s);
 
