@@ -20,12 +20,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /*
  * Walk the whole tree of a successfully loaded @img (loaded from the
  * @size-byte input by the reader named @format) and abort() on the first
- * violated invariant; see docs/fuzzing.md for the list.  With @reads, also
- * read every file and verify every tensor (needs an image made by
- * tfs_image_load, which sets up the read state).
+ * violated invariant; see docs/fuzzing.md for the list.  Also reads every
+ * file as the daemon does and verifies every tensor.
  */
-void tfs_fuzz_walk(struct tfs_image *img, const char *format, uint64_t size,
-		   bool reads);
+void tfs_fuzz_walk(struct tfs_image *img, const char *format, uint64_t size);
 
 /*
  * Check a refusal: a negative errno and a message saying why.  @ret is what

@@ -57,43 +57,14 @@ static const struct tfs_format *forced_format(void)
  * tfs_image_load() without detection.  The image has no read state (the
  * core has no public way to give it one), so it is only walked, not read.
  */
-static int load_forced(const struct tfs_format *fmt, struct tfs_source *src,
-		       const struct tfs_build_options *opts,
-		       struct tfs_image **out, struct tfs_diag *d)
-{
-	struct tfs_builder *b = NULL;
-	struct tfs_image *img;
-	int ret;
-
-	img = calloc(1, sizeof(*img));
-	if (!img)
-		abort();
-	img->src = *src;
-	img->format = fmt;
-	ret = tfs_builder_new(&b, &img->src, opts);
-	if (ret)
-		abort();
-	ret = fmt->load(&img->src, b, d);
-	if (!ret)
-		ret = tfs_builder_finish(b, fmt->name, &img->tree, d);
-	tfs_builder_free(b);
-	if (ret) {
-		tfs_image_close(img);
-		return ret;
-	}
-	*out = img;
-	return 0;
-}
-
 /*
  * Returns 1 when the probe does not claim the input, else 0 or the load's
- * -errno.  When detection picks the forced reader anyway (the usual case:
- * the input has its magic), the load goes through tfs_image_load() and
- * *reads is set, so the walk also reads the files like the daemon does.
+ * -errno.  The forced reader loads it even when detection would pick
+ * another one, and the walk reads every file like the daemon does.
  */
 static int load(const uint8_t *data, size_t size,
 		const struct tfs_build_options *opts, struct tfs_image **out,
-		bool *reads, struct tfs_diag *d)
+		struct tfs_diag *d)
 {
 	const struct tfs_format *fmt = forced_format();
 	struct tfs_source src;
@@ -108,15 +79,12 @@ static int load(const uint8_t *data, size_t size,
 		tfs_fuzz_fail("%s: probe is not deterministic", fmt->name);
 	if (conf == 0)
 		return 1;
-	*reads = tfs_format_detect(&src) == fmt;
-	if (*reads)
-		return tfs_image_load(out, &src, opts, d);
-	return load_forced(fmt, &src, opts, out, d);
+	return tfs_image_load_format(out, &src, fmt, opts, d);
 }
 #else
 static int load(const uint8_t *data, size_t size,
 		const struct tfs_build_options *opts, struct tfs_image **out,
-		bool *reads, struct tfs_diag *d)
+		struct tfs_diag *d)
 {
 	struct tfs_source src;
 	unsigned i;
@@ -129,7 +97,6 @@ static int load(const uint8_t *data, size_t size,
 			tfs_fuzz_fail("%s: probe answered %d, not 0..100",
 				      tfs_formats[i]->name, conf);
 	}
-	*reads = true;
 	return tfs_image_load(out, &src, opts, d);
 }
 #endif
@@ -141,13 +108,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct tfs_build_options opts = {.flat = false};
 	struct tfs_image *img = NULL;
 	struct tfs_diag d;
-	bool reads = false;
 	int ret, pass;
 
 	for (pass = 0; pass < 2; pass++) {
 		opts.flat = pass == 1;
 		tfs_diag_clear(&d);
-		ret = load(data, size, &opts, &img, &reads, &d);
+		ret = load(data, size, &opts, &img, &d);
 		if (ret == 1)
 			return 0;
 		if (ret) {
@@ -158,11 +124,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					      d.msg);
 			return 0;
 		}
-		if (reads && tfs_image_configure(img, &io))
+		if (tfs_image_configure(img, &io))
 			tfs_fuzz_fail("tfs_image_configure refused a %llu-byte "
 				      "cache",
 				      (unsigned long long)io.cache_size);
-		tfs_fuzz_walk(img, img->format->name, size, reads);
+		tfs_fuzz_walk(img, img->format->name, size);
 		tfs_image_close(img);
 		img = NULL;
 	}

@@ -494,8 +494,7 @@ static void check_meta_json(struct tfs_image *img)
 	}
 }
 
-void tfs_fuzz_walk(struct tfs_image *img, const char *format, uint64_t size,
-		   bool reads)
+void tfs_fuzz_walk(struct tfs_image *img, const char *format, uint64_t size)
 {
 	const struct tfs_tree *t = img->tree;
 
@@ -507,8 +506,7 @@ void tfs_fuzz_walk(struct tfs_image *img, const char *format, uint64_t size,
 	check_nodes(t);
 	check_tensors(t, size);
 	check_xattrs(t);
-	if (reads)
-		check_reads(img);
+	check_reads(img);
 	check_meta_json(img);
 	tfs_fuzz_walked++;
 }

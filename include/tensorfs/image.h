@@ -102,6 +102,16 @@ int tfs_image_open(struct tfs_image **out, const char *path,
 int tfs_image_load(struct tfs_image **out, struct tfs_source *src,
 		   const struct tfs_build_options *opts, struct tfs_diag *d);
 
+/*
+ * The same with a given reader instead of detection (@format NULL:
+ * detect).  For tests and fuzzing: a reader may be handed bytes its probe
+ * would not claim.
+ */
+int tfs_image_load_format(struct tfs_image **out, struct tfs_source *src,
+			  const struct tfs_format *format,
+			  const struct tfs_build_options *opts,
+			  struct tfs_diag *d);
+
 void tfs_image_close(struct tfs_image *img);
 
 /*

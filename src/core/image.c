@@ -176,6 +176,14 @@ void tfs_image_get_stats(struct tfs_image *img, struct tfs_image_stats *st)
 int tfs_image_load(struct tfs_image **out, struct tfs_source *src,
 		   const struct tfs_build_options *opts, struct tfs_diag *d)
 {
+	return tfs_image_load_format(out, src, NULL, opts, d);
+}
+
+int tfs_image_load_format(struct tfs_image **out, struct tfs_source *src,
+			  const struct tfs_format *format,
+			  const struct tfs_build_options *opts,
+			  struct tfs_diag *d)
+{
 	struct tfs_builder *b = NULL;
 	struct tfs_image *img;
 	const char *guess;
@@ -189,7 +197,7 @@ int tfs_image_load(struct tfs_image **out, struct tfs_source *src,
 	img->src = *src;
 	memset(src, 0, sizeof(*src));
 	src->fd = -1;
-	img->format = tfs_format_detect(&img->src);
+	img->format = format ? format : tfs_format_detect(&img->src);
 	if (!img->format) {
 		guess = tfs_format_guess_unsupported(&img->src);
 		ret = guess ? tfs_diag_at(d, -ENOTSUP, 0, "magic: %s", guess)
