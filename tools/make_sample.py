@@ -14,8 +14,11 @@ Usage: make_sample.py [OUTPUT]             the sample (default data/sample.zt)
        make_sample.py --many N BYTES OUT   N tensors "block.<i>.data" of BYTES
                                            pseudo-random bytes each (tests)
        make_sample.py --hostile OUT        tensors with hostile names (tests)
+       make_sample.py --big BYTES OUT      one uint8 tensor "big" of BYTES
+                                           random bytes (benchmarks)
 """
 import math
+import os
 import struct
 import sys
 
@@ -120,6 +123,20 @@ if __name__ == "__main__":
     args = sys.argv[1:]
     if args[:1] == ["--dump"]:
         sys.stdout.buffer.write(dict((t[0], t[3]) for t in TENSORS)[args[1]])
+    elif args[:1] == ["--big"]:
+        size = int(args[1])
+        manifest = cbor({
+            "version": "1.0", "generator": "zTensor-Rust v0.1.0",
+            "attributes": {},
+            "tensors": {"big": {"dtype": "uint8", "shape": [size],
+                                "format": "dense", "components": {
+                                    "data": {"offset": 64, "length": size}}}},
+        })
+        with open(args[2], "wb") as f:
+            f.write(b"ZTEN1000" + b"\0" * 56)
+            for done in range(0, size, 1 << 24):
+                f.write(os.urandom(min(1 << 24, size - done)))
+            f.write(manifest + struct.pack("<Q", len(manifest)))
     elif args[:1] == ["--hostile"]:
         with open(args[1], "wb") as f:
             f.write(build(hostile()))
