@@ -26,6 +26,7 @@
 
 struct mount_opts {
 	char *container;
+	const char *mountpoint; /* as given (argv), for error reporting */
 	int flat;
 	char *cache_size;
 	char *verify;
@@ -48,6 +49,8 @@ static int opt_proc(void *data, const char *arg, int key,
 		o->container = strdup(arg);
 		return 0; /* consumed: the rest is the mountpoint */
 	}
+	if (key == FUSE_OPT_KEY_NONOPT && !o->mountpoint)
+		o->mountpoint = arg;
 	return 1;
 }
 
@@ -111,8 +114,13 @@ int tfs_mount_main(int argc, char **argv)
 	memset(&co, 0, sizeof(co));
 	if (fuse_opt_parse(&args, &mo, opt_spec, opt_proc) == -1)
 		goto out;
-	if (fuse_parse_cmdline(&args, &co) != 0)
+	if (fuse_parse_cmdline(&args, &co) != 0) {
+		/* libfuse refuses a mountpoint it cannot resolve: a mount
+		 * failure (it printed why), not a usage error */
+		if (mo.mountpoint && access(mo.mountpoint, F_OK) != 0)
+			ret = TFS_EXIT_MOUNT;
 		goto out;
+	}
 	if (co.show_help) {
 		mount_help();
 		ret = TFS_EXIT_OK;
