@@ -64,6 +64,7 @@ START_TEST(open_is_read_only_and_checks_ranges)
 	struct stat st;
 
 	make_file(data, sizeof(data));
+	tfs_diag_clear(&d);
 	ck_assert_int_eq(tfs_source_open(&s, path, &d), 0);
 	ck_assert_uint_eq(s.size, 100);
 	ck_assert_int_eq(s.data[2], 3);
@@ -78,6 +79,7 @@ START_TEST(open_is_read_only_and_checks_ranges)
 	ck_assert_int_eq(write(s.fd, "x", 1), -1);
 	ck_assert_int_eq(fstat(s.fd, &st), 0);
 	tfs_source_close(&s);
+	tfs_diag_clear(&d);
 	ck_assert_int_eq(tfs_source_open(&s, "/nonexistent", &d), -ENOENT);
 	ck_assert_ptr_nonnull(strstr(d.msg, "cannot open"));
 }
