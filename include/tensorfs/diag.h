@@ -34,6 +34,9 @@ struct tfs_diag {
 void tfs_diag_clear(struct tfs_diag *d);
 
 /*
+ * The public entry points that take a diagnostic (tfs_source_open,
+ * tfs_image_open, tfs_image_load...) clear it first.
+ *
  * Record a failure at @offset and return @err (a negative errno), so readers
  * can write "return tfs_diag_at(d, -EBADMSG, off, "dtype: unknown value %u",
  * v);".  @d may be NULL.  The first failure recorded wins: a later call does

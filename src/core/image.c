@@ -189,6 +189,7 @@ int tfs_image_load_format(struct tfs_image **out, struct tfs_source *src,
 	const char *guess;
 	int ret;
 
+	tfs_diag_clear(d);
 	img = calloc(1, sizeof(*img));
 	if (!img) {
 		tfs_source_close(src);

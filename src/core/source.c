@@ -28,6 +28,7 @@ int tfs_source_open(struct tfs_source *s, const char *path, struct tfs_diag *d)
 	struct stat st;
 	int ret;
 
+	tfs_diag_clear(d);
 	memset(s, 0, sizeof(*s));
 	s->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (s->fd < 0)
