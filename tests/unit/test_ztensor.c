@@ -951,6 +951,37 @@ static void v01_entry(struct buf *m, const char *name, uint64_t off,
 	b_byte(m, 0xff);
 }
 
+/*
+ * Found by the fuzzer: a v0.1 file whose only entry has a layout the
+ * reference skips left no extent, and the overlap check sorted a NULL list
+ * (UBSan).  It must load, with no tensor and the entry reported as skipped.
+ */
+START_TEST(v01_only_skipped_entry)
+{
+	struct tfs_image *img;
+	struct tfs_diag d;
+	json_error_t jerr;
+	json_t *meta, *skipped;
+	uint32_t n;
+
+	ck_assert_int_eq(tu_load_file(tu_testdata("ztensor/valid/"
+						  "v01_only_skipped.zt"),
+				      &img, &d),
+			 0);
+	ck_assert_uint_eq(img->tree->ntensors, 0);
+	n = tfs_tree_resolve(img->tree, ".tensorfs/metadata.json");
+	meta = json_loadb(img->tree->nodes[n].mem, img->tree->nodes[n].mem_len,
+			  0, &jerr);
+	skipped = json_object_get(meta, "skipped_tensors");
+	ck_assert_uint_eq(json_array_size(skipped), 1);
+	ck_assert_str_eq(json_string_value(json_object_get(
+				 json_array_get(skipped, 0), "layout")),
+			 "sparsecoo");
+	json_decref(meta);
+	tfs_image_close(img);
+}
+END_TEST
+
 START_TEST(v01_particulars)
 {
 	static const int32_t be[2] = {0x01000000, 0x02000000};
@@ -1823,6 +1854,7 @@ int main(void)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, fixtures_weight);
+	tcase_add_test(tc, v01_only_skipped_entry);
 	tcase_add_test(tc, fixture_multi);
 	tcase_add_test(tc, every_generation);
 	tcase_add_test(tc, v12_sizes_without_ulen);
