@@ -10,6 +10,14 @@ python3 "$TFS_SOURCE_ROOT/tools/make_sample.py" --many 8 $size "$WORK/c.zt"
 M=$(mount_container "$WORK/c.zt") || { fail "mount"; finish; }
 pid=$(daemon_pid "$M")
 
+# overwrite block 2 in place (as a careless writer would): no crash; the
+# mount shows the bytes the file holds now (raw data is not cached by us)
+head -c "$size" /dev/zero | tr '\0' '\252' |
+	dd of="$WORK/c.zt" bs=1 seek=$((64 + 2 * size)) conv=notrunc status=none
+echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true
+check "after an in-place overwrite the daemon lives and reads work" \
+	cmp -s "$M/block/2/data" <(dd if="$WORK/c.zt" bs=1 skip=$((64 + 2 * size)) count=$size status=none)
+
 # cut the file in the middle of block 4: blocks 0..3 stay whole
 truncate -s $((64 + 4 * size + 100)) "$WORK/c.zt"
 echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true
