@@ -140,9 +140,13 @@ int tfs_cmd_ls(int argc, char **argv)
 		tfs_image_close(img);
 		return TFS_EXIT_USAGE;
 	}
+	/* align on the longest path, up to a point: a 250-byte name must
+	 * not push every other line off the screen */
 	for (k = 0; k < img->tree->ntensors; k++)
 		if ((int)strlen(v[k]->path) > w)
 			w = (int)strlen(v[k]->path);
+	if (w > 64)
+		w = 64;
 	for (k = 0; k < img->tree->ntensors; k++) {
 		shape_str(shape, sizeof(shape), v[k]);
 		printf("%-*s  %-9s %-16s %12llu\n", w, v[k]->path, v[k]->dtype,
