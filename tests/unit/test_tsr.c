@@ -78,6 +78,53 @@ START_TEST(synthesized)
 }
 END_TEST
 
+/* tests/fixtures/tsr/valid: ndim 3 and 4, and a zero-length tensor */
+START_TEST(repo_samples)
+{
+	static const int8_t i8[6] = {1, -1, 2, -2, 3, -3};
+	struct tfs_image *img;
+	struct tfs_diag d;
+	float f[8];
+	uint8_t *data;
+	size_t len;
+	int i;
+
+	ck_assert_int_eq(
+		tu_load_file(tu_testdata("tsr/valid/fp32_3d_2x2x2.tsr"), &img,
+			     &d),
+		0);
+	tu_expect_xattr(img, "tensor", "shape", "[2,2,2]");
+	data = tu_read_node(img, tfs_tree_resolve(img->tree, "tensor"), &len);
+	for (i = 0; i < 8; i++)
+		f[i] = (float)i;
+	ck_assert_uint_eq(len, sizeof(f));
+	ck_assert_mem_eq(data, f, sizeof(f));
+	free(data);
+	tfs_image_close(img);
+
+	ck_assert_int_eq(
+		tu_load_file(tu_testdata("tsr/valid/int8_4d.tsr"), &img, &d),
+		0);
+	tu_expect_xattr(img, "tensor", "shape", "[1,2,1,3]");
+	tu_expect_xattr(img, "tensor", "dtype", "int8");
+	data = tu_read_node(img, tfs_tree_resolve(img->tree, "tensor"), &len);
+	ck_assert_uint_eq(len, 6);
+	ck_assert_mem_eq(data, i8, 6);
+	free(data);
+	tfs_image_close(img);
+
+	ck_assert_int_eq(
+		tu_load_file(tu_testdata("tsr/valid/int32_zero_len.tsr"), &img,
+			     &d),
+		0);
+	tu_expect_xattr(img, "tensor", "shape", "[0,5]");
+	ck_assert_uint_eq(
+		tfs_node_size(img->tree, tfs_tree_resolve(img->tree, "tensor")),
+		0);
+	tfs_image_close(img);
+}
+END_TEST
+
 /* a copy of fp32_2x3.tsr with a little-endian field patched */
 static uint8_t *patched(size_t *len, size_t off, unsigned width, uint64_t v)
 {
@@ -183,6 +230,7 @@ int main(void)
 	tcase_add_test(tc, real_test_labels);
 	tcase_add_test(tc, real_train_labels);
 	tcase_add_test(tc, synthesized);
+	tcase_add_test(tc, repo_samples);
 	tcase_add_test(tc, reject_fields);
 	tcase_add_test(tc, reject_sizes);
 	tcase_add_test(tc, reject_magic);
