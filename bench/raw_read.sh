@@ -21,7 +21,6 @@
 #                  cache of the mount answers (keep_cache)
 #   squashfuse     a fresh squashfuse mount each run of an uncompressed image
 #                  holding the same bytes as a file
-#   tensorfs cat   the CLI: `tensorfs cat CONTAINER big > /dev/null`
 set -euo pipefail
 
 MIB=${1:-1024}
@@ -83,7 +82,6 @@ rd "$M1/big"
 again=$(best : "rd $M1/big" :)
 fusermount3 -u "$M1"
 sq=$(best "squashfuse $BENCH_DIR/big.sqfs $M2" "rd $M2/big" "fusermount3 -u $M2")
-cli=$(best : "\"$TENSORFS\" cat $BENCH_DIR/big.zt big >/dev/null" :)
 
 report() { # name nanoseconds
 	awk -v n="$1" -v ns="$2" -v d="$direct" -v mib="$MIB" \
@@ -95,5 +93,4 @@ report direct "$direct"
 report tensorfs "$tfs"
 report "tensorfs again" "$again"
 report squashfuse "$sq"
-report "tensorfs cat" "$cli"
 awk -v a="$tfs" -v b="$sq" 'BEGIN { printf "tensorfs / squashfuse: %.2fx\n", b / a }'
