@@ -19,31 +19,14 @@
 
 /* ---- a small in-memory writer ------------------------------------------ */
 
-struct buf {
-	uint8_t *p;
-	size_t len, cap;
-};
-
-static void put(struct buf *b, const void *p, size_t n)
-{
-	if (b->len + n > b->cap) {
-		b->cap = (b->len + n) * 2 + 64;
-		b->p = realloc(b->p, b->cap);
-		ck_assert_ptr_nonnull(b->p);
-	}
-	if (n)
-		memcpy(b->p + b->len, p, n);
-	b->len += n;
-}
-
-static void put_le(struct buf *b, uint64_t v, unsigned width)
+static void put_le(struct tu_buf *b, uint64_t v, unsigned width)
 {
 	uint8_t x[8];
 	unsigned i;
 
 	for (i = 0; i < width; i++)
 		x[i] = (uint8_t)(v >> (8 * i));
-	put(b, x, width);
+	tu_buf_put(b, x, width);
 }
 
 /* overwrite @width bytes at @off with @v, little-endian */
@@ -74,7 +57,7 @@ static size_t gen_name_len(const struct gen_tensor *t)
 	return t->name_len ? t->name_len : strlen(t->name);
 }
 
-static void gen_index(struct buf *ix, bool ckpt, const struct gen_tensor *t,
+static void gen_index(struct tu_buf *ix, bool ckpt, const struct gen_tensor *t,
 		      size_t n, const uint64_t *offsets)
 {
 	static const uint8_t zero[16];
@@ -83,9 +66,9 @@ static void gen_index(struct buf *ix, bool ckpt, const struct gen_tensor *t,
 	put_le(ix, n, 4);
 	for (i = 0; i < n; i++) {
 		put_le(ix, gen_name_len(&t[i]), 4);
-		put(ix, t[i].name, gen_name_len(&t[i]));
+		tu_buf_put(ix, t[i].name, gen_name_len(&t[i]));
 		if (ckpt)
-			put(ix, t[i].base_id ? t[i].base_id : zero, 16);
+			tu_buf_put(ix, t[i].base_id ? t[i].base_id : zero, 16);
 		put_le(ix, t[i].rank, 4);
 		for (k = 0; k < t[i].rank; k++)
 			put_le(ix, t[i].dims[k], 8);
@@ -103,29 +86,29 @@ static void gen_index(struct buf *ix, bool ckpt, const struct gen_tensor *t,
 static uint8_t *gen_file(bool ckpt, enum gen_layout layout, const char *config,
 			 const struct gen_tensor *t, size_t n, size_t *len)
 {
-	struct buf f = {0}, ix = {0};
+	struct tu_buf f = {0}, ix = {0};
 	uint64_t *offsets = calloc(n ? n : 1, sizeof(*offsets)), pos;
 	static const uint8_t zeros[64];
 	size_t i, k;
 
-	put(&f, ckpt ? "GPTRSCHK" : "GPTRSTEN", 8);
+	tu_buf_put(&f, ckpt ? "GPTRSCHK" : "GPTRSTEN", 8);
 	put_le(&f, layout == GEN_V1 ? 1 : 2, 4);
 	if (ckpt) {
 		put_le(&f, strlen(config), 4);
-		put(&f, config, strlen(config));
+		tu_buf_put(&f, config, strlen(config));
 	}
 	if (layout == GEN_V1) {
 		put_le(&f, n, 4);
 		for (i = 0; i < n; i++) {
 			put_le(&f, gen_name_len(&t[i]), 4);
-			put(&f, t[i].name, gen_name_len(&t[i]));
+			tu_buf_put(&f, t[i].name, gen_name_len(&t[i]));
 			put_le(&f, t[i].rank, 4);
 			for (k = 0; k < t[i].rank; k++)
 				put_le(&f, t[i].dims[k], 8);
 			put_le(&f, t[i].tag, 4);
 			put_le(&f, t[i].reserved, 1);
 			put_le(&f, t[i].len, 8);
-			put(&f, t[i].data, t[i].len);
+			tu_buf_put(&f, t[i].data, t[i].len);
 		}
 		goto out;
 	}
@@ -141,10 +124,10 @@ static uint8_t *gen_file(bool ckpt, enum gen_layout layout, const char *config,
 	ix.len = 0;
 	gen_index(&ix, ckpt, t, n, offsets);
 	put_le(&f, ix.len, 4);
-	put(&f, ix.p, ix.len);
+	tu_buf_put(&f, ix.p, ix.len);
 	for (i = 0; i < n; i++) {
-		put(&f, zeros, offsets[i] - f.len);
-		put(&f, t[i].data, t[i].len);
+		tu_buf_put(&f, zeros, offsets[i] - f.len);
+		tu_buf_put(&f, t[i].data, t[i].len);
 	}
 out:
 	free(ix.p);
@@ -1061,24 +1044,24 @@ END_TEST
 START_TEST(reject_bincode_and_duplicates)
 {
 	struct gen_tensor t[2] = {base_x, base_x};
-	struct buf f = {0};
+	struct tu_buf f = {0};
 	size_t len;
 	uint8_t *b;
 
 	/* a v2-bincode archive index: u64 count, u64 name length, ... */
-	put(&f, "GPTRSTEN", 8);
+	tu_buf_put(&f, "GPTRSTEN", 8);
 	put_le(&f, 2, 4);
 	put_le(&f, 8 + 8 + 1 + 8 + 8 + 4 + 1 + 8 + 8, 4);
 	put_le(&f, 1, 8);
 	put_le(&f, 1, 8);
-	put(&f, "x", 1);
+	tu_buf_put(&f, "x", 1);
 	put_le(&f, 1, 8);
 	put_le(&f, 2, 8);
 	put_le(&f, 0, 4);
 	put_le(&f, 0, 1);
 	put_le(&f, 16 + 54, 8);
 	put_le(&f, 8, 8);
-	put(&f, f32_vals, 8);
+	tu_buf_put(&f, f32_vals, 8);
 	tu_expect_reject(f.p, f.len, -ENOTSUP, "bincode", 16);
 	free(f.p);
 

@@ -37,31 +37,14 @@ extern const struct tfs_format tfs_format_primitiv;
 
 /* ---- a small MessagePack writer --------------------------------------- */
 
-struct mp {
-	uint8_t *p;
-	size_t len, cap;
-};
-
 enum mp_kind { K_STR, K_BIN, K_ARRAY, K_MAP };
 
-static void mp_bytes(struct mp *m, const void *b, size_t n)
+static void mp_byte(struct tu_buf *m, uint8_t v)
 {
-	if (m->len + n > m->cap) {
-		m->cap = (m->len + n) * 2 + 64;
-		m->p = realloc(m->p, m->cap);
-		ck_assert_ptr_nonnull(m->p);
-	}
-	if (n)
-		memcpy(m->p + m->len, b, n);
-	m->len += n;
+	tu_buf_put(m, &v, 1);
 }
 
-static void mp_byte(struct mp *m, uint8_t v)
-{
-	mp_bytes(m, &v, 1);
-}
-
-static void mp_be(struct mp *m, uint64_t v, unsigned n)
+static void mp_be(struct tu_buf *m, uint64_t v, unsigned n)
 {
 	while (n--)
 		mp_byte(m, (uint8_t)(v >> (8 * n)));
@@ -75,13 +58,13 @@ static uint32_t f32_bits(float f)
 	return u;
 }
 
-static void mp_u32(struct mp *m, uint32_t v)
+static void mp_u32(struct tu_buf *m, uint32_t v)
 {
 	mp_byte(m, 0xce);
 	mp_be(m, v, 4);
 }
 
-static void mp_f32(struct mp *m, float v)
+static void mp_f32(struct tu_buf *m, float v)
 {
 	mp_byte(m, 0xca);
 	mp_be(m, f32_bits(v), 4);
@@ -91,7 +74,7 @@ static void mp_f32(struct mp *m, float v)
  * The header of a str/bin/array/map of @n: @type 0 picks the shortest
  * form, otherwise that type byte (a fix form's base, or an 8/16/32 form).
  */
-static void mp_hdr(struct mp *m, enum mp_kind k, uint64_t n, uint8_t type)
+static void mp_hdr(struct tu_buf *m, enum mp_kind k, uint64_t n, uint8_t type)
 {
 	static const uint8_t fix[] = {0xa0, 0, 0x90, 0x80};
 	static const uint8_t fixn[] = {32, 0, 16, 16};
@@ -112,18 +95,18 @@ static void mp_hdr(struct mp *m, enum mp_kind k, uint64_t n, uint8_t type)
 	mp_be(m, n, type == t8[k] ? 1 : type == t16[k] ? 2 : 4);
 }
 
-static void mp_strn(struct mp *m, const char *s, size_t n, uint8_t type)
+static void mp_strn(struct tu_buf *m, const char *s, size_t n, uint8_t type)
 {
 	mp_hdr(m, K_STR, n, type);
-	mp_bytes(m, s, n);
+	tu_buf_put(m, s, n);
 }
 
-static void mp_str(struct mp *m, const char *s)
+static void mp_str(struct tu_buf *m, const char *s)
 {
 	mp_strn(m, s, strlen(s), 0);
 }
 
-static void mp_file_header(struct mp *m, uint32_t data_type)
+static void mp_file_header(struct tu_buf *m, uint32_t data_type)
 {
 	mp_u32(m, 0);
 	mp_u32(m, 1);
@@ -142,9 +125,9 @@ static void le_floats(uint8_t *out, const float *v, size_t n)
 }
 
 /* a Tensor with the given forms for dims and bin (0: shortest) */
-static void mp_tensor_forms(struct mp *m, const uint32_t *dims, size_t ndims,
-			    uint32_t batch, const float *v, uint8_t dims_type,
-			    uint8_t bin_type)
+static void mp_tensor_forms(struct tu_buf *m, const uint32_t *dims,
+			    size_t ndims, uint32_t batch, const float *v,
+			    uint8_t dims_type, uint8_t bin_type)
 {
 	size_t i, count = batch;
 	uint8_t *data;
@@ -158,11 +141,11 @@ static void mp_tensor_forms(struct mp *m, const uint32_t *dims, size_t ndims,
 	mp_hdr(m, K_BIN, count * 4, bin_type);
 	data = malloc(count * 4 + 1);
 	le_floats(data, v, count);
-	mp_bytes(m, data, count * 4);
+	tu_buf_put(m, data, count * 4);
 	free(data);
 }
 
-static void mp_tensor(struct mp *m, const uint32_t *dims, size_t ndims,
+static void mp_tensor(struct tu_buf *m, const uint32_t *dims, size_t ndims,
 		      const float *v)
 {
 	mp_tensor_forms(m, dims, ndims, 1, v, 0, 0);
@@ -170,7 +153,7 @@ static void mp_tensor(struct mp *m, const uint32_t *dims, size_t ndims,
 
 /* ---- loading and checking --------------------------------------------- */
 
-static struct tfs_image *load_ok(const struct mp *m)
+static struct tfs_image *load_ok(const struct tu_buf *m)
 {
 	struct tfs_image *img = NULL;
 	struct tfs_diag d;
@@ -198,7 +181,7 @@ static int direct_load(const uint8_t *b, size_t len, struct tfs_diag *d)
 	return ret;
 }
 
-static void expect_reject(const struct mp *m, int err, uint64_t offset,
+static void expect_reject(const struct tu_buf *m, int err, uint64_t offset,
 			  const char *word)
 {
 	struct tfs_image *img = NULL;
@@ -597,7 +580,7 @@ START_TEST(gen_parameter_stats)
 	static const float v[] = {1.5f, -2, 0, 3, 1e-3f, 100};
 	static const float m[] = {6, 5, 4, 3, 2, 1}, c[] = {7, 8, 9};
 	static const float one[] = {-0.0f};
-	struct mp mp = {0};
+	struct tu_buf mp = {0};
 	struct tfs_image *img;
 
 	mp_file_header(&mp, 0x200);
@@ -629,7 +612,7 @@ START_TEST(gen_parameter_no_stats)
 {
 	static const uint32_t dims[] = {1, 4, 2, 1, 1, 1, 1, 2};
 	float v[16];
-	struct mp mp = {0};
+	struct tu_buf mp = {0};
 	struct tfs_image *img;
 	int i;
 
@@ -647,7 +630,7 @@ START_TEST(gen_parameter_no_stats)
 END_TEST
 
 /* a Model key from NUL-separated elements ("a\0b\0" = ["a","b"]) */
-static void mp_key(struct mp *m, const char *elems, size_t n)
+static void mp_key(struct tu_buf *m, const char *elems, size_t n)
 {
 	size_t i;
 
@@ -664,7 +647,7 @@ START_TEST(gen_model_nested)
 	static const float w[] = {1, 2}, b[] = {3, 4}, dw[] = {5, 6, 7, 8};
 	static const float m1[] = {0.5f, 0.25f}, ab[] = {9, 10};
 	struct tfs_image *img;
-	struct mp mp = {0};
+	struct tu_buf mp = {0};
 	json_t *man;
 
 	mp_file_header(&mp, 0x300);
@@ -710,7 +693,7 @@ START_TEST(gen_model_prefix_keys)
 	static const uint32_t d1[] = {1};
 	static const float v[] = {1};
 	struct tfs_image *img;
-	struct mp mp = {0};
+	struct tu_buf mp = {0};
 
 	/* ["a"] and ["a","b"]: both stay reachable */
 	mp_file_header(&mp, 0x300);
@@ -735,7 +718,7 @@ START_TEST(gen_big_bins)
 	static const uint32_t big[] = {130, 130}, mid[] = {200};
 	float *v = malloc(130 * 130 * sizeof(float));
 	struct tfs_image *img;
-	struct mp mp = {0};
+	struct tu_buf mp = {0};
 	size_t i, bin_at;
 
 	for (i = 0; i < 130 * 130; i++)
@@ -764,7 +747,7 @@ START_TEST(gen_long_forms)
 	static const uint32_t d22[] = {2, 2};
 	static const float v[] = {1, 2, 3, 4};
 	struct tfs_image *img;
-	struct mp mp = {0};
+	struct tu_buf mp = {0};
 
 	/* every size form the reference reader accepts, not only shortest */
 	mp_file_header(&mp, 0x300);
@@ -801,7 +784,7 @@ START_TEST(gen_tensor_batch)
 	static const uint32_t d2[] = {2};
 	static const float v[] = {1, 2, 3, 4, 5, 6};
 	struct tfs_image *img;
-	struct mp mp = {0};
+	struct tu_buf mp = {0};
 
 	/* data type 0x100, batch 3: the batch is the slowest axis */
 	mp_file_header(&mp, 0x100);
@@ -812,7 +795,7 @@ START_TEST(gen_tensor_batch)
 	tfs_image_close(img);
 	free(mp.p);
 	/* a Parameter value with batch > 1 is shown the same way */
-	mp = (struct mp){0};
+	mp = (struct tu_buf){0};
 	mp_file_header(&mp, 0x200);
 	mp_tensor_forms(&mp, NULL, 0, 2, v, 0, 0);
 	mp_u32(&mp, 0);
@@ -823,7 +806,7 @@ START_TEST(gen_tensor_batch)
 }
 END_TEST
 
-static void mp_configs(struct mp *m, const struct config *c, size_t n,
+static void mp_configs(struct tu_buf *m, const struct config *c, size_t n,
 		       bool is_float, uint8_t map_type)
 {
 	size_t i, count = 0;
@@ -846,7 +829,7 @@ static void check_optimizer(const struct config *c, size_t n, uint8_t utype,
 			    uint8_t ftype)
 {
 	struct tfs_image *img;
-	struct mp mp = {0};
+	struct tu_buf mp = {0};
 	size_t i, nu = 0;
 
 	for (i = 0; i < n; i++)
@@ -897,7 +880,7 @@ START_TEST(gen_optimizers)
 	{
 		char key[241];
 		struct tfs_image *img;
-		struct mp mp = {0};
+		struct tu_buf mp = {0};
 		json_t *meta;
 
 		memset(key, 'k', 240);
@@ -925,13 +908,13 @@ START_TEST(gen_trailing_bytes)
 {
 	static const float v[] = {2};
 	struct tfs_image *img;
-	struct mp mp = {0};
+	struct tu_buf mp = {0};
 	json_t *meta;
 
 	mp_file_header(&mp, 0x200);
 	mp_tensor(&mp, NULL, 0, v);
 	mp_u32(&mp, 0);
-	mp_bytes(&mp, "xyz", 3);
+	tu_buf_put(&mp, "xyz", 3);
 	/* the reference reader ignores them; we accept and record them */
 	img = load_ok(&mp);
 	expect_tensor(img, "value", "[]", v, 1);
@@ -952,7 +935,7 @@ END_TEST
 START_TEST(reject_header)
 {
 	static const float v[] = {1};
-	struct mp mp = {0};
+	struct tu_buf mp = {0};
 	struct tfs_diag d;
 	static const struct {
 		uint32_t major, minor, type;
@@ -1002,7 +985,7 @@ struct param_offsets {
 	size_t dims, dim1, batch, bin, count, key, stat_dims, stat_bin, end;
 };
 
-static void mp_param(struct mp *m, struct param_offsets *o)
+static void mp_param(struct tu_buf *m, struct param_offsets *o)
 {
 	static const uint32_t d22[] = {2, 2}, d2[] = {2};
 	static const float v[] = {1, 2, 3, 4};
@@ -1025,15 +1008,16 @@ static void mp_param(struct mp *m, struct param_offsets *o)
 }
 
 /* @m with bytes [at, at + cut) replaced by @n bytes */
-static void splice(struct mp *m, size_t at, size_t cut, const void *b, size_t n)
+static void splice(struct tu_buf *m, size_t at, size_t cut, const void *b,
+		   size_t n)
 {
 	uint8_t *tail = malloc(m->len - at - cut + 1);
 	size_t tail_len = m->len - at - cut;
 
 	memcpy(tail, m->p + at + cut, tail_len);
 	m->len = at;
-	mp_bytes(m, b, n);
-	mp_bytes(m, tail, tail_len);
+	tu_buf_put(m, b, n);
+	tu_buf_put(m, tail, tail_len);
 	free(tail);
 }
 
@@ -1113,7 +1097,7 @@ static const struct param_edit param_edits[] = {
 START_TEST(reject_param_edits)
 {
 	struct param_offsets o;
-	struct mp m = {0};
+	struct tu_buf m = {0};
 	size_t i, at;
 
 	for (i = 0; i < sizeof(param_edits) / sizeof(param_edits[0]); i++) {
@@ -1159,7 +1143,7 @@ END_TEST
 
 START_TEST(reject_float_forms)
 {
-	struct mp m = {0};
+	struct tu_buf m = {0};
 	size_t at;
 
 	mp_file_header(&m, 0x400);
@@ -1196,7 +1180,7 @@ START_TEST(reject_shapes)
 {
 	static const uint32_t nine[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
 	static const float v[] = {1, 2, 3, 4};
-	struct mp m = {0};
+	struct tu_buf m = {0};
 
 	/* nine dims */
 	m.len = 0;
@@ -1220,7 +1204,7 @@ START_TEST(reject_shapes)
 		mp_u32(&m, 0xffffffffu);
 	mp_u32(&m, 1);
 	mp_hdr(&m, K_BIN, 4, 0);
-	mp_bytes(&m, "\0\0\0\0", 4);
+	tu_buf_put(&m, "\0\0\0\0", 4);
 	mp_u32(&m, 0);
 	expect_reject(&m, -EBADMSG, 15 + 1 + 40 + 5, "overflows");
 	free(m.p);
@@ -1230,7 +1214,7 @@ END_TEST
 START_TEST(reject_absurd_counts)
 {
 	static const float v[] = {1};
-	struct mp m = {0};
+	struct tu_buf m = {0};
 
 	/* models */
 	m.len = 0;
@@ -1276,7 +1260,7 @@ START_TEST(reject_keys)
 {
 	static const float v[] = {1};
 	static const uint32_t d1[] = {1};
-	struct mp m = {0};
+	struct tu_buf m = {0};
 	size_t at;
 	int i;
 
@@ -1345,7 +1329,7 @@ END_TEST
 
 START_TEST(reject_config_keys)
 {
-	struct mp m = {0};
+	struct tu_buf m = {0};
 	size_t at;
 
 	mp_file_header(&m, 0x400);

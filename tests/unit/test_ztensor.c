@@ -23,29 +23,12 @@
 
 /* ---- a byte buffer and a CBOR writer ------------------------------------- */
 
-struct buf {
-	uint8_t *p;
-	size_t len, cap;
-};
-
-static void b_put(struct buf *b, const void *p, size_t n)
+static void b_byte(struct tu_buf *b, uint8_t c)
 {
-	if (b->len + n > b->cap) {
-		b->cap = (b->len + n) * 2 + 64;
-		b->p = realloc(b->p, b->cap);
-		ck_assert_ptr_nonnull(b->p);
-	}
-	if (n)
-		memcpy(b->p + b->len, p, n);
-	b->len += n;
+	tu_buf_put(b, &c, 1);
 }
 
-static void b_byte(struct buf *b, uint8_t c)
-{
-	b_put(b, &c, 1);
-}
-
-static void c_head(struct buf *b, unsigned mt, uint64_t v)
+static void c_head(struct tu_buf *b, unsigned mt, uint64_t v)
 {
 	uint8_t h[9];
 	int n, i;
@@ -61,32 +44,32 @@ static void c_head(struct buf *b, unsigned mt, uint64_t v)
 					     : 27));
 	for (i = 0; i < n; i++)
 		h[1 + i] = (uint8_t)(v >> (8 * (n - 1 - i)));
-	b_put(b, h, (size_t)n + 1);
+	tu_buf_put(b, h, (size_t)n + 1);
 }
 
 #define c_uint(b, v) c_head(b, 0, v)
 #define c_arr(b, n) c_head(b, 4, n)
 #define c_map(b, n) c_head(b, 5, n)
 
-static void c_text(struct buf *b, const char *s)
+static void c_text(struct tu_buf *b, const char *s)
 {
 	c_head(b, 3, strlen(s));
-	b_put(b, s, strlen(s));
+	tu_buf_put(b, s, strlen(s));
 }
 
-static void c_kv_text(struct buf *b, const char *k, const char *v)
+static void c_kv_text(struct tu_buf *b, const char *k, const char *v)
 {
 	c_text(b, k);
 	c_text(b, v);
 }
 
-static void c_kv_uint(struct buf *b, const char *k, uint64_t v)
+static void c_kv_uint(struct tu_buf *b, const char *k, uint64_t v)
 {
 	c_text(b, k);
 	c_uint(b, v);
 }
 
-static void c_shape(struct buf *b, const uint64_t *dims, size_t n)
+static void c_shape(struct tu_buf *b, const uint64_t *dims, size_t n)
 {
 	size_t i;
 
@@ -100,8 +83,8 @@ static void c_shape(struct buf *b, const uint64_t *dims, size_t n)
 enum gen { V01, V10, V11, V12 };
 
 struct zw {
-	struct buf f; /* magic, padding, blobs */
-	struct buf m; /* the manifest, written by the test */
+	struct tu_buf f; /* magic, padding, blobs */
+	struct tu_buf m; /* the manifest, written by the test */
 	enum gen gen;
 	uint64_t man_off; /* after zw_finish */
 };
@@ -112,8 +95,8 @@ static void zw_init(struct zw *w, enum gen g)
 
 	memset(w, 0, sizeof(*w));
 	w->gen = g;
-	b_put(&w->f, g == V01 ? "ZTEN0001" : "ZTEN1000", 8);
-	b_put(&w->f, zero, sizeof(zero));
+	tu_buf_put(&w->f, g == V01 ? "ZTEN0001" : "ZTEN1000", 8);
+	tu_buf_put(&w->f, zero, sizeof(zero));
 }
 
 /* a blob at the next multiple of 64; its offset */
@@ -122,9 +105,9 @@ static uint64_t zw_blob(struct zw *w, const void *p, size_t n)
 	static const uint8_t zero[64];
 	uint64_t off;
 
-	b_put(&w->f, zero, (64 - w->f.len % 64) % 64);
+	tu_buf_put(&w->f, zero, (64 - w->f.len % 64) % 64);
 	off = w->f.len;
-	b_put(&w->f, p, n);
+	tu_buf_put(&w->f, p, n);
 	return off;
 }
 
@@ -134,19 +117,19 @@ static uint8_t *zw_finish(struct zw *w, size_t *len)
 	int i;
 
 	w->man_off = w->f.len;
-	b_put(&w->f, w->m.p, w->m.len);
+	tu_buf_put(&w->f, w->m.p, w->m.len);
 	for (i = 0; i < 8; i++)
 		le[i] = (uint8_t)(w->m.len >> (8 * i));
-	b_put(&w->f, le, 8);
+	tu_buf_put(&w->f, le, 8);
 	if (w->gen >= V11)
-		b_put(&w->f, "ZTEN1000", 8);
+		tu_buf_put(&w->f, "ZTEN1000", 8);
 	free(w->m.p);
 	*len = w->f.len;
 	return w->f.p;
 }
 
 /* the head of a v1.2 manifest holding @n objects */
-static void w_v12_head(struct buf *m, size_t n)
+static void w_v12_head(struct tu_buf *m, size_t n)
 {
 	c_map(m, 2);
 	c_kv_text(m, "version", "1.2.0");
@@ -155,7 +138,7 @@ static void w_v12_head(struct buf *m, size_t n)
 }
 
 /* one dense object of shape [@dim] (name, then its map) */
-static void w_dense(struct buf *m, const char *name, const char *dtype,
+static void w_dense(struct tu_buf *m, const char *name, const char *dtype,
 		    uint64_t dim, uint64_t off, uint64_t len, bool zstd)
 {
 	c_text(m, name);
@@ -225,7 +208,7 @@ struct tobj {
 	size_t ndim;
 	struct tcomp c[3];
 	size_t nc;
-	void (*attrs)(struct buf *m); /* v1.1+: writes one CBOR map */
+	void (*attrs)(struct tu_buf *m); /* v1.1+: writes one CBOR map */
 };
 
 static struct tcomp tc(const char *role, const char *dtype, const void *data,
@@ -326,7 +309,7 @@ static void write_comp(struct zw *w, const struct tcomp *c,
  * one: empty when NULL).
  */
 static uint8_t *build(enum gen g, const struct tobj *objs, size_t n,
-		      void (*root_attrs)(struct buf *m), size_t *len,
+		      void (*root_attrs)(struct tu_buf *m), size_t *len,
 		      uint64_t *man_off)
 {
 	struct stored st[64][3];
@@ -764,22 +747,22 @@ END_TEST
 
 /* ---- attributes of every CBOR type --------------------------------------- */
 
-static void every_type_attrs(struct buf *m)
+static void every_type_attrs(struct tu_buf *m)
 {
 	c_map(m, 13);
 	c_kv_uint(m, "u", 18446744073709551615ull);
 	c_text(m, "neg");
 	c_head(m, 1, 41); /* -42 */
 	c_text(m, "half");
-	b_put(m, "\xf9\x3e\x00", 3); /* 1.5 */
+	tu_buf_put(m, "\xf9\x3e\x00", 3); /* 1.5 */
 	c_text(m, "single");
-	b_put(m, "\xfa\x3d\xcc\xcc\xcd", 5); /* 0.1f */
+	tu_buf_put(m, "\xfa\x3d\xcc\xcc\xcd", 5); /* 0.1f */
 	c_text(m, "double");
-	b_put(m, "\xfb\x40\x09\x21\xfb\x54\x44\x2d\x18", 9); /* pi */
+	tu_buf_put(m, "\xfb\x40\x09\x21\xfb\x54\x44\x2d\x18", 9); /* pi */
 	c_kv_text(m, "text", "héllo");
 	c_text(m, "bytes");
 	c_head(m, 2, 3);
-	b_put(m, "\x01\xab\xff", 3);
+	tu_buf_put(m, "\x01\xab\xff", 3);
 	c_text(m, "yes");
 	b_byte(m, 0xf5);
 	c_text(m, "no");
@@ -790,7 +773,7 @@ static void every_type_attrs(struct buf *m)
 	c_arr(m, 3);
 	c_uint(m, 1);
 	c_text(m, "two");
-	b_put(m, "\xf9\x3c\x00", 3); /* 1.0 */
+	tu_buf_put(m, "\xf9\x3c\x00", 3); /* 1.0 */
 	c_text(m, "nested");
 	c_map(m, 2);
 	c_kv_text(m, "k", "v");
@@ -801,7 +784,7 @@ static void every_type_attrs(struct buf *m)
 	c_uint(m, 1700000000);
 }
 
-static void small_attrs(struct buf *m)
+static void small_attrs(struct tu_buf *m)
 {
 	c_map(m, 2);
 	c_kv_text(m, "gguf_type", "q4_0");
@@ -932,7 +915,7 @@ START_TEST(v12_logical_type)
 }
 END_TEST
 
-static void v01_entry(struct buf *m, const char *name, uint64_t off,
+static void v01_entry(struct tu_buf *m, const char *name, uint64_t off,
 		      uint64_t size, const char *endian, const char *extra_key)
 {
 	b_byte(m, 0xbf);
@@ -1731,7 +1714,7 @@ END_TEST
 /* attributes nested deeper than the CBOR cap */
 static int depth_n;
 
-static void deep_attrs(struct buf *m)
+static void deep_attrs(struct tu_buf *m)
 {
 	int i;
 

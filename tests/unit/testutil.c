@@ -182,6 +182,18 @@ uint32_t tu_crc32c_bitwise(const void *p, size_t len)
 	return ~c;
 }
 
+void tu_buf_put(struct tu_buf *b, const void *p, size_t n)
+{
+	if (b->len + n > b->cap) {
+		b->cap = (b->len + n) * 2 + 64;
+		b->p = realloc(b->p, b->cap);
+		ck_assert_ptr_nonnull(b->p);
+	}
+	if (n)
+		memcpy(b->p + b->len, p, n);
+	b->len += n;
+}
+
 int tu_run(Suite *s)
 {
 	SRunner *sr = srunner_create(s);

@@ -47,6 +47,13 @@ void tu_expect_xattr(const struct tfs_image *img, const char *path,
 		     const char *key, const char *want);
 /* CRC-32C by its definition, bit by bit: independent of the library */
 uint32_t tu_crc32c_bitwise(const void *p, size_t len);
+/* a growable byte buffer for writing containers in memory */
+struct tu_buf {
+	uint8_t *p;
+	size_t len, cap;
+};
+/* append @n bytes (fails the test when out of memory) */
+void tu_buf_put(struct tu_buf *b, const void *p, size_t n);
 /* run one suite; returns the process exit status */
 int tu_run(Suite *s);
 
