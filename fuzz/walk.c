@@ -256,14 +256,14 @@ static void check_tensors(const struct tfs_tree *t, uint64_t input_size)
 				      "length %llu",
 				      x->path, (unsigned long long)x->size,
 				      (unsigned long long)x->stored_length);
-		if (x->elem_size &&
+		if (tfs_dtype_info(x->dtype_id)->block_elems &&
 		    (!tfs_shape_product(x->shape, x->ndim, &count) ||
-		     !tfs_mul_u64(count, x->elem_size, &bytes) ||
+		     tfs_dtype_bytes(x->dtype_id, count, &bytes) ||
 		     bytes != x->size))
 			tfs_fuzz_fail("tensor '%s': size %llu does not match "
-				      "its shape and element size %u",
+				      "its shape and dtype %s",
 				      x->path, (unsigned long long)x->size,
-				      x->elem_size);
+				      x->dtype);
 		if (x->group == TFS_NO_NODE) {
 			if (x->role)
 				tfs_fuzz_fail("tensor '%s': a role outside a "

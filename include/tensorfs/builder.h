@@ -4,12 +4,17 @@
  *
  * A reader adds tensors (files), groups (a directory that stands for one
  * logical tensor made of several component files), xattrs and metadata.
- * The builder re-checks the rules every format shares, so a reader cannot
- * forget them:
+ * The builder owns the rules every format shares, so a reader cannot
+ * forget them and no reader repeats them:
  *   - the stored extent lies inside the container (overflow-checked);
- *   - with a known element size, size == product(shape) x elem_size;
+ *   - with a dtype of fixed unit, size == bytes of product(shape) elements
+ *     (tfs_dtype_bytes: block-quantized and sub-byte types included);
  *   - a raw tensor's size equals its stored length;
- *   - a group's component roles are unique.
+ *   - stored names are unique (tensors and groups), a group's component
+ *     roles are unique;
+ *   - stored extents do not overlap, when the reader asks for it
+ *     (tfs_builder_set_overlap_rule);
+ * and keeps the reader's warnings as data (tfs_builder_warn).
  * Names are mapped to paths when the tree is finished (tfs_builder_finish),
  * by the rules in docs/tree.md: every tensor stays reachable and distinct,
  * and nothing escapes the mount.
@@ -25,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tensorfs/dtype.h"
 #include "tensorfs/tree.h"
 
 struct tfs_builder;
@@ -47,8 +53,8 @@ struct tfs_tensor_spec {
 	 */
 	const char *const *path;
 	size_t path_len;
-	const char *dtype;  /* canonical dtype name; copied */
-	uint32_t elem_size; /* 0: opaque, size not checked against shape */
+	enum tfs_dtype dtype; /* INVALID: none (groups only) */
+	uint32_t record_size; /* TFS_DTYPE_VOID: bytes per record */
 	size_t ndim;
 	const uint64_t *shape;
 	uint64_t offset; /* stored bytes: absolute offset, length */
@@ -120,6 +126,29 @@ int tfs_builder_add_meta_file(struct tfs_builder *b, const char *name,
  */
 int tfs_builder_finish(struct tfs_builder *b, const char *format,
 		       struct tfs_tree **out, struct tfs_diag *d);
+
+/*
+ * Stored extents: may they overlap?  ALLOW (the default: formats that
+ * alias bytes, e.g. shared storages), FORBID (refused at finish, naming
+ * both tensors), WARN (a warning naming both).  Zero-length extents never
+ * overlap anything.
+ */
+enum tfs_overlap_rule {
+	TFS_OVERLAP_ALLOW = 0,
+	TFS_OVERLAP_FORBID,
+	TFS_OVERLAP_WARN,
+};
+void tfs_builder_set_overlap_rule(struct tfs_builder *b,
+				  enum tfs_overlap_rule rule);
+
+/*
+ * Record a warning about the container (at byte @offset, or
+ * TFS_NO_OFFSET): kept in tree->warnings and in metadata.json's
+ * "warnings".  Returns 0 or -ENOMEM.
+ */
+#define TFS_NO_OFFSET UINT64_MAX
+int tfs_builder_warn(struct tfs_builder *b, uint64_t offset, const char *fmt,
+		     ...) __attribute__((format(printf, 3, 4)));
 
 /* number of tensor files and groups added so far */
 uint32_t tfs_builder_count(const struct tfs_builder *b);

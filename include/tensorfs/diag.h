@@ -49,6 +49,9 @@ int tfs_diag_at(struct tfs_diag *d, int err, uint64_t offset, const char *fmt,
 int tfs_diag_set(struct tfs_diag *d, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* Record "out of memory" and return -ENOMEM: the one OOM diagnostic. */
+int tfs_diag_oom(struct tfs_diag *d);
+
 /*
  * Write "FORMAT: MESSAGE (at byte offset N)" into @buf.  Never fails; the
  * text is truncated to @len.

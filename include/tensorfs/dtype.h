@@ -1,11 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The element types tensorfs knows, with their canonical lowercase names
- * (the value of user.tensorfs.dtype) and element sizes.
+ * The element types tensorfs knows: one table (src/core/dtype.c) with each
+ * type's canonical lowercase name (the value of user.tensorfs.dtype), its
+ * storage unit and its kind.
+ *
+ * Every type is stored in blocks of @block_elems elements taking
+ * @block_bytes bytes: an ordinary type is a block of one element
+ * (float32: 1 element in 4 bytes); a sub-byte type packs several elements
+ * per block (float4: 2 in 1 byte, float6: 4 in 3 bytes); a ggml quantized
+ * type is a block of 32 or 256 elements with its scales (q4_0: 32 in 18
+ * bytes).  So one rule sizes them all: bytes = count / block_elems x
+ * block_bytes, with count a multiple of block_elems (tfs_dtype_bytes).
+ * Opaque types (qfloat, void records) have no fixed unit: their size is not
+ * checked against a shape.
  */
 #ifndef TENSORFS_DTYPE_H
 #define TENSORFS_DTYPE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 enum tfs_dtype {
@@ -23,18 +35,86 @@ enum tfs_dtype {
 	TFS_DTYPE_UINT16,
 	TFS_DTYPE_UINT8,
 	TFS_DTYPE_BOOL,
+	TFS_DTYPE_COMPLEX32, /* two float16 */
 	TFS_DTYPE_COMPLEX64,
 	TFS_DTYPE_COMPLEX128,
 	TFS_DTYPE_FLOAT8_E4M3,
 	TFS_DTYPE_FLOAT8_E5M2,
+	TFS_DTYPE_FLOAT8_E4M3FNUZ,
+	TFS_DTYPE_FLOAT8_E5M2FNUZ,
+	TFS_DTYPE_FLOAT8_E8M0,
+	TFS_DTYPE_FLOAT4,      /* e2m1, two per byte */
+	TFS_DTYPE_FLOAT6_E2M3, /* packed bit stream, 4 per 3 bytes */
+	TFS_DTYPE_FLOAT6_E3M2,
+	/* ggml block-quantized types (GGUF), lowercase ggml names */
+	TFS_DTYPE_Q4_0,
+	TFS_DTYPE_Q4_1,
+	TFS_DTYPE_Q5_0,
+	TFS_DTYPE_Q5_1,
+	TFS_DTYPE_Q8_0,
+	TFS_DTYPE_Q8_1,
+	TFS_DTYPE_Q2_K,
+	TFS_DTYPE_Q3_K,
+	TFS_DTYPE_Q4_K,
+	TFS_DTYPE_Q5_K,
+	TFS_DTYPE_Q6_K,
+	TFS_DTYPE_Q8_K,
+	TFS_DTYPE_IQ2_XXS,
+	TFS_DTYPE_IQ2_XS,
+	TFS_DTYPE_IQ3_XXS,
+	TFS_DTYPE_IQ1_S,
+	TFS_DTYPE_IQ4_NL,
+	TFS_DTYPE_IQ3_S,
+	TFS_DTYPE_IQ2_S,
+	TFS_DTYPE_IQ4_XS,
+	TFS_DTYPE_IQ1_M,
+	TFS_DTYPE_TQ1_0,
+	TFS_DTYPE_TQ2_0,
+	TFS_DTYPE_MXFP4,
+	TFS_DTYPE_NVFP4,
+	TFS_DTYPE_Q1_0,
+	TFS_DTYPE_Q2_0,
+	/* opaque: no fixed unit */
+	TFS_DTYPE_QFLOAT, /* Burnpack's quantized float */
+	TFS_DTYPE_VOID,	  /* fixed-size records of a size the reader gives */
 	TFS_DTYPE_COUNT
 };
+
+enum tfs_dtype_kind {
+	TFS_KIND_NONE = 0,
+	TFS_KIND_FLOAT, /* IEEE-like floats, incl. float8/6/4 and bfloat16 */
+	TFS_KIND_INT,	/* signed integers */
+	TFS_KIND_UINT,	/* unsigned integers */
+	TFS_KIND_BOOL,
+	TFS_KIND_COMPLEX,
+	TFS_KIND_QUANT,	 /* blocks of scaled small integers (ggml) */
+	TFS_KIND_OPAQUE, /* no numeric meaning known */
+};
+
+struct tfs_dtype_info {
+	const char *name;
+	uint32_t block_elems; /* 0: opaque, no fixed unit */
+	uint32_t block_bytes;
+	enum tfs_dtype_kind kind;
+};
+
+/* the table row of @t (a zeroed row for an invalid value; never NULL) */
+const struct tfs_dtype_info *tfs_dtype_info(enum tfs_dtype t);
 
 /* canonical name ("float32"), or NULL for an invalid value */
 const char *tfs_dtype_name(enum tfs_dtype t);
 
-/* element size in bytes, 0 for an invalid value */
+/*
+ * Element size in bytes of a type stored one element per block; 0 for
+ * sub-byte, block-quantized, opaque and invalid types.
+ */
 uint32_t tfs_dtype_size(enum tfs_dtype t);
+
+/*
+ * Bytes taken by @count elements of @t: 0, or -EINVAL when @t has no fixed
+ * unit or @count is not a whole number of blocks, -EOVERFLOW.
+ */
+int tfs_dtype_bytes(enum tfs_dtype t, uint64_t count, uint64_t *bytes);
 
 /* the dtype with canonical name @name, or TFS_DTYPE_INVALID */
 enum tfs_dtype tfs_dtype_from_name(const char *name);

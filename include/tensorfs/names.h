@@ -23,6 +23,15 @@ char *tfs_name_escape(const char *s, size_t len, size_t max);
 /* Shorten @comp in place to at most @max bytes at a character boundary. */
 void tfs_name_cut(char *comp, size_t max);
 
+/*
+ * A stored name as it may appear in a one-line message: escaped like a path
+ * component (control bytes, invalid UTF-8 as %XX), cut to fit @buf with
+ * "..." when longer.  Always NUL-terminates; returns @buf.
+ */
+#define TFS_PRINTABLE_MAX 160
+char *tfs_name_printable(char *buf, size_t len, const char *name,
+			 size_t name_len);
+
 /* true when @s..@len is valid UTF-8 (overlongs and surrogates invalid) */
 int tfs_utf8_valid(const unsigned char *s, size_t len);
 

@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tensorfs/dtype.h"
+
 #define TFS_ROOT_NODE 0u
 #define TFS_NO_NODE UINT32_MAX
 #define TFS_XATTR_PREFIX "user.tensorfs."
@@ -46,8 +48,9 @@ struct tfs_tensor {
 	char *name; /* stored name as in the container (may be raw bytes) */
 	size_t name_len;
 	char *path; /* its path in the mount, "/"-separated, no leading "/" */
-	const char *dtype;  /* canonical dtype name (static or tree-owned) */
-	uint32_t elem_size; /* 0 when opaque */
+	char *dtype;		/* its name: "float32", "void12" (tree-owned) */
+	enum tfs_dtype dtype_id;
+	uint32_t record_size; /* TFS_DTYPE_VOID: bytes per record */
 	uint32_t ndim;
 	uint64_t *shape;
 	uint64_t offset; /* stored extent, absolute in the container */
@@ -76,6 +79,12 @@ struct tfs_node {
 	char *xattr_names;	/* the listxattr buffer, NUL-separated */
 };
 
+/* A reader's warning about the container (tfs_builder_warn). */
+struct tfs_warning {
+	uint64_t offset; /* UINT64_MAX: none */
+	char *msg;
+};
+
 struct tfs_tree {
 	struct tfs_node *nodes;
 	uint32_t nnodes;
@@ -84,6 +93,8 @@ struct tfs_tree {
 	uint32_t ntensors;
 	const char *format;   /* short name of the reader */
 	uint64_t total_bytes; /* sum of tensor file sizes */
+	struct tfs_warning *warnings;
+	uint32_t nwarnings;
 };
 
 /*

@@ -20,6 +20,7 @@
  */
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,8 +40,10 @@ struct entry {
 	size_t name_len;
 	char **comps; /* escaped wanted path (leaves) or role */
 	size_t ncomps;
-	char *dtype;
-	uint32_t elem_size;
+	char *dtype; /* its name */
+	enum tfs_dtype dtype_id;
+	uint32_t record_size;
+	uint64_t desc_offset;
 	uint32_t ndim;
 	uint64_t *shape;
 	uint64_t offset, length, size;
@@ -70,6 +73,9 @@ struct tfs_builder {
 	json_t *metadata;
 	struct meta_file *files;
 	uint32_t nfiles;
+	enum tfs_overlap_rule overlap;
+	struct tfs_warning *warnings;
+	uint32_t nwarnings, warnings_cap;
 };
 
 #define META_DIR ".tensorfs"
@@ -134,6 +140,9 @@ void tfs_builder_free(struct tfs_builder *b)
 		free(b->files[i].data);
 	}
 	free(b->files);
+	for (i = 0; i < b->nwarnings; i++)
+		free(b->warnings[i].msg);
+	free(b->warnings);
 	json_decref(b->metadata);
 	free(b);
 }
@@ -146,6 +155,46 @@ uint32_t tfs_builder_count(const struct tfs_builder *b)
 json_t *tfs_builder_metadata(struct tfs_builder *b)
 {
 	return b->metadata;
+}
+
+void tfs_builder_set_overlap_rule(struct tfs_builder *b,
+				  enum tfs_overlap_rule rule)
+{
+	b->overlap = rule;
+}
+
+static int vwarn(struct tfs_builder *b, uint64_t offset, const char *fmt,
+		 va_list ap)
+{
+	struct tfs_warning *nw;
+	char *msg;
+
+	if (b->nwarnings == b->warnings_cap) {
+		uint32_t cap = b->warnings_cap ? b->warnings_cap * 2 : 8;
+
+		nw = reallocarray(b->warnings, cap, sizeof(*nw));
+		if (!nw)
+			return -ENOMEM;
+		b->warnings = nw;
+		b->warnings_cap = cap;
+	}
+	if (vasprintf(&msg, fmt, ap) < 0)
+		return -ENOMEM;
+	b->warnings[b->nwarnings].offset = offset;
+	b->warnings[b->nwarnings++].msg = msg;
+	return 0;
+}
+
+int tfs_builder_warn(struct tfs_builder *b, uint64_t offset, const char *fmt,
+		     ...)
+{
+	va_list ap;
+	int ret;
+
+	va_start(ap, fmt);
+	ret = vwarn(b, offset, fmt, ap);
+	va_end(ap);
+	return ret;
 }
 
 /* ---- adding entries ---------------------------------------------------- */
@@ -261,12 +310,17 @@ static int fill_common(struct entry *e, const struct tfs_tensor_spec *s)
 		memcpy(e->name, s->name, s->name_len);
 	e->name[s->name_len] = '\0';
 	e->name_len = s->name_len;
-	if (s->dtype) {
-		e->dtype = strdup(s->dtype);
-		if (!e->dtype)
-			return -ENOMEM;
+	e->dtype_id = s->dtype;
+	e->record_size = s->record_size;
+	e->desc_offset = s->desc_offset;
+	if (s->dtype == TFS_DTYPE_VOID) {
+		if (asprintf(&e->dtype, "void%u", s->record_size) < 0)
+			e->dtype = NULL;
+	} else if (s->dtype != TFS_DTYPE_INVALID) {
+		e->dtype = strdup(tfs_dtype_name(s->dtype));
 	}
-	e->elem_size = s->elem_size;
+	if (s->dtype != TFS_DTYPE_INVALID && !e->dtype)
+		return -ENOMEM;
 	e->ndim = (uint32_t)s->ndim;
 	if (s->ndim) {
 		e->shape = calloc(s->ndim, sizeof(*e->shape));
@@ -278,24 +332,17 @@ static int fill_common(struct entry *e, const struct tfs_tensor_spec *s)
 	return 0;
 }
 
-/* printable form of a stored name for messages (escaped, cut) */
-static void print_name(char *buf, size_t len, const char *name, size_t name_len)
-{
-	char *esc = tfs_name_escape(name, name_len, 120);
-
-	snprintf(buf, len, "%s", esc ? esc : "?");
-	free(esc);
-}
+static int check_size(const struct tfs_tensor_spec *s, const char *nm,
+		      struct tfs_diag *d);
 
 /* the checks every format shares (see the header comment) */
 static int check_spec(struct tfs_builder *b, const struct tfs_tensor_spec *s,
 		      bool is_file, struct tfs_diag *d)
 {
-	uint64_t count, bytes;
-	char nm[160];
+	char nm[TFS_PRINTABLE_MAX];
 	size_t i;
 
-	print_name(nm, sizeof(nm), s->name, s->name_len);
+	tfs_name_printable(nm, sizeof(nm), s->name, s->name_len);
 	if (s->ndim > UINT32_MAX || (s->ndim && !s->shape))
 		return tfs_diag_at(d, -EBADMSG, s->desc_offset,
 				   "tensor '%s': shape: too many dims", nm);
@@ -308,7 +355,9 @@ static int check_spec(struct tfs_builder *b, const struct tfs_tensor_spec *s,
 				nm, i, (unsigned long long)s->shape[i]);
 	if (!is_file)
 		return 0;
-	if (!s->dtype)
+	if (s->dtype == TFS_DTYPE_INVALID ||
+	    !tfs_dtype_name(s->dtype) ||
+	    (s->dtype == TFS_DTYPE_VOID && !s->record_size))
 		return tfs_diag_at(d, -EINVAL, s->desc_offset,
 				   "tensor '%s': no dtype", nm);
 	if (!tfs_source_range_ok(b->src, s->offset, s->length))
@@ -324,22 +373,48 @@ static int check_spec(struct tfs_builder *b, const struct tfs_tensor_spec *s,
 				   "stored length %llu",
 				   nm, (unsigned long long)s->size,
 				   (unsigned long long)s->length);
-	if (s->elem_size) {
-		if (!tfs_shape_product(s->shape, s->ndim, &count) ||
-		    !tfs_mul_u64(count, s->elem_size, &bytes))
-			return tfs_diag_at(d, -EBADMSG, s->desc_offset,
-					   "tensor '%s': shape: element count"
-					   " times element size overflows "
-					   "64 bits",
-					   nm);
-		if (bytes != s->size)
-			return tfs_diag_at(
-				d, -EBADMSG, s->desc_offset,
-				"tensor '%s': byte length %llu does "
-				"not match shape x %u-byte %s = %llu",
-				nm, (unsigned long long)s->size, s->elem_size,
-				s->dtype, (unsigned long long)bytes);
-	}
+	return check_size(s, nm, d);
+}
+
+/* size == the bytes of product(shape) elements, for dtypes of fixed unit */
+static int check_size(const struct tfs_tensor_spec *s, const char *nm,
+		      struct tfs_diag *d)
+{
+	const struct tfs_dtype_info *di = tfs_dtype_info(s->dtype);
+	uint64_t count, bytes;
+	int ret;
+
+	if (!di->block_elems && s->dtype != TFS_DTYPE_VOID)
+		return 0; /* opaque: no unit to check against */
+	if (!tfs_shape_product(s->shape, s->ndim, &count))
+		return tfs_diag_at(d, -EBADMSG, s->desc_offset,
+				   "tensor '%s': shape: element count "
+				   "overflows 64 bits",
+				   nm);
+	if (s->dtype == TFS_DTYPE_VOID)
+		ret = tfs_mul_u64(count, s->record_size, &bytes) ? 0
+								 : -EOVERFLOW;
+	else
+		ret = tfs_dtype_bytes(s->dtype, count, &bytes);
+	if (ret == -EINVAL)
+		return tfs_diag_at(d, -EBADMSG, s->desc_offset,
+				   "tensor '%s': shape: %llu elements are not "
+				   "a whole number of %s blocks of %u",
+				   nm, (unsigned long long)count, di->name,
+				   di->block_elems);
+	if (ret)
+		return tfs_diag_at(d, -EBADMSG, s->desc_offset,
+				   "tensor '%s': shape: element count times "
+				   "element size overflows 64 bits",
+				   nm);
+	if (bytes != s->size)
+		return tfs_diag_at(d, -EBADMSG, s->desc_offset,
+				   "tensor '%s': byte length %llu does not "
+				   "match shape x %s = %llu",
+				   nm, (unsigned long long)s->size,
+				   s->dtype == TFS_DTYPE_VOID ? "record"
+							      : di->name,
+				   (unsigned long long)bytes);
 	return 0;
 }
 
@@ -366,7 +441,7 @@ static int add_entry(struct tfs_builder *b, enum entry_kind kind,
 		ret = -ENOMEM;
 	if (ret) {
 		pop_entry(b);
-		return tfs_diag_set(d, ret, "out of memory");
+		return ret == -ENOMEM ? tfs_diag_oom(d) : tfs_diag_set(d, ret, "%s", strerror(-ret));
 	}
 	e->offset = s->offset;
 	e->length = s->length;
@@ -398,7 +473,7 @@ int tfs_builder_add_component(struct tfs_builder *b, uint32_t group,
 {
 	struct entry *g, *c;
 	uint32_t idx, i, *nm;
-	char nmbuf[160];
+	char nmbuf[TFS_PRINTABLE_MAX];
 	int ret;
 
 	if (group >= b->n || b->e[group].kind != ENTRY_GROUP)
@@ -414,7 +489,7 @@ int tfs_builder_add_component(struct tfs_builder *b, uint32_t group,
 		goto fail;
 	for (i = 0; i < g->nmembers; i++) {
 		if (strcmp(b->e[g->members[i]].comps[0], c->comps[0]) == 0) {
-			print_name(nmbuf, sizeof(nmbuf), g->name, g->name_len);
+			tfs_name_printable(nmbuf, sizeof(nmbuf), g->name, g->name_len);
 			ret = tfs_diag_at(d, -EBADMSG, spec->desc_offset,
 					  "tensor '%s': component '%s' given "
 					  "twice",
@@ -438,7 +513,7 @@ int tfs_builder_add_component(struct tfs_builder *b, uint32_t group,
 	return 0;
 fail:
 	pop_entry(b);
-	return tfs_diag_set(d, ret, "out of memory");
+	return ret == -ENOMEM ? tfs_diag_oom(d) : tfs_diag_set(d, ret, "%s", strerror(-ret));
 }
 
 /* ---- xattrs -------------------------------------------------------------- */
@@ -1073,7 +1148,8 @@ static int fill_tensor(struct tfs_tensor *t, struct entry *e,
 	e->path = NULL;
 	t->dtype = e->dtype;
 	e->dtype = NULL;
-	t->elem_size = e->elem_size;
+	t->dtype_id = e->dtype_id;
+	t->record_size = e->record_size;
 	t->ndim = e->ndim;
 	t->shape = e->shape;
 	e->shape = NULL;
@@ -1194,6 +1270,157 @@ static int link_children(struct tfs_tree *t)
 	return 0;
 }
 
+/* ---- finish: the rules that need every entry ------------------------- */
+
+static int cmp_names(const void *pa, const void *pb, void *arg)
+{
+	const struct entry *e = arg, *a = &e[*(const uint32_t *)pa],
+			   *b = &e[*(const uint32_t *)pb];
+	size_t n = a->name_len < b->name_len ? a->name_len : b->name_len;
+	int c = memcmp(a->name, b->name, n);
+
+	if (c)
+		return c;
+	if (a->name_len != b->name_len)
+		return a->name_len < b->name_len ? -1 : 1;
+	/* equal names: container order, so the later one is reported */
+	return *(const uint32_t *)pa < *(const uint32_t *)pb ? -1 : 1;
+}
+
+/* stored names of tensors and groups are unique */
+static int check_unique_names(struct tfs_builder *b, struct tfs_diag *d)
+{
+	char nm[TFS_PRINTABLE_MAX];
+	uint32_t *v, i, n = 0;
+	int ret = 0;
+
+	v = calloc(b->n, sizeof(*v));
+	if (!v)
+		return tfs_diag_oom(d);
+	for (i = 1; i < b->n; i++)
+		if (b->e[i].kind == ENTRY_TENSOR || b->e[i].kind == ENTRY_GROUP)
+			v[n++] = i;
+	qsort_r(v, n, sizeof(*v), cmp_names, b->e);
+	for (i = 1; i < n; i++) {
+		const struct entry *a = &b->e[v[i - 1]], *c = &b->e[v[i]];
+
+		if (a->name_len != c->name_len ||
+		    memcmp(a->name, c->name, a->name_len))
+			continue;
+		tfs_name_printable(nm, sizeof(nm), c->name, c->name_len);
+		ret = tfs_diag_at(d, -EBADMSG, c->desc_offset,
+				  "tensor '%s': name: duplicate of the tensor "
+				  "described at byte offset %llu",
+				  nm, (unsigned long long)a->desc_offset);
+		break;
+	}
+	free(v);
+	return ret;
+}
+
+static int cmp_extents(const void *pa, const void *pb, void *arg)
+{
+	const struct entry *e = arg, *a = &e[*(const uint32_t *)pa],
+			   *b = &e[*(const uint32_t *)pb];
+
+	if (a->offset != b->offset)
+		return a->offset < b->offset ? -1 : 1;
+	return *(const uint32_t *)pa < *(const uint32_t *)pb ? -1 : 1;
+}
+
+/* the printable name of a file entry: "name" or "name/role" */
+static void entry_label(const struct tfs_builder *b, const struct entry *e,
+			char *buf, size_t len)
+{
+	const struct entry *g = e->kind == ENTRY_COMPONENT ? &b->e[e->group]
+							   : e;
+	size_t n;
+
+	tfs_name_printable(buf, len, g->name, g->name_len);
+	n = strlen(buf);
+	if (e != g && n + 1 < len)
+		snprintf(buf + n, len - n, "/%s", e->comps[0]);
+}
+
+/* stored extents of files do not overlap (TFS_OVERLAP_FORBID / _WARN) */
+static int check_overlaps(struct tfs_builder *b, struct tfs_diag *d)
+{
+	char na[TFS_PRINTABLE_MAX], nb[TFS_PRINTABLE_MAX + 64];
+	uint32_t *v, i, n = 0, far = 0;
+	int ret = 0;
+
+	if (b->overlap == TFS_OVERLAP_ALLOW)
+		return 0;
+	v = calloc(b->n, sizeof(*v));
+	if (!v)
+		return tfs_diag_oom(d);
+	for (i = 1; i < b->n; i++)
+		if ((b->e[i].kind == ENTRY_TENSOR ||
+		     b->e[i].kind == ENTRY_COMPONENT) &&
+		    b->e[i].length)
+			v[n++] = i;
+	qsort_r(v, n, sizeof(*v), cmp_extents, b->e);
+	/* @far: the extent reaching furthest so far (ends never overflow:
+	 * every extent was checked to lie inside the file) */
+	for (i = 1; !ret && i < n; i++) {
+		const struct entry *a = &b->e[v[far]], *c = &b->e[v[i]];
+
+		if (c->offset >= a->offset + a->length) {
+			far = i;
+			continue;
+		}
+		entry_label(b, c, nb, sizeof(nb));
+		entry_label(b, a, na, sizeof(na));
+		if (b->overlap == TFS_OVERLAP_FORBID)
+			ret = tfs_diag_at(
+				d, -EBADMSG, c->desc_offset,
+				"tensor '%s': data [%llu, %llu) overlaps "
+				"tensor '%s' [%llu, %llu)",
+				nb, (unsigned long long)c->offset,
+				(unsigned long long)(c->offset + c->length),
+				na, (unsigned long long)a->offset,
+				(unsigned long long)(a->offset + a->length));
+		else if (tfs_builder_warn(
+				 b, c->desc_offset,
+				 "tensor '%s': data [%llu, %llu) overlaps "
+				 "tensor '%s' [%llu, %llu)",
+				 nb, (unsigned long long)c->offset,
+				 (unsigned long long)(c->offset + c->length),
+				 na, (unsigned long long)a->offset,
+				 (unsigned long long)(a->offset + a->length)))
+			ret = tfs_diag_oom(d);
+		if (c->offset + c->length > a->offset + a->length)
+			far = i;
+	}
+	free(v);
+	return ret;
+}
+
+/* warnings into metadata.json ("warnings") and the tree */
+static int publish_warnings(struct tfs_builder *b, struct tfs_tree *t)
+{
+	json_t *list;
+	uint32_t i;
+
+	if (!b->nwarnings)
+		return 0;
+	list = json_object_get(b->metadata, "warnings");
+	if (!list) {
+		list = json_array();
+		if (!list || json_object_set_new(b->metadata, "warnings", list))
+			return -ENOMEM;
+	}
+	for (i = 0; i < b->nwarnings; i++)
+		if (json_array_append_new(list,
+					  json_string(b->warnings[i].msg)))
+			return -ENOMEM;
+	t->warnings = b->warnings;
+	t->nwarnings = b->nwarnings;
+	b->warnings = NULL;
+	b->nwarnings = b->warnings_cap = 0;
+	return 0;
+}
+
 int tfs_builder_finish(struct tfs_builder *b, const char *format,
 		       struct tfs_tree **out, struct tfs_diag *d)
 {
@@ -1202,10 +1429,19 @@ int tfs_builder_finish(struct tfs_builder *b, const char *format,
 	uint32_t i, nfiles = 0;
 	int ret;
 
+	ret = check_unique_names(b, d);
+	if (!ret)
+		ret = check_overlaps(b, d);
+	if (ret)
+		return ret;
 	t = calloc(1, sizeof(*t));
 	if (!t)
-		return tfs_diag_set(d, -ENOMEM, "out of memory");
+		return tfs_diag_oom(d);
 	t->format = format;
+	if (publish_warnings(b, t)) {
+		tfs_tree_free(t);
+		return tfs_diag_oom(d);
+	}
 	for (i = 1; i < b->n; i++)
 		if (b->e[i].kind == ENTRY_TENSOR ||
 		    b->e[i].kind == ENTRY_COMPONENT)

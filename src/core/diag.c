@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Diagnostics: see include/tensorfs/diag.h. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -57,4 +58,9 @@ void tfs_diag_format(const struct tfs_diag *d, char *buf, size_t len)
 	else
 		snprintf(buf, len, "%s%s%s", d->format ? d->format : "",
 			 d->format ? ": " : "", msg);
+}
+
+int tfs_diag_oom(struct tfs_diag *d)
+{
+	return tfs_diag_set(d, -ENOMEM, "out of memory");
 }

@@ -117,3 +117,29 @@ char *tfs_name_escape(const char *s, size_t len, size_t max)
 	sprintf(out + strlen(out), "~%016llx", (unsigned long long)h);
 	return out;
 }
+
+char *tfs_name_printable(char *buf, size_t len, const char *name,
+			 size_t name_len)
+{
+	char *esc;
+
+	if (!len)
+		return buf;
+	esc = tfs_name_escape(name, name_len, SIZE_MAX);
+	if (!esc) {
+		snprintf(buf, len, "?");
+		return buf;
+	}
+	if (strlen(esc) < len) {
+		memcpy(buf, esc, strlen(esc) + 1);
+	} else {
+		size_t cut = len > 4 ? len - 4 : 0;
+
+		/* never in the middle of a UTF-8 sequence */
+		while (cut && ((unsigned char)esc[cut] & 0xc0) == 0x80)
+			cut--;
+		snprintf(buf, len, "%.*s...", (int)cut, esc);
+	}
+	free(esc);
+	return buf;
+}

@@ -123,12 +123,15 @@ void tfs_tree_free(struct tfs_tree *t)
 
 		free(x->name);
 		free(x->path);
-		free((char *)x->dtype);
+		free(x->dtype);
 		free(x->shape);
 		free(x->digest);
 		free(x->role);
 	}
 	free(t->tensors);
+	for (i = 0; i < t->nwarnings; i++)
+		free(t->warnings[i].msg);
+	free(t->warnings);
 	free(t->nodes);
 	free(t->children);
 	free(t);

@@ -79,7 +79,7 @@ struct bpk_tensor {
 	size_t name_len;
 	uint64_t desc_off;    /* its descriptor (the map value) */
 	uint64_t offsets_off; /* its data_offsets value */
-	const char *dtype;    /* tensorfs dtype name (static) */
+	enum tfs_dtype dtype;
 	uint32_t elem_size;   /* 0 for QFloat (opaque) */
 	char native[16];      /* the Burn dtype: "F32", "Bool(U32)", ... */
 	cbor_item_t *qscheme; /* QFloat's scheme (borrowed from the root) */
@@ -487,7 +487,7 @@ static const struct {
 static void bpk_set_dtype(struct bpk_tensor *t, enum tfs_dtype dt,
 			  const char *native)
 {
-	t->dtype = tfs_dtype_name(dt);
+	t->dtype = dt;
 	t->elem_size = tfs_dtype_size(dt);
 	snprintf(t->native, sizeof(t->native), "%s", native);
 }
@@ -577,7 +577,7 @@ static int bpk_dtype_map(struct bpk_ctx *z, struct bpk_tensor *t,
 					   "a map key is not unique UTF-8 text "
 					   "(or holds a NUL byte)",
 					   TNAME(t));
-		t->dtype = "qfloat";
+		t->dtype = TFS_DTYPE_QFLOAT;
 		t->elem_size = 0;
 		snprintf(t->native, sizeof(t->native), "QFloat");
 		t->qscheme = pair->value;
@@ -1164,7 +1164,6 @@ static int bpk_add_tensor(struct bpk_ctx *z, struct bpk_tensor *t,
 	spec.name = t->name;
 	spec.name_len = t->name_len;
 	spec.dtype = t->dtype;
-	spec.elem_size = t->elem_size;
 	spec.ndim = t->ndim;
 	spec.shape = t->shape;
 	spec.offset = z->data_start + t->start; /* checked by bpk_place */

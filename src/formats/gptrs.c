@@ -387,8 +387,7 @@ static int add_entry(struct gptrs_ctx *z, const struct gptrs_entry *e)
 
 	spec.name = (const char *)e->name;
 	spec.name_len = e->name_len;
-	spec.dtype = tfs_dtype_name(e->dtype);
-	spec.elem_size = tfs_dtype_size(e->dtype);
+	spec.dtype = e->dtype;
 	spec.ndim = e->rank;
 	spec.shape = e->rank ? z->dims : NULL;
 	spec.offset = e->offset;

@@ -456,7 +456,7 @@ static void pv_fill_spec(struct tfs_tensor_spec *spec, const char *name,
 	memset(spec, 0, sizeof(*spec));
 	spec->name = name;
 	spec->name_len = strlen(name);
-	spec->dtype = tfs_dtype_name(TFS_DTYPE_FLOAT32);
+	spec->dtype = TFS_DTYPE_FLOAT32;
 	spec->ndim = t->ndim;
 	spec->shape = t->shape;
 	spec->desc_offset = t->desc_offset;
@@ -475,7 +475,6 @@ static int pv_add_file(struct pv *p, uint32_t group, const char *role,
 	int ret;
 
 	pv_fill_spec(&spec, role, t);
-	spec.elem_size = PV_ELEM_SIZE;
 	spec.offset = t->data_offset;
 	spec.length = t->data_length;
 	spec.size = t->data_length;

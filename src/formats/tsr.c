@@ -155,8 +155,7 @@ static int tsr_load(const struct tfs_source *src, struct tfs_builder *b,
 
 	spec.name = "tensor";
 	spec.name_len = 6;
-	spec.dtype = tfs_dtype_name(dt);
-	spec.elem_size = tfs_dtype_size(dt);
+	spec.dtype = dt;
 	spec.ndim = (size_t)h.ndim;
 	spec.shape = shape;
 	spec.offset = TSR_HEADER_SIZE;

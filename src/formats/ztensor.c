@@ -785,8 +785,7 @@ static int zt_spec_common(struct zt_ctx *z, const struct zt_obj *o,
 
 static void zt_comp_spec(const struct zt_comp *c, struct tfs_tensor_spec *s)
 {
-	s->dtype = tfs_dtype_name(c->dtype);
-	s->elem_size = tfs_dtype_size(c->dtype);
+	s->dtype = c->dtype;
 	s->offset = c->offset;
 	s->length = c->length;
 	s->encoding = c->zstd ? TFS_ENCODING_ZSTD : TFS_ENCODING_RAW;
@@ -1025,9 +1024,9 @@ static int zt_emit_group(struct zt_ctx *z, struct zt_obj *o)
 	if (!v)
 		v = zt_find(o, "data");
 	if (o->dtype != TFS_DTYPE_INVALID)
-		s.dtype = tfs_dtype_name(o->dtype);
+		s.dtype = o->dtype;
 	else if (v)
-		s.dtype = tfs_dtype_name(v->dtype);
+		s.dtype = v->dtype;
 	s.ndim = o->ndim;
 	s.shape = o->shape;
 	v = zt_find(o, "values");

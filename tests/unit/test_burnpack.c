@@ -603,7 +603,7 @@ static void every_dtype(bool packed)
 
 		check_gen_tensor(img, &f, &ts[i]);
 		ck_assert_str_eq(x->dtype, dtype_cases[i].dtype);
-		ck_assert_uint_eq(x->elem_size, dtype_cases[i].esize);
+		ck_assert_uint_eq(tfs_dtype_size(x->dtype_id), dtype_cases[i].esize);
 		tu_expect_xattr(img, x->path, "burnpack.dtype",
 				dtype_cases[i].native);
 		if (ts[i].has_pid) {
@@ -616,7 +616,7 @@ static void every_dtype(bool packed)
 	}
 	check_gen_tensor(img, &f, &ts[NDTYPES]);
 	ck_assert_str_eq(tu_tensor(img, "quant.weight")->dtype, "qfloat");
-	ck_assert_uint_eq(tu_tensor(img, "quant.weight")->elem_size, 0);
+	ck_assert_uint_eq(tu_tensor(img, "quant.weight")->dtype_id, TFS_DTYPE_QFLOAT);
 	tu_expect_xattr(img, "quant/weight", "shape", "[4,4]");
 	tu_expect_xattr(img, "quant/weight", "burnpack.dtype", "QFloat");
 	tu_expect_xattr(img, "quant/weight", "burnpack.quant_scheme",

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "tensorfs/builder.h"
+#include "tensorfs/names.h"
 #include "tensorfs/source.h"
 #include "tensorfs/tree.h"
 #include "testutil.h"
@@ -37,8 +38,7 @@ static struct tfs_tensor_spec spec_for(const char *name, uint64_t off,
 	shape[0] = len;
 	s.name = name;
 	s.name_len = strlen(name);
-	s.dtype = "uint8";
-	s.elem_size = 1;
+	s.dtype = TFS_DTYPE_UINT8;
 	s.ndim = 1;
 	s.shape = shape;
 	s.offset = off;
@@ -183,7 +183,7 @@ START_TEST(shared_checks)
 	ck_assert_int_eq(tfs_builder_add_tensor(b, &s, NULL, &d), -EBADMSG);
 	tfs_diag_clear(&d);
 	s = spec_for("w", 0, 8);
-	s.elem_size = 4; /* 8 elements of 4 bytes != 8 bytes */
+	s.dtype = TFS_DTYPE_FLOAT32; /* 8 elements of 4 bytes != 8 bytes */
 	ck_assert_int_eq(tfs_builder_add_tensor(b, &s, NULL, &d), -EBADMSG);
 	ck_assert_ptr_nonnull(strstr(d.msg, "does not match"));
 	tfs_diag_clear(&d);
@@ -200,6 +200,228 @@ START_TEST(shared_checks)
 }
 END_TEST
 
+/* a name given twice is refused at finish, naming the later description */
+START_TEST(duplicate_names)
+{
+	struct tfs_tensor_spec s = spec_for("a.w", 0, 4);
+	struct tfs_tree *t = NULL;
+
+	s.desc_offset = 10;
+	ck_assert_int_eq(tfs_builder_add_tensor(b, &s, NULL, &d), 0);
+	ck_assert_int_eq(add("a/w"), 0); /* same path, other name: fine */
+	s = spec_for("a.w", 4, 4);
+	s.desc_offset = 30;
+	ck_assert_int_eq(tfs_builder_add_tensor(b, &s, NULL, &d), 0);
+	ck_assert_int_eq(tfs_builder_finish(b, "test", &t, &d), -EBADMSG);
+	ck_assert_ptr_null(t);
+	ck_assert_ptr_nonnull(strstr(d.msg, "'a.w': name: duplicate"));
+	ck_assert_ptr_nonnull(strstr(d.msg, "at byte offset 10"));
+	ck_assert(d.has_offset);
+	ck_assert_uint_eq(d.offset, 30);
+}
+END_TEST
+
+/* names with NUL and control bytes differ by their bytes, and print on one
+ * line */
+START_TEST(duplicate_names_with_odd_bytes)
+{
+	struct tfs_tensor_spec s = spec_for("we\nght", 0, 4);
+	struct tfs_tree *t = NULL;
+
+	ck_assert_int_eq(tfs_builder_add_tensor(b, &s, NULL, &d), 0);
+	s.name = "we\0ght";
+	s.name_len = 6;
+	ck_assert_int_eq(tfs_builder_add_tensor(b, &s, NULL, &d), 0);
+	s.name_len = 2; /* "we": a prefix is another name */
+	ck_assert_int_eq(tfs_builder_add_tensor(b, &s, NULL, &d), 0);
+	s.name = "we\nght";
+	s.name_len = 6;
+	s.desc_offset = 77;
+	ck_assert_int_eq(tfs_builder_add_tensor(b, &s, NULL, &d), 0);
+	ck_assert_int_eq(tfs_builder_finish(b, "test", &t, &d), -EBADMSG);
+	ck_assert_ptr_null(strchr(d.msg, '\n'));
+	ck_assert_ptr_nonnull(strstr(d.msg, "'we%0Aght'"));
+	ck_assert_uint_eq(d.offset, 77);
+}
+END_TEST
+
+static int add_extent(const char *name, uint64_t off, uint64_t len)
+{
+	struct tfs_tensor_spec s = spec_for(name, off, len);
+
+	s.desc_offset = off + 1000;
+	return tfs_builder_add_tensor(b, &s, NULL, &d);
+}
+
+START_TEST(overlaps)
+{
+	struct tfs_tree *t = NULL;
+
+	/* allowed by default: shared storages alias bytes */
+	ck_assert_int_eq(add_extent("a", 0, 16), 0);
+	ck_assert_int_eq(add_extent("b", 8, 4), 0);
+	t = finish();
+	ck_assert_uint_eq(t->nwarnings, 0);
+	tfs_tree_free(t);
+	tfs_builder_free(b);
+
+	/* forbidden: the later extent in file order is named, with both */
+	ck_assert_int_eq(tfs_builder_new(&b, &src, NULL), 0);
+	tfs_builder_set_overlap_rule(b, TFS_OVERLAP_FORBID);
+	ck_assert_int_eq(add_extent("z", 20, 4), 0);
+	ck_assert_int_eq(add_extent("a", 0, 16), 0);
+	ck_assert_int_eq(add_extent("empty", 4, 0), 0); /* never overlaps */
+	ck_assert_int_eq(add_extent("c", 16, 4), 0);	/* touches: fine */
+	ck_assert_int_eq(add_extent("b", 12, 2), 0);
+	ck_assert_int_eq(tfs_builder_finish(b, "test", &t, &d), -EBADMSG);
+	ck_assert_ptr_nonnull(
+		strstr(d.msg, "'b': data [12, 14) overlaps tensor 'a' [0, 16)"));
+	ck_assert_uint_eq(d.offset, 1012);
+	tfs_builder_free(b);
+
+	/* a long extent hides behind a short one: still found */
+	ck_assert_int_eq(tfs_builder_new(&b, &src, NULL), 0);
+	tfs_builder_set_overlap_rule(b, TFS_OVERLAP_FORBID);
+	ck_assert_int_eq(add_extent("long", 0, 32), 0);
+	ck_assert_int_eq(add_extent("short", 1, 1), 0);
+	ck_assert_int_eq(add_extent("late", 20, 4), 0);
+	tfs_diag_clear(&d);
+	ck_assert_int_eq(tfs_builder_finish(b, "test", &t, &d), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(d.msg, "'short'"));
+	tfs_builder_free(b);
+
+	/* warned: the tree is built and says so, in metadata.json too */
+	ck_assert_int_eq(tfs_builder_new(&b, &src, NULL), 0);
+	tfs_builder_set_overlap_rule(b, TFS_OVERLAP_WARN);
+	ck_assert_int_eq(add_extent("a", 0, 16), 0);
+	ck_assert_int_eq(add_extent("b", 15, 2), 0);
+	t = finish();
+	ck_assert_uint_eq(t->nwarnings, 1);
+	ck_assert_ptr_nonnull(strstr(t->warnings[0].msg, "'b'"));
+	ck_assert_uint_eq(t->warnings[0].offset, 1015);
+	tfs_tree_free(t);
+}
+END_TEST
+
+START_TEST(warnings_are_data)
+{
+	struct tfs_tree *t;
+	uint32_t node;
+	const struct tfs_node *n;
+	json_t *j, *w;
+
+	ck_assert_int_eq(tfs_builder_warn(b, 12, "trailing %d bytes", 3), 0);
+	ck_assert_int_eq(tfs_builder_warn(b, TFS_NO_OFFSET, "second"), 0);
+	t = finish();
+	ck_assert_uint_eq(t->nwarnings, 2);
+	ck_assert_str_eq(t->warnings[0].msg, "trailing 3 bytes");
+	ck_assert_uint_eq(t->warnings[0].offset, 12);
+	ck_assert_uint_eq(t->warnings[1].offset, TFS_NO_OFFSET);
+	node = tfs_tree_resolve(t, ".tensorfs/metadata.json");
+	ck_assert_uint_ne(node, TFS_NO_NODE);
+	n = &t->nodes[node];
+	j = json_loadb(n->mem, n->mem_len, 0, NULL);
+	ck_assert_ptr_nonnull(j);
+	w = json_object_get(j, "warnings");
+	ck_assert_uint_eq(json_array_size(w), 2);
+	ck_assert_str_eq(json_string_value(json_array_get(w, 0)),
+			 "trailing 3 bytes");
+	ck_assert_str_eq(json_string_value(json_array_get(w, 1)), "second");
+	json_decref(j);
+	tfs_tree_free(t);
+}
+END_TEST
+
+/* block and sub-byte dtypes share the one size rule (tfs_dtype_bytes) */
+START_TEST(block_dtypes)
+{
+	static uint64_t shape[2];
+	struct tfs_tensor_spec s = spec_for("q", 0, 36);
+
+	s.dtype = TFS_DTYPE_Q4_0; /* 64 elements: 2 blocks of 18 bytes */
+	s.ndim = 2;
+	s.shape = shape;
+	shape[0] = 2;
+	shape[1] = 32;
+	ck_assert_int_eq(tfs_builder_add_tensor(b, &s, NULL, &d), 0);
+	s.name = "q2";
+	shape[1] = 16; /* 32 elements: one block, not two */
+	ck_assert_int_eq(tfs_builder_add_tensor(b, &s, NULL, &d), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(d.msg, "does not match shape x q4_0"));
+	tfs_diag_clear(&d);
+	shape[1] = 17; /* 34 elements: not whole blocks */
+	ck_assert_int_eq(tfs_builder_add_tensor(b, &s, NULL, &d), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(d.msg, "whole number of q4_0 blocks"));
+	tfs_diag_clear(&d);
+	s = spec_for("f4", 0, 3);
+	s.dtype = TFS_DTYPE_FLOAT4; /* 6 elements, two per byte */
+	s.shape = shape;
+	shape[0] = 6;
+	ck_assert_int_eq(tfs_builder_add_tensor(b, &s, NULL, &d), 0);
+	s = spec_for("f6", 0, 3);
+	s.dtype = TFS_DTYPE_FLOAT6_E2M3; /* 4 elements in 3 bytes */
+	s.shape = shape;
+	shape[0] = 4;
+	ck_assert_int_eq(tfs_builder_add_tensor(b, &s, NULL, &d), 0);
+	shape[0] = 5;
+	s.name = "f6b";
+	ck_assert_int_eq(tfs_builder_add_tensor(b, &s, NULL, &d), -EBADMSG);
+	tfs_diag_clear(&d);
+	s = spec_for("rec", 0, 24);
+	s.dtype = TFS_DTYPE_VOID;
+	s.record_size = 12;
+	s.shape = shape;
+	shape[0] = 2;
+	ck_assert_int_eq(tfs_builder_add_tensor(b, &s, NULL, &d), 0);
+	s.record_size = 0;
+	s.name = "rec0";
+	ck_assert_int_eq(tfs_builder_add_tensor(b, &s, NULL, &d), -EINVAL);
+}
+END_TEST
+
+START_TEST(dtype_table)
+{
+	uint64_t n;
+	unsigned i;
+
+	for (i = 1; i < TFS_DTYPE_COUNT; i++) {
+		const struct tfs_dtype_info *di = tfs_dtype_info(i);
+
+		ck_assert_ptr_nonnull(di->name);
+		ck_assert_uint_eq(tfs_dtype_from_name(di->name), i);
+		ck_assert_int_ne(di->kind, TFS_KIND_NONE);
+	}
+	/* ggml's own numbers (specs/gguf.md section 5) */
+	ck_assert_int_eq(tfs_dtype_bytes(TFS_DTYPE_Q6_K, 512, &n), 0);
+	ck_assert_uint_eq(n, 420);
+	ck_assert_int_eq(tfs_dtype_bytes(TFS_DTYPE_Q8_0, 31, &n), -EINVAL);
+	ck_assert_int_eq(tfs_dtype_bytes(TFS_DTYPE_QFLOAT, 4, &n), -EINVAL);
+	ck_assert_int_eq(tfs_dtype_bytes(TFS_DTYPE_FLOAT64, UINT64_MAX, &n),
+			 -EOVERFLOW);
+	ck_assert_uint_eq(tfs_dtype_size(TFS_DTYPE_BFLOAT16), 2);
+	ck_assert_uint_eq(tfs_dtype_size(TFS_DTYPE_Q4_K), 0);
+	ck_assert_uint_eq(tfs_dtype_size(TFS_DTYPE_INVALID), 0);
+	ck_assert_ptr_null(tfs_dtype_name(TFS_DTYPE_COUNT));
+	ck_assert_uint_eq(tfs_dtype_from_name("q4_K"), TFS_DTYPE_INVALID);
+}
+END_TEST
+
+START_TEST(printable_names)
+{
+	char buf[16];
+
+	ck_assert_str_eq(tfs_name_printable(buf, sizeof(buf), "a\tb", 3),
+			 "a%09b");
+	ck_assert_str_eq(
+		tfs_name_printable(buf, sizeof(buf), "0123456789abcdefgh", 18),
+		"0123456789ab...");
+	/* a cut never splits a UTF-8 sequence (\xc3\xa9 is e-acute) */
+	ck_assert_str_eq(tfs_name_printable(buf, sizeof(buf),
+					    "01234567890\xc3\xa9xyz", 16),
+			 "01234567890...");
+}
+END_TEST
+
 START_TEST(groups_and_xattrs)
 {
 	struct tfs_tensor_spec g = spec_for("s", 0, 0), c = spec_for("v", 0, 4);
@@ -208,7 +430,7 @@ START_TEST(groups_and_xattrs)
 	const struct tfs_xattr *x;
 	uint32_t n;
 
-	g.dtype = "float32";
+	g.dtype = TFS_DTYPE_FLOAT32;
 	ck_assert_int_eq(tfs_builder_add_group(b, &g, &gh, &d), 0);
 	ck_assert_int_eq(
 		tfs_builder_add_component(b, gh, "values", &c, &ch, &d), 0);
@@ -308,6 +530,13 @@ int main(void)
 	tcase_add_test(tc, deep_names_are_capped);
 	tcase_add_test(tc, shared_checks);
 	tcase_add_test(tc, groups_and_xattrs);
+	tcase_add_test(tc, duplicate_names);
+	tcase_add_test(tc, duplicate_names_with_odd_bytes);
+	tcase_add_test(tc, overlaps);
+	tcase_add_test(tc, warnings_are_data);
+	tcase_add_test(tc, block_dtypes);
+	tcase_add_test(tc, dtype_table);
+	tcase_add_test(tc, printable_names);
 	tcase_add_test(tc, manifest_json);
 	tcase_add_test(tc, many_tensors);
 	suite_add_tcase(s, tc);
