@@ -36,7 +36,7 @@ int tfs_cbor_decode(const uint8_t *p, uint64_t len, uint64_t base,
 
 	stack = calloc(max_depth + 1, sizeof(*stack));
 	if (!stack)
-		return tfs_diag_set(d, -ENOMEM, "out of memory");
+		return tfs_diag_oom(d);
 	tfs_cursor_init(&c, p, len, base);
 	do {
 		at = tfs_cursor_offset(&c);

@@ -110,7 +110,7 @@ static int rs_new(struct tfs_image *img, struct tfs_diag *d)
 
 	rs = calloc(1, sizeof(*rs));
 	if (!rs)
-		return tfs_diag_set(d, -ENOMEM, "out of memory");
+		return tfs_diag_oom(d);
 	pthread_mutex_init(&rs->dlock, NULL);
 	pthread_cond_init(&rs->dcond, NULL);
 	pthread_mutex_init(&rs->bg_lock, NULL);
@@ -124,7 +124,7 @@ static int rs_new(struct tfs_image *img, struct tfs_diag *d)
 		     : -ENOMEM;
 	if (ret) {
 		rs_free(rs);
-		return tfs_diag_set(d, ret, "out of memory");
+		return tfs_diag_oom(d);
 	}
 	for (i = 0; i < t->ntensors; i++) {
 		pthread_mutex_init(&rs->ts[i].fill, NULL);
@@ -193,7 +193,7 @@ int tfs_image_load_format(struct tfs_image **out, struct tfs_source *src,
 	img = calloc(1, sizeof(*img));
 	if (!img) {
 		tfs_source_close(src);
-		return tfs_diag_set(d, -ENOMEM, "out of memory");
+		return tfs_diag_oom(d);
 	}
 	img->src = *src;
 	memset(src, 0, sizeof(*src));
@@ -209,7 +209,7 @@ int tfs_image_load_format(struct tfs_image **out, struct tfs_source *src,
 	}
 	ret = tfs_builder_new(&b, &img->src, opts);
 	if (ret) {
-		tfs_diag_set(d, ret, "out of memory");
+		tfs_diag_oom(d);
 		goto out;
 	}
 	ret = img->format->load(&img->src, b, d);

@@ -45,6 +45,7 @@
 #include "tensorfs/checked.h"
 #include "tensorfs/cursor.h"
 #include "tensorfs/diag.h"
+#include "tensorfs/names.h"
 #include "tensorfs/dtype.h"
 #include "tensorfs/format.h"
 #include "tensorfs/source.h"
@@ -106,7 +107,6 @@ struct bpk_ctx {
 	size_t n;
 	bool map_bool;	  /* a {"Bool": ...} dtype: written by 0.21+ */
 	bool has_scalars; /* a "scalars" key: written by 0.22+ */
-	json_t *warnings;
 };
 
 static int bpk_probe(const struct tfs_source *src)
@@ -114,38 +114,12 @@ static int bpk_probe(const struct tfs_source *src)
 	return src->size >= 4 && memcmp(src->data, BPK_MAGIC, 4) == 0 ? 100 : 0;
 }
 
-/* a stored name, cut and with control bytes replaced, for messages */
-static const char *bpk_print_name(const char *name, size_t len, char *buf,
-				  size_t buflen)
-{
-	size_t i, n = len < buflen - 4 ? len : buflen - 4;
-
-	for (i = 0; i < n; i++)
-		buf[i] = (unsigned char)name[i] < 0x20 || name[i] == 0x7f
-				 ? '?'
-				 : name[i];
-	if (n < len) {
-		/* names are UTF-8: do not cut inside a character */
-		while (n && ((unsigned char)name[n] & 0xc0) == 0x80)
-			n--;
-		memcpy(buf + n, "...", 3);
-		n += 3;
-	}
-	buf[n] = '\0';
-	return buf;
-}
-
 #define TNAME(t)                                                               \
-	bpk_print_name((t)->name, (t)->name_len, namebuf, sizeof(namebuf))
+	tfs_name_printable(namebuf, sizeof(namebuf), (t)->name, (t)->name_len)
 
 static int bpk_nomem(struct bpk_ctx *z)
 {
-	return tfs_diag_set(z->d, -ENOMEM, "out of memory");
-}
-
-static void bpk_warn(struct bpk_ctx *z, const char *msg)
-{
-	json_array_append_new(z->warnings, json_string(msg));
+	return tfs_diag_oom(z->d);
 }
 
 /* ---- raw CBOR walk: item counts and byte offsets ------------------------- */
@@ -392,7 +366,7 @@ static int bpk_keys_check(struct bpk_ctx *z, cbor_item_t *map, uint64_t off,
 	if (ret && bad)
 		ret = tfs_diag_at(
 			z->d, -EBADMSG, off, "%s: duplicate key '%s'", what,
-			bpk_print_name(bad, strlen(bad), kb, sizeof(kb)));
+			tfs_name_printable(kb, sizeof(kb), bad, strlen(bad)));
 	else if (ret)
 		ret = tfs_diag_at(z->d, -EBADMSG, off,
 				  "%s: a key is not UTF-8 text (or holds a "
@@ -513,7 +487,7 @@ static int bpk_dtype_text(struct bpk_ctx *z, struct bpk_tensor *t,
 		return bpk_nomem(z);
 	ret = tfs_diag_at(z->d, -EBADMSG, off,
 			  "tensor '%s': dtype: unknown dtype '%s'", TNAME(t),
-			  s ? bpk_print_name(s, strlen(s), vb, sizeof(vb))
+			  s ? tfs_name_printable(vb, sizeof(vb), s, strlen(s))
 			    : "?");
 	free(s);
 	return ret;
@@ -610,7 +584,7 @@ static int bpk_dtype_map(struct bpk_ctx *z, struct bpk_tensor *t,
 	ret = tfs_diag_at(
 		z->d, -EBADMSG, off,
 		"tensor '%s': dtype: unknown dtype variant '%s'", TNAME(t),
-		s ? bpk_print_name(s, strlen(s), kb, sizeof(kb)) : "?");
+		s ? tfs_name_printable(kb, sizeof(kb), s, strlen(s)) : "?");
 	free(s);
 	return ret;
 }
@@ -914,11 +888,9 @@ static const char *bpk_layout_name(enum bpk_layout l)
 static int bpk_check_extents(struct bpk_ctx *z, struct bpk_tensor **sorted,
 			     uint64_t max_end)
 {
-	char namebuf[BPK_NAME_PRINT_MAX + 4], nb2[BPK_NAME_PRINT_MAX + 4];
+	char namebuf[BPK_NAME_PRINT_MAX + 4];
 	uint64_t size = z->src->size, a, abs_end, need_a, need_p;
-	const struct bpk_tensor *widest = NULL;
 	size_t i, misaligned = 0;
-	char msg[256];
 
 	a = (z->meta_end + BPK_ALIGN - 1) / BPK_ALIGN * BPK_ALIGN;
 	for (i = 0; i < z->n; i++) {
@@ -943,42 +915,23 @@ static int bpk_check_extents(struct bpk_ctx *z, struct bpk_tensor **sorted,
 			(unsigned long long)size, (unsigned long long)need_a,
 			(unsigned long long)need_p, z->layout_why);
 	}
-	for (i = 0; i < z->n; i++) {
-		struct bpk_tensor *t = sorted[i];
-
-		if (z->layout == BPK_ALIGNED && t->start % BPK_ALIGN)
+	/* overlaps: the builder (TFS_OVERLAP_FORBID) */
+	for (i = 0; i < z->n; i++)
+		if (z->layout == BPK_ALIGNED && sorted[i]->start % BPK_ALIGN)
 			misaligned++;
-		if (t->end == t->start)
-			continue; /* an empty tensor holds no byte */
-		if (widest && t->start < widest->end)
-			return tfs_diag_at(
-				z->d, -EBADMSG, t->offsets_off,
-				"tensor '%s': data_offsets: [%llu, "
-				"%llu) overlaps tensor '%s' [%llu, "
-				"%llu)",
-				TNAME(t), (unsigned long long)t->start,
-				(unsigned long long)t->end,
-				bpk_print_name(widest->name, widest->name_len,
-					       nb2, sizeof(nb2)),
-				(unsigned long long)widest->start,
-				(unsigned long long)widest->end);
-		if (!widest || t->end > widest->end)
-			widest = t;
-	}
-	if (misaligned) {
-		snprintf(msg, sizeof(msg),
-			 "%zu tensor(s) of the aligned layout start off a "
-			 "256-byte boundary",
-			 misaligned);
-		bpk_warn(z, msg);
-	}
+	if (misaligned &&
+	    tfs_builder_warn(z->b, TFS_NO_OFFSET,
+			     "%zu tensor(s) of the aligned layout start off a "
+			     "256-byte boundary",
+			     misaligned))
+		return bpk_nomem(z);
 	/* every tensor is inside: data_start + max_end <= size */
-	if (size > z->data_start + max_end) {
-		snprintf(msg, sizeof(msg),
-			 "%llu trailing bytes after the last tensor",
-			 (unsigned long long)(size - z->data_start - max_end));
-		bpk_warn(z, msg);
-	}
+	if (size > z->data_start + max_end &&
+	    tfs_builder_warn(
+		    z->b, z->data_start + max_end,
+		    "%llu trailing bytes after the last tensor",
+		    (unsigned long long)(size - z->data_start - max_end)))
+		return bpk_nomem(z);
 	return 0;
 }
 
@@ -1140,7 +1093,7 @@ static int bpk_scalars(struct bpk_ctx *z, cbor_item_t *v, uint64_t off)
 			ret = tfs_diag_at(
 				z->d, -EBADMSG, raw_value_offset(z, off, i),
 				"scalars: '%s': %s",
-				bpk_print_name(name, len, kb, sizeof(kb)), why);
+				tfs_name_printable(kb, sizeof(kb), name, len), why);
 			free(name);
 			return ret;
 		}
@@ -1236,8 +1189,6 @@ static int bpk_describe(struct bpk_ctx *z)
 	json_decref(qschemes);
 	if (ret)
 		return ret;
-	if (json_array_size(z->warnings))
-		json_object_set(meta, "warnings", z->warnings);
 	snprintf(num, sizeof(num), "%u", z->version);
 	ret = tfs_builder_set_xattr_str(z->b, TFS_BUILDER_ROOT,
 					"burnpack.version", num);
@@ -1260,29 +1211,28 @@ static int bpk_load(const struct tfs_source *src, struct tfs_builder *b,
 	struct bpk_ctx z = {.src = src, .b = b, .d = d};
 	cbor_item_t *item = NULL, *v;
 	uint64_t used, off, tensors_off;
-	char msg[128];
 	size_t i;
 	int ret;
 
+	/* no two non-empty tensors may share a byte */
+	tfs_builder_set_overlap_rule(b, TFS_OVERLAP_FORBID);
 	ret = bpk_header(&z);
 	if (!ret)
 		ret = bpk_prescan(&z);
 	if (ret)
 		return ret;
-	z.warnings = json_array();
-	if (!z.warnings)
-		return bpk_nomem(&z);
 	ret = tfs_cbor_decode(src->data + BPK_HEADER_SIZE, z.ms,
 			      BPK_HEADER_SIZE, TFS_CBOR_MAX_DEPTH, &item, &used,
 			      d);
 	if (ret)
 		goto out;
-	if (used < z.ms) {
-		snprintf(msg, sizeof(msg),
-			 "%llu bytes after the CBOR item inside the metadata "
-			 "were ignored",
-			 (unsigned long long)(z.ms - used));
-		bpk_warn(&z, msg);
+	if (used < z.ms &&
+	    tfs_builder_warn(b, BPK_HEADER_SIZE + used,
+			     "%llu bytes after the CBOR item inside the "
+			     "metadata were ignored",
+			     (unsigned long long)(z.ms - used))) {
+		ret = bpk_nomem(&z);
+		goto out;
 	}
 	z.root = tfs_cbor_untag(item);
 	if (!z.root || !cbor_isa_map(z.root)) {
@@ -1322,7 +1272,6 @@ out:
 		free(z.t[i].shape);
 	}
 	free(z.t);
-	json_decref(z.warnings);
 	if (item)
 		cbor_decref(&item);
 	return ret;

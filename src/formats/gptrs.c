@@ -55,12 +55,6 @@
 #define GPTRS_V2_ENTRY_MIN (4 + 4 + 4 + 1 + 8 + 8)
 #define GPTRS_NAME_SHOW 80
 
-struct gptrs_name {
-	const uint8_t *p;
-	uint32_t len;
-	uint32_t index;
-	uint64_t at; /* absolute offset of the name bytes */
-};
 
 struct gptrs_ctx {
 	const struct tfs_source *src;
@@ -72,9 +66,7 @@ struct gptrs_ctx {
 	uint64_t data_start; /* v2: first byte after the index */
 	uint64_t *dims;	     /* one entry's dims, reused */
 	uint64_t dims_cap;
-	struct gptrs_name *names; /* for the duplicate check */
-	uint32_t nnames;
-	json_t *warnings;
+	uint32_t count; /* entries read */
 	uint64_t prev_end; /* v2 payload layout detection */
 	bool packed, aligned;
 	uint32_t ids_verified, ids_absent;
@@ -138,12 +130,7 @@ static void hex(char *out, const uint8_t *p, size_t n)
 
 static int oom(struct gptrs_ctx *z)
 {
-	return tfs_diag_set(z->d, -ENOMEM, "out of memory");
-}
-
-static void warn(struct gptrs_ctx *z, const char *msg)
-{
-	json_array_append_new(z->warnings, json_string(msg));
+	return tfs_diag_oom(z->d);
 }
 
 /* a field of entry @e that the rest of the index (or file) cannot hold */
@@ -355,10 +342,9 @@ static int read_entry(struct gptrs_ctx *z, struct tfs_cursor *c,
 	return ret;
 }
 
-static void track_layout(struct gptrs_ctx *z, const struct gptrs_entry *e)
+static int track_layout(struct gptrs_ctx *z, const struct gptrs_entry *e)
 {
 	uint64_t up;
-	char msg[160];
 
 	if (e->offset != z->prev_end)
 		z->packed = false;
@@ -366,14 +352,14 @@ static void track_layout(struct gptrs_ctx *z, const struct gptrs_entry *e)
 	    e->offset != up / GPTRS_ALIGN * GPTRS_ALIGN)
 		z->aligned = false;
 	z->prev_end = e->offset + e->length; /* in range: checked */
-	if (e->offset < z->data_start && e->length) {
-		snprintf(msg, sizeof(msg),
-			 "entry %u: offset_abs %llu lies before the data "
-			 "region (which starts at %llu)",
-			 e->index, (unsigned long long)e->offset,
-			 (unsigned long long)z->data_start);
-		warn(z, msg);
-	}
+	if (e->offset < z->data_start && e->length &&
+	    tfs_builder_warn(z->b, e->offset_at,
+			     "entry %u: offset_abs %llu lies before the data "
+			     "region (which starts at %llu)",
+			     e->index, (unsigned long long)e->offset,
+			     (unsigned long long)z->data_start))
+		return oom(z);
+	return 0;
 }
 
 /* describe entry @e (its dims in z->dims) to the builder */
@@ -412,44 +398,6 @@ static int add_entry(struct gptrs_ctx *z, const struct gptrs_entry *e)
 	return ret ? oom(z) : 0;
 }
 
-static int cmp_names(const void *pa, const void *pb)
-{
-	const struct gptrs_name *a = pa, *b = pb;
-	uint32_t n = a->len < b->len ? a->len : b->len;
-	int r = n ? memcmp(a->p, b->p, n) : 0;
-
-	if (r)
-		return r;
-	if (a->len != b->len)
-		return a->len < b->len ? -1 : 1;
-	return a->index < b->index ? -1 : a->index > b->index;
-}
-
-static int check_duplicates(struct gptrs_ctx *z)
-{
-	const struct gptrs_name *a, *b;
-	char *shown;
-	uint32_t i;
-	int ret;
-
-	qsort(z->names, z->nnames, sizeof(*z->names), cmp_names);
-	for (i = 1; i < z->nnames; i++) {
-		a = &z->names[i - 1];
-		b = &z->names[i];
-		if (a->len != b->len || (a->len && memcmp(a->p, b->p, a->len)))
-			continue;
-		shown = tfs_name_escape((const char *)b->p, b->len,
-					GPTRS_NAME_SHOW);
-		ret = tfs_diag_at(z->d, -EBADMSG, b->at,
-				  "entry %u: name: duplicate of entry %u "
-				  "('%s')",
-				  b->index, a->index, shown ? shown : "?");
-		free(shown);
-		return ret;
-	}
-	return 0;
-}
-
 /*
  * tensor_count and the entries that follow it in @c.  @min is the smallest
  * possible entry, so a count the rest cannot hold is refused before the
@@ -484,9 +432,6 @@ static int read_entries(struct gptrs_ctx *z, struct tfs_cursor *c, uint64_t min)
 				   z->region);
 	json_object_set_new(tfs_builder_metadata(z->b), "tensor_count",
 			    json_integer(count));
-	z->names = calloc(count ? count : 1, sizeof(*z->names));
-	if (!z->names)
-		return oom(z);
 	for (i = 0; i < count; i++) {
 		memset(&e, 0, sizeof(e));
 		e.index = i;
@@ -494,30 +439,29 @@ static int read_entries(struct gptrs_ctx *z, struct tfs_cursor *c, uint64_t min)
 		if (ret)
 			return ret;
 		if (z->version == 2)
-			track_layout(z, &e);
-		ret = add_entry(z, &e);
+			ret = track_layout(z, &e);
+		if (!ret)
+			ret = add_entry(z, &e);
 		if (ret)
 			return ret;
-		z->names[i] =
-			(struct gptrs_name){e.name, e.name_len, i, e.name_at};
-		z->nnames++;
+		z->count++;
 	}
-	return check_duplicates(z);
+	return 0;
 }
 
 /* bytes after the last entry: the reference ignores them, so do we */
-static void warn_trailing(struct gptrs_ctx *z, const struct tfs_cursor *c)
+static int warn_trailing(struct gptrs_ctx *z, const struct tfs_cursor *c)
 {
-	char msg[160];
-
 	if (!tfs_cursor_remaining(c))
-		return;
-	snprintf(msg, sizeof(msg),
-		 "%s: %llu bytes after the last entry (at byte %llu) are "
-		 "ignored",
-		 z->region, (unsigned long long)tfs_cursor_remaining(c),
-		 (unsigned long long)tfs_cursor_offset(c));
-	warn(z, msg);
+		return 0;
+	if (tfs_builder_warn(z->b, tfs_cursor_offset(c),
+			     "%s: %llu bytes after the last entry (at byte "
+			     "%llu) are ignored",
+			     z->region,
+			     (unsigned long long)tfs_cursor_remaining(c),
+			     (unsigned long long)tfs_cursor_offset(c)))
+		return oom(z);
+	return 0;
 }
 
 /* a u32 length (@field) and the bytes it counts: the config, the index */
@@ -597,11 +541,12 @@ static int load_v2(struct gptrs_ctx *z, struct tfs_cursor *c)
 	ret = read_entries(z, &ic,
 			   GPTRS_V2_ENTRY_MIN +
 				   (z->checkpoint ? GPTRS_BASE_ID_LEN : 0));
+	if (!ret)
+		ret = warn_trailing(z, &ic);
 	if (ret)
 		return ret;
-	warn_trailing(z, &ic);
 	json_object_set_new(meta, "payload_layout",
-			    json_string(!z->nnames   ? "empty"
+			    json_string(!z->count    ? "empty"
 					: z->packed  ? "packed"
 					: z->aligned ? "aligned64"
 						     : "other"));
@@ -624,8 +569,7 @@ static int load_v1(struct gptrs_ctx *z, struct tfs_cursor *c)
 		return ret;
 	json_object_set_new(tfs_builder_metadata(z->b), "payload_layout",
 			    json_string("inline"));
-	warn_trailing(z, c);
-	return 0;
+	return warn_trailing(z, c);
 }
 
 static int gptrs_load(const struct tfs_source *src, struct tfs_builder *b,
@@ -645,9 +589,6 @@ static int gptrs_load(const struct tfs_source *src, struct tfs_builder *b,
 	else if (strcmp(magic, GPTRS_MAGIC_ARCHIVE) != 0)
 		return tfs_diag_at(d, -EBADMSG, 0,
 				   "magic: neither GPTRSCHK nor GPTRSTEN");
-	z.warnings = json_array();
-	if (!z.warnings)
-		return oom(&z);
 	tfs_cursor_skip(&c, 8);
 	if (tfs_cursor_u32le(&c, &z.version)) {
 		ret = tfs_diag_at(d, -EBADMSG, 8,
@@ -670,8 +611,6 @@ static int gptrs_load(const struct tfs_source *src, struct tfs_builder *b,
 		ret = z.version == 2 ? load_v2(&z, &c) : load_v1(&z, &c);
 	if (ret)
 		goto out;
-	if (json_array_size(z.warnings))
-		json_object_set(meta, "warnings", z.warnings);
 	snprintf(num, sizeof(num), "%u", z.version);
 	if (tfs_builder_set_xattr_str(b, TFS_BUILDER_ROOT, "gptrs.magic",
 				      magic) ||
@@ -679,8 +618,6 @@ static int gptrs_load(const struct tfs_source *src, struct tfs_builder *b,
 				      num))
 		ret = oom(&z);
 out:
-	json_decref(z.warnings);
-	free(z.names);
 	free(z.dims);
 	return ret;
 }

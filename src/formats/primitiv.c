@@ -155,7 +155,7 @@ static int pv_fail(struct pv *p, int err, uint64_t off, const char *field,
 
 static int pv_nomem(struct pv *p)
 {
-	return tfs_diag_set(p->d, -ENOMEM, "out of memory");
+	return tfs_diag_oom(p->d);
 }
 
 static unsigned long long pv_left(const struct pv *p)

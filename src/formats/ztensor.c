@@ -61,12 +61,6 @@
 
 enum zt_form { ZT_FORM_V01, ZT_FORM_V10, ZT_FORM_FOOTER };
 
-/* one stored extent, for the overlap check */
-struct zt_extent {
-	uint64_t offset, length;
-	char *label; /* "tensor 'x' component 'y'" */
-};
-
 struct zt_ctx {
 	const struct tfs_source *src;
 	struct tfs_builder *b;
@@ -74,10 +68,7 @@ struct zt_ctx {
 	uint64_t man_off; /* manifest start: where field errors point */
 	uint64_t man_len;
 	enum zt_form form;
-	struct zt_extent *ext;
-	size_t next, ext_cap;
 	json_t *obj_attrs; /* metadata "object_attributes" */
-	json_t *warnings;  /* metadata "warnings" */
 };
 
 struct zt_comp {
@@ -172,7 +163,7 @@ static void zt_obj_free(struct zt_obj *o)
 
 static int zt_oom(struct zt_ctx *z)
 {
-	return tfs_diag_set(z->d, -ENOMEM, "out of memory");
+	return tfs_diag_oom(z->d);
 }
 
 static int zt_err(struct zt_ctx *z, int err, uint64_t off,
@@ -199,6 +190,7 @@ static int zt_err(struct zt_ctx *z, int err, uint64_t off,
 static void zt_warn(struct zt_ctx *z, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* a warning about the manifest (lost only when memory runs out) */
 static void zt_warn(struct zt_ctx *z, const char *fmt, ...)
 {
 	char what[300];
@@ -207,9 +199,7 @@ static void zt_warn(struct zt_ctx *z, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
-	if (!z->warnings)
-		z->warnings = json_array();
-	json_array_append_new(z->warnings, json_string(what));
+	(void)tfs_builder_warn(z->b, z->man_off, "%s", what);
 }
 
 /* a struct-like map: text keys, none twice */
@@ -602,70 +592,6 @@ static int zt_entry_v01(struct zt_ctx *z, cbor_item_t *m, struct zt_obj *o,
 }
 
 /* ---- validation and the builder ------------------------------------------ */
-
-static int zt_extent_add(struct zt_ctx *z, const struct zt_obj *o,
-			 const struct zt_comp *c)
-{
-	struct zt_extent *ne;
-
-	if (!c->length)
-		return 0; /* nothing stored: overlaps nothing */
-	if (z->next == z->ext_cap) {
-		z->ext_cap = z->ext_cap ? z->ext_cap * 2 : 64;
-		ne = reallocarray(z->ext, z->ext_cap, sizeof(*ne));
-		if (!ne)
-			return zt_oom(z);
-		z->ext = ne;
-	}
-	ne = &z->ext[z->next];
-	if (asprintf(&ne->label, "tensor '%.80s' component '%.40s'", o->name,
-		     c->role) < 0)
-		return zt_oom(z);
-	ne->offset = c->offset;
-	ne->length = c->length;
-	z->next++;
-	return 0;
-}
-
-static int cmp_extent(const void *a, const void *b)
-{
-	const struct zt_extent *x = a, *y = b;
-
-	if (x->offset != y->offset)
-		return x->offset < y->offset ? -1 : 1;
-	return 0;
-}
-
-/*
- * No two stored extents may share a byte (the reference does not check).
- * Zero-length components share no byte with anything, wherever they sit.
- */
-static int zt_check_overlaps(struct zt_ctx *z)
-{
-	const struct zt_extent *prev = NULL, *e;
-	size_t i;
-
-	if (z->next < 2)
-		return 0;
-	qsort(z->ext, z->next, sizeof(*z->ext), cmp_extent);
-	for (i = 0; i < z->next; i++) {
-		e = &z->ext[i];
-		if (!e->length)
-			continue;
-		/* sorted and disjoint so far: prev ends furthest */
-		if (prev && e->offset < prev->offset + prev->length)
-			return tfs_diag_at(
-				z->d, -EBADMSG, e->offset,
-				"manifest: %s [%llu, +%llu) overlaps %s "
-				"[%llu, +%llu)",
-				e->label, (unsigned long long)e->offset,
-				(unsigned long long)e->length, prev->label,
-				(unsigned long long)prev->offset,
-				(unsigned long long)prev->length);
-		prev = e;
-	}
-	return 0;
-}
 
 /* the implied dtype of a v1.0 (and v0.1) component (spec section 6) */
 static enum tfs_dtype zt_role_dtype(const struct zt_obj *o,
@@ -1084,8 +1010,6 @@ static int zt_emit_group(struct zt_ctx *z, struct zt_obj *o)
 						z->d);
 		if (!ret)
 			ret = zt_decorate_comp(z, c, h);
-		if (!ret)
-			ret = zt_extent_add(z, o, c);
 	}
 	return ret;
 }
@@ -1129,8 +1053,6 @@ static int zt_emit(struct zt_ctx *z, struct zt_obj *o)
 		ret = zt_decorate(z, o, h);
 	if (!ret)
 		ret = zt_decorate_comp(z, c, h);
-	if (!ret)
-		ret = zt_extent_add(z, o, c);
 	return ret;
 }
 
@@ -1376,11 +1298,13 @@ static int zt_load(const struct tfs_source *src, struct tfs_builder *b,
 	json_t *meta = tfs_builder_metadata(b);
 	cbor_item_t *root = NULL, *r;
 	uint64_t used;
-	size_t i;
 	int ret;
 
 	if (src->size < 8)
 		return tfs_diag_at(d, -EBADMSG, 0, "magic: file too short");
+	/* no two stored extents may share a byte (the reference does not
+	 * check) */
+	tfs_builder_set_overlap_rule(b, TFS_OVERLAP_FORBID);
 	ret = zt_locate(&z);
 	if (ret)
 		return ret;
@@ -1405,18 +1329,10 @@ static int zt_load(const struct tfs_source *src, struct tfs_builder *b,
 		ret = zt_load_v10(&z, r);
 	else
 		ret = zt_load_v11(&z, r);
-	if (!ret)
-		ret = zt_check_overlaps(&z);
 	if (!ret && z.obj_attrs)
 		json_object_set(meta, "object_attributes", z.obj_attrs);
-	if (!ret && z.warnings)
-		json_object_set(meta, "warnings", z.warnings);
 out:
-	for (i = 0; i < z.next; i++)
-		free(z.ext[i].label);
-	free(z.ext);
 	json_decref(z.obj_attrs);
-	json_decref(z.warnings);
 	cbor_decref(&root);
 	return ret;
 }

@@ -1594,7 +1594,10 @@ START_TEST(reject_overlap)
 	w_dense(&w.m, "a", "u8", 80, off, 80, false);
 	w_dense(&w.m, "b", "u8", 16, off + 64, 16, false);
 	f = zw_finish(&w, &len);
-	tu_expect_reject(f, len, -EBADMSG, "overlaps", 128);
+	/* the builder names both extents, at the manifest describing b */
+	tu_expect_reject(f, len, -EBADMSG,
+			 "'b': data [128, 144) overlaps tensor 'a' [64, 144)",
+			 off + 80);
 	free(f);
 }
 END_TEST
