@@ -351,7 +351,7 @@ static int read_byte(struct tfs_image *img, uint32_t node, uint64_t off,
 		     bool must_succeed)
 {
 	const struct tfs_tree *t = img->tree;
-	const uint8_t *base = img->src.data;
+	const uint8_t *base = img->srcs[0].data;
 	const struct tfs_node *n = &t->nodes[node];
 	struct tfs_view v;
 	int ret;
@@ -369,7 +369,7 @@ static int read_byte(struct tfs_image *img, uint32_t node, uint64_t off,
 		if (n->kind == TFS_NODE_TENSOR &&
 		    t->tensors[n->tensor].encoding == TFS_ENCODING_RAW &&
 		    (!base || (const uint8_t *)v.data < base ||
-		     (const uint8_t *)v.data >= base + img->src.size))
+		     (const uint8_t *)v.data >= base + img->srcs[0].size))
 			tfs_fuzz_fail("'%s': raw read not served from the "
 				      "input",
 				      n->name);

@@ -150,6 +150,31 @@ void tfs_builder_set_overlap_rule(struct tfs_builder *b,
 int tfs_builder_warn(struct tfs_builder *b, uint64_t offset, const char *fmt,
 		     ...) __attribute__((format(printf, 3, 4)));
 
+/*
+ * Several containers in one mount.  Call tfs_builder_begin_source() before
+ * a reader describes each container (the builder was made with a NULL
+ * source), then tfs_builder_end_source(), which checks that container's
+ * own rules (names, overlaps) when it has a directory of its own; on any
+ * failure tfs_builder_abort_source() removes everything it added, so the
+ * mount goes on without it.
+ *   @dir NULL: its tensors merge into the root (the shards of one model:
+ *        names must be unique across all of them, checked at finish);
+ *   @dir "a/b": it is the directory a/b (names unique inside it); the
+ *        reader's root xattrs go on that directory.
+ * Every tensor gets "container" = @label in manifest.json, and with @shard
+ * the xattr user.tensorfs.shard; metadata goes under "containers"/@label.
+ */
+struct tfs_builder_source {
+	const struct tfs_source *src;
+	const char *label; /* path relative to the mounted directory */
+	const char *dir;
+	const char *shard;
+};
+int tfs_builder_begin_source(struct tfs_builder *b,
+			     const struct tfs_builder_source *s);
+int tfs_builder_end_source(struct tfs_builder *b, struct tfs_diag *d);
+void tfs_builder_abort_source(struct tfs_builder *b);
+
 /* number of tensor files and groups added so far */
 uint32_t tfs_builder_count(const struct tfs_builder *b);
 

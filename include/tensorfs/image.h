@@ -49,12 +49,29 @@ struct tfs_diag;
 struct tfs_format;
 struct tfs_read_state;
 
+/* A container of a directory mount left out, and why (.tensorfs/errors.json) */
+struct tfs_skipped {
+	char *path; /* relative to the mounted directory */
+	char *why;  /* one line: "FORMAT: MESSAGE (at byte offset N)" */
+};
+
 struct tfs_image {
-	struct tfs_source src;
+	struct tfs_source *srcs; /* the containers; tensor->source indexes */
+	uint32_t nsrcs;
+	char *path; /* what was opened (a file or a directory), or NULL */
 	struct tfs_tree *tree;
-	const struct tfs_format *format;
+	const struct tfs_format *format; /* the reader; NULL for several */
+	struct tfs_skipped *skipped;	 /* directory mounts */
+	uint32_t nskipped;
 	struct tfs_read_state *rs; /* private: the read path's state */
 };
+
+/* the container holding tensor record @x */
+static inline const struct tfs_source *
+tfs_image_source(const struct tfs_image *img, const struct tfs_tensor *x)
+{
+	return &img->srcs[x->source];
+}
 
 struct tfs_view {
 	const void *data;
@@ -91,9 +108,34 @@ struct tfs_image_stats {
 	uint64_t digest_failures;
 };
 
-/* Open @path, detect its format, load and validate it. */
+/*
+ * Open @path, detect its format, load and validate it.  A directory is
+ * opened with tfs_image_open_dir().
+ */
 int tfs_image_open(struct tfs_image **out, const char *path,
 		   const struct tfs_build_options *opts, struct tfs_diag *d);
+
+/*
+ * Open every container under directory @dir (recursively; symlinks to files
+ * followed, symlinked directories followed once, never in a cycle): each
+ * becomes the directory of its relative path less its final extension
+ * (the full file name where that collides).  Files no reader claims are not
+ * shown; a container that fails to load is left out and listed in
+ * img->skipped and .tensorfs/errors.json.  -ENOEXEC (with @d) when no
+ * container loads.
+ */
+int tfs_image_open_dir(struct tfs_image **out, const char *dir,
+		       const struct tfs_build_options *opts,
+		       struct tfs_diag *d);
+
+/*
+ * Several files in one mount, each as a directory named by its file name
+ * less the extension.  Unlike a directory, every file must load: the first
+ * failure fails the open (the diagnostic names the file).
+ */
+int tfs_image_open_files(struct tfs_image **out, const char *const *paths,
+			 size_t n, const struct tfs_build_options *opts,
+			 struct tfs_diag *d);
 
 /*
  * Load an already-initialised source (ownership of *src passes to the

@@ -58,6 +58,7 @@ struct tfs_tensor {
 	uint64_t size; /* the file's size: decoded byte count */
 	enum tfs_encoding encoding;
 	char *digest;	/* "crc32c:0x..." / "sha256:..." or NULL */
+	uint32_t source; /* which container (image->srcs index) */
 	uint32_t node;	/* its node */
 	uint32_t group; /* the tensor's group node, or TFS_NO_NODE */
 	char *role;	/* component role inside its group, or NULL */

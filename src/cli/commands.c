@@ -36,15 +36,22 @@ int tfs_cli_open(const char *path, const struct tfs_build_options *opts,
 {
 	struct tfs_diag d;
 	char line[512];
+	uint32_t i;
 	int ret;
 
 	tfs_diag_clear(&d);
+
 	ret = tfs_image_open(img, path, opts, &d);
 	if (ret) {
 		tfs_diag_format(&d, line, sizeof(line));
 		fprintf(stderr, "%s: %s: %s\n", tfs_progname, path, line);
 		return tfs_exit_for(ret);
 	}
+	/* a directory mount goes on without the containers that failed */
+	for (i = 0; i < (*img)->nskipped; i++)
+		fprintf(stderr, "%s: warning: %s/%s: left out: %s\n",
+			tfs_progname, path, (*img)->skipped[i].path,
+			(*img)->skipped[i].why);
 	return 0;
 }
 
@@ -243,16 +250,23 @@ int tfs_cmd_info(int argc, char **argv)
 {
 	struct tfs_image *img;
 	const struct tfs_node *meta;
-	uint32_t n;
+	uint64_t size;
+	uint32_t n, k;
 	int i, ret;
 
 	ret = open_for(argc, argv, "", 0, 0, &img, &i);
 	if (ret)
 		return ret;
 	printf("file:     %s\n", argv[i]);
-	printf("format:   %s (%s)\n", img->format->name,
-	       img->format->description);
-	printf("size:     %llu bytes\n", (unsigned long long)img->src.size);
+	if (img->format)
+		printf("format:   %s (%s)\n", img->format->name,
+		       img->format->description);
+	else
+		printf("format:   %s (%u containers)\n", img->tree->format,
+		       img->nsrcs);
+	for (size = 0, k = 0; k < img->nsrcs; k++)
+		size += img->srcs[k].size;
+	printf("size:     %llu bytes\n", (unsigned long long)size);
 	printf("tensors:  %u files, %llu bytes of tensor data\n",
 	       img->tree->ntensors, (unsigned long long)img->tree->total_bytes);
 	n = tfs_tree_resolve(img->tree, ".tensorfs/metadata.json");

@@ -32,7 +32,18 @@
 #include "tensorfs/names.h"
 #include "strmap.h"
 
-enum entry_kind { ENTRY_ROOT, ENTRY_TENSOR, ENTRY_GROUP, ENTRY_COMPONENT };
+/*
+ * ENTRY_DIR: the directory of one container in a multi-container mount (its
+ * wanted path is the container's directory); the reader's root xattrs go
+ * there.
+ */
+enum entry_kind {
+	ENTRY_ROOT,
+	ENTRY_TENSOR,
+	ENTRY_GROUP,
+	ENTRY_COMPONENT,
+	ENTRY_DIR,
+};
 
 struct entry {
 	enum entry_kind kind;
@@ -44,6 +55,7 @@ struct entry {
 	enum tfs_dtype dtype_id;
 	uint32_t record_size;
 	uint64_t desc_offset;
+	uint32_t source; /* index into b->sources */
 	uint32_t ndim;
 	uint64_t *shape;
 	uint64_t offset, length, size;
@@ -65,15 +77,34 @@ struct meta_file {
 	size_t len;
 };
 
-struct tfs_builder {
+/* One container of the mount (a single-container mount has one). */
+struct bsource {
 	const struct tfs_source *src;
+	char *label;	 /* path relative to the mounted directory, or NULL */
+	char *shard;	 /* user.tensorfs.shard of its tensors, or NULL */
+	char **prefix;	 /* escaped components of its directory */
+	size_t nprefix;
+	bool own_dir;	 /* names are unique per container, not per mount */
+	uint32_t root;	 /* the handle TFS_BUILDER_ROOT means for it */
+	enum tfs_overlap_rule overlap;
+	json_t *metadata; /* its metadata.json member (multi) */
+	/* what existed before it: tfs_builder_abort_source() goes back */
+	uint32_t first_entry, first_warning, first_file;
+};
+
+struct tfs_builder {
+	const struct tfs_source *src; /* the current container's bytes */
 	struct tfs_build_options opts;
 	struct entry *e;
 	uint32_t n, cap;
 	json_t *metadata;
 	struct meta_file *files;
 	uint32_t nfiles;
-	enum tfs_overlap_rule overlap;
+	struct bsource *sources;
+	uint32_t nsources, cur; /* cur: the container being described */
+	bool multi;		/* tfs_builder_begin_source() was used */
+	bool in_source;		/* between begin and end/abort */
+	json_t *containers;	/* multi: metadata by container label */
 	struct tfs_warning *warnings;
 	uint32_t nwarnings, warnings_cap;
 };
@@ -101,8 +132,27 @@ int tfs_builder_new(struct tfs_builder **out, const struct tfs_source *src,
 	b->e[0].kind = ENTRY_ROOT;
 	b->e[0].group = TFS_NO_NODE;
 	b->n = 1;
+	b->sources = calloc(1, sizeof(*b->sources));
+	if (!b->sources) {
+		tfs_builder_free(b);
+		return -ENOMEM;
+	}
+	b->sources[0].src = src;
+	b->nsources = 1;
 	*out = b;
 	return 0;
+}
+
+static void bsource_free(struct bsource *s)
+{
+	size_t i;
+
+	free(s->label);
+	free(s->shard);
+	for (i = 0; i < s->nprefix; i++)
+		free(s->prefix[i]);
+	free(s->prefix);
+	json_decref(s->metadata);
 }
 
 static void entry_free(struct entry *e)
@@ -143,6 +193,10 @@ void tfs_builder_free(struct tfs_builder *b)
 	for (i = 0; i < b->nwarnings; i++)
 		free(b->warnings[i].msg);
 	free(b->warnings);
+	for (i = 0; i < b->nsources; i++)
+		bsource_free(&b->sources[i]);
+	free(b->sources);
+	json_decref(b->containers);
 	json_decref(b->metadata);
 	free(b);
 }
@@ -154,13 +208,165 @@ uint32_t tfs_builder_count(const struct tfs_builder *b)
 
 json_t *tfs_builder_metadata(struct tfs_builder *b)
 {
-	return b->metadata;
+	return b->multi ? b->sources[b->cur].metadata : b->metadata;
 }
 
 void tfs_builder_set_overlap_rule(struct tfs_builder *b,
 				  enum tfs_overlap_rule rule)
 {
-	b->overlap = rule;
+	b->sources[b->cur].overlap = rule;
+}
+
+static int push_entry(struct tfs_builder *b, uint32_t *idx);
+static void pop_entry(struct tfs_builder *b);
+static int add_comp(struct entry *e, const char *s, size_t len);
+
+/* split "a/b/c" into escaped components */
+static int split_dir(const char *dir, char ***out, size_t *n)
+{
+	const char *p = dir, *slash;
+	char **v = NULL, **nv, *c;
+
+	*n = 0;
+	while (*p) {
+		slash = strchr(p, '/');
+		c = tfs_name_escape(p, slash ? (size_t)(slash - p) : strlen(p),
+				    TFS_NAME_MAX);
+		nv = c ? reallocarray(v, *n + 1, sizeof(*nv)) : NULL;
+		if (!nv) {
+			free(c);
+			goto fail;
+		}
+		v = nv;
+		v[(*n)++] = c;
+		if (!slash)
+			break;
+		p = slash + 1;
+	}
+	*out = v;
+	return 0;
+fail:
+	while (*n)
+		free(v[--*n]);
+	free(v);
+	return -ENOMEM;
+}
+
+int tfs_builder_begin_source(struct tfs_builder *b,
+			     const struct tfs_builder_source *s)
+{
+	struct bsource *ns, *bs;
+	uint32_t idx;
+	int ret = -ENOMEM;
+
+	if (!b->multi) {
+		/* the first call replaces the implicit single source */
+		if (b->n != 1 || b->nwarnings || b->nfiles)
+			return -EINVAL;
+		b->containers = json_object();
+		if (!b->containers)
+			return -ENOMEM;
+		b->multi = true;
+		b->nsources = 0;
+	}
+	ns = reallocarray(b->sources, b->nsources + 1, sizeof(*ns));
+	if (!ns)
+		return -ENOMEM;
+	b->sources = ns;
+	bs = &b->sources[b->nsources];
+	memset(bs, 0, sizeof(*bs));
+	bs->src = s->src;
+	bs->first_entry = b->n;
+	bs->first_warning = b->nwarnings;
+	bs->first_file = b->nfiles;
+	bs->metadata = json_object();
+	if (!bs->metadata || !s->label || !(bs->label = strdup(s->label)) ||
+	    (s->shard && !(bs->shard = strdup(s->shard))))
+		goto fail;
+	if (s->dir) {
+		ret = split_dir(s->dir, &bs->prefix, &bs->nprefix);
+		if (ret)
+			goto fail;
+		bs->own_dir = true;
+	}
+	b->cur = b->nsources++;
+	b->src = s->src;
+	b->in_source = true;
+	bs->root = TFS_BUILDER_ROOT;
+	if (s->dir) {
+		/* the container's directory, for its root xattrs */
+		ret = push_entry(b, &idx);
+		if (ret)
+			goto fail_pushed;
+		b->e[idx].kind = ENTRY_DIR;
+		b->e[idx].name = strdup(s->label);
+		b->e[idx].name_len = strlen(s->label);
+		ret = -ENOMEM;
+		if (!b->e[idx].name)
+			goto fail_pushed;
+		for (size_t i = 0; i < bs->nprefix; i++) {
+			ret = add_comp(&b->e[idx], bs->prefix[i],
+				       strlen(bs->prefix[i]));
+			if (ret)
+				goto fail_pushed;
+		}
+		bs->root = idx;
+	}
+	return 0;
+fail_pushed:
+	tfs_builder_abort_source(b);
+	return ret;
+fail:
+	bsource_free(bs);
+	return ret;
+}
+
+void tfs_builder_abort_source(struct tfs_builder *b)
+{
+	struct bsource *bs;
+
+	if (!b->multi || !b->nsources)
+		return;
+	bs = &b->sources[b->nsources - 1];
+	while (b->n > bs->first_entry)
+		pop_entry(b);
+	while (b->nwarnings > bs->first_warning)
+		free(b->warnings[--b->nwarnings].msg);
+	while (b->nfiles > bs->first_file) {
+		b->nfiles--;
+		free(b->files[b->nfiles].name);
+		free(b->files[b->nfiles].data);
+	}
+	bsource_free(bs);
+	b->in_source = false;
+	b->nsources--;
+	b->cur = b->nsources ? b->nsources - 1 : 0;
+	b->src = b->nsources ? b->sources[b->cur].src : NULL;
+}
+
+static int check_unique_names(struct tfs_builder *b, uint32_t from,
+			      struct tfs_diag *d);
+static int check_overlaps(struct tfs_builder *b, uint32_t from,
+			  struct tfs_diag *d);
+
+int tfs_builder_end_source(struct tfs_builder *b, struct tfs_diag *d)
+{
+	struct bsource *bs = &b->sources[b->cur];
+	int ret;
+
+	if (!b->multi)
+		return 0;
+	/* a container with a directory of its own is whole by itself */
+	ret = check_unique_names(b, bs->first_entry, d);
+	if (!ret)
+		ret = check_overlaps(b, bs->first_entry, d);
+	if (ret)
+		return ret;
+	if (json_object_size(bs->metadata) &&
+	    json_object_set(b->containers, bs->label, bs->metadata))
+		return tfs_diag_oom(d);
+	b->in_source = false;
+	return 0;
 }
 
 static int vwarn(struct tfs_builder *b, uint64_t offset, const char *fmt,
@@ -180,6 +386,18 @@ static int vwarn(struct tfs_builder *b, uint64_t offset, const char *fmt,
 	}
 	if (vasprintf(&msg, fmt, ap) < 0)
 		return -ENOMEM;
+	if (b->in_source && b->sources[b->cur].label) {
+		char *full;
+
+		/* several containers: say which */
+		if (asprintf(&full, "%s: %s", b->sources[b->cur].label,
+			     msg) < 0) {
+			free(msg);
+			return -ENOMEM;
+		}
+		free(msg);
+		msg = full;
+	}
 	b->warnings[b->nwarnings].offset = offset;
 	b->warnings[b->nwarnings++].msg = msg;
 	return 0;
@@ -215,6 +433,7 @@ static int push_entry(struct tfs_builder *b, uint32_t *idx)
 	}
 	*idx = b->n++;
 	b->e[*idx].group = TFS_NO_NODE;
+	b->e[*idx].source = b->cur;
 	return 0;
 }
 
@@ -252,14 +471,30 @@ static int add_comp(struct entry *e, const char *s, size_t len)
 static int set_wanted_path(struct tfs_builder *b, struct entry *e,
 			   const struct tfs_tensor_spec *s)
 {
-	size_t i, start, len;
+	const struct bsource *bs = &b->sources[b->cur];
+	size_t i, start, len, base;
 	char *rest;
 	int ret;
 
+	/* the container's directory (already escaped), then the name */
+	for (i = 0; i < bs->nprefix; i++) {
+		char *c = strdup(bs->prefix[i]), **nc;
+
+		nc = c ? reallocarray(e->comps, e->ncomps + 1, sizeof(*nc))
+		       : NULL;
+		if (!nc) {
+			free(c);
+			return -ENOMEM;
+		}
+		e->comps = nc;
+		e->comps[e->ncomps++] = c;
+	}
+	base = e->ncomps;
 	if (s->path) {
 		if (s->path_len == 0)
 			return add_comp(e, "", 0);
-		for (i = 0; i < s->path_len && i + 1 < TFS_PATH_MAX_DEPTH;
+		for (i = 0;
+		     i < s->path_len && base + i + 1 < TFS_PATH_MAX_DEPTH;
 		     i++) {
 			ret = add_comp(e, s->path[i], strlen(s->path[i]));
 			if (ret)
@@ -567,6 +802,8 @@ static int entry_set_xattr(struct entry *e, const char *key, const void *v,
 int tfs_builder_set_xattr(struct tfs_builder *b, uint32_t handle,
 			  const char *key, const void *value, size_t len)
 {
+	if (handle == TFS_BUILDER_ROOT)
+		handle = b->sources[b->cur].root;
 	if (handle >= b->n || !key || !*key)
 		return -EINVAL;
 	return entry_set_xattr(&b->e[handle], key, value, len, true);
@@ -603,20 +840,38 @@ json_t *tfs_builder_manifest_extra(struct tfs_builder *b, uint32_t handle)
 int tfs_builder_add_meta_file(struct tfs_builder *b, const char *name,
 			      const void *data, size_t len)
 {
+	const struct bsource *bs = &b->sources[b->cur];
 	struct meta_file *nf;
+	char *full = NULL;
 	uint32_t i;
 
 	if (!name || !*name || strchr(name, '/') || name[0] == '.')
 		return -EINVAL;
+	/* a container's file among several: "<label, escaped>:<name>" */
+	if (b->in_source && bs->label) {
+		char *esc = tfs_name_escape(bs->label, strlen(bs->label),
+					    SIZE_MAX);
+
+		if (!esc || asprintf(&full, "%s:%s", esc, name) < 0)
+			full = NULL;
+		free(esc);
+		if (!full)
+			return -ENOMEM;
+		tfs_name_cut(full, TFS_NAME_MAX);
+	}
 	for (i = 0; i < b->nfiles; i++)
-		if (strcmp(b->files[i].name, name) == 0)
+		if (strcmp(b->files[i].name, full ? full : name) == 0) {
+			free(full);
 			return -EEXIST;
+		}
 	nf = reallocarray(b->files, b->nfiles + 1, sizeof(*nf));
-	if (!nf)
+	if (!nf) {
+		free(full);
 		return -ENOMEM;
+	}
 	b->files = nf;
 	nf = &b->files[b->nfiles];
-	nf->name = strdup(name);
+	nf->name = full ? full : strdup(name);
 	nf->data = malloc(len ? len : 1);
 	if (!nf->name || !nf->data) {
 		free(nf->name);
@@ -744,6 +999,23 @@ static int place_leaves(struct tfs_builder *b)
 	ret = own(&ps, strdup(META_DIR));
 	if (!ret)
 		ret = tfs_strmap_put(&ps.claims, ps.owned[0], CLAIM_DIR);
+	/* containers' directories, with their prefixes */
+	for (i = 1; !ret && i < b->n; i++) {
+		struct entry *e = &b->e[i];
+
+		if (e->kind != ENTRY_DIR)
+			continue;
+		e->path = join_comps(e->comps, e->ncomps);
+		for (k = 1; e->path && !ret && k <= e->ncomps; k++) {
+			prefix = join_comps(e->comps, k);
+			ret = own(&ps, prefix);
+			if (!ret)
+				ret = tfs_strmap_put(&ps.claims, prefix,
+						     CLAIM_DIR);
+		}
+		if (!e->path)
+			ret = -ENOMEM;
+	}
 	/* wanted paths, and every proper prefix as a directory */
 	for (i = 1; !ret && i < b->n; i++) {
 		struct entry *e = &b->e[i];
@@ -901,7 +1173,8 @@ static int shape_text(char *buf, size_t len, const uint64_t *shape,
 }
 
 /* the xattrs tensorfs itself puts on a leaf or component */
-static int standard_xattrs(struct entry *e, const char *format)
+static int standard_xattrs(struct entry *e, const char *format,
+			   const char *shard)
 {
 	char num[32], *shape;
 	size_t slen;
@@ -910,7 +1183,12 @@ static int standard_xattrs(struct entry *e, const char *format)
 	if (e->kind == ENTRY_ROOT)
 		return entry_set_xattr(e, "format", format, strlen(format),
 				       false);
-	if (e->kind != ENTRY_COMPONENT)
+	if (e->kind == ENTRY_DIR)
+		return entry_set_xattr(e, "container", e->name, e->name_len,
+				       false);
+	if (shard)
+		ret = entry_set_xattr(e, "shard", shard, strlen(shard), false);
+	if (!ret && e->kind != ENTRY_COMPONENT)
 		ret = entry_set_xattr(e, "name", e->name, e->name_len, false);
 	if (!ret && e->dtype)
 		ret = entry_set_xattr(e, "dtype", e->dtype, strlen(e->dtype),
@@ -1096,6 +1374,10 @@ static int build_json_files(struct tfs_builder *b, struct node_list *nl,
 		o = json_file_entry(e, e->path);
 		if (!o)
 			goto out;
+		if (b->sources[e->source].label)
+			json_object_set_new(
+				o, "container",
+				json_string(b->sources[e->source].label));
 		if (e->kind == ENTRY_GROUP) {
 			comps = json_array();
 			for (k = 0; comps && k < e->nmembers; k++) {
@@ -1113,6 +1395,9 @@ static int build_json_files(struct tfs_builder *b, struct node_list *nl,
 		goto out;
 	ret = add_memfile(nl, meta_dir, "manifest.json", data, len);
 	if (ret)
+		goto out;
+	if (b->multi && b->containers &&
+	    json_object_set(b->metadata, "containers", b->containers))
 		goto out;
 	if (!json_object_get(b->metadata, "format")) {
 		json_t *m = json_object();
@@ -1150,6 +1435,7 @@ static int fill_tensor(struct tfs_tensor *t, struct entry *e,
 	e->dtype = NULL;
 	t->dtype_id = e->dtype_id;
 	t->record_size = e->record_size;
+	t->source = e->source;
 	t->ndim = e->ndim;
 	t->shape = e->shape;
 	e->shape = NULL;
@@ -1187,6 +1473,12 @@ static int build_nodes(struct tfs_builder *b, struct node_list *nl,
 	for (i = 1; i < b->n; i++) {
 		struct entry *e = &b->e[i];
 
+		if (e->kind == ENTRY_DIR) {
+			ret = get_dir(nl, &dirs, &ps, e->path, &e->node);
+			if (ret)
+				goto out;
+			continue;
+		}
 		if (e->kind != ENTRY_TENSOR && e->kind != ENTRY_GROUP)
 			continue;
 		slash = strrchr(e->path, '/');
@@ -1229,7 +1521,7 @@ static int build_nodes(struct tfs_builder *b, struct node_list *nl,
 	for (i = 0; i < b->n; i++) {
 		struct entry *e = &b->e[i];
 
-		ret = standard_xattrs(e, format);
+		ret = standard_xattrs(e, format, b->sources[e->source].shard);
 		if (!ret)
 			ret = move_xattrs(&nl->v[e->node], e);
 		if (ret)
@@ -1272,12 +1564,27 @@ static int link_children(struct tfs_tree *t)
 
 /* ---- finish: the rules that need every entry ------------------------- */
 
+/*
+ * Names are unique per mount, or per container where each container has a
+ * directory of its own: the namespace of an entry.
+ */
+static uint32_t name_space(const struct tfs_builder *b, const struct entry *e)
+{
+	return b->sources[e->source].own_dir ? e->source : UINT32_MAX;
+}
+
 static int cmp_names(const void *pa, const void *pb, void *arg)
 {
-	const struct entry *e = arg, *a = &e[*(const uint32_t *)pa],
-			   *b = &e[*(const uint32_t *)pb];
+	const struct tfs_builder *bl = arg;
+	const struct entry *a = &bl->e[*(const uint32_t *)pa],
+			   *b = &bl->e[*(const uint32_t *)pb];
 	size_t n = a->name_len < b->name_len ? a->name_len : b->name_len;
-	int c = memcmp(a->name, b->name, n);
+	uint32_t sa = name_space(bl, a), sb = name_space(bl, b);
+	int c;
+
+	if (sa != sb)
+		return sa < sb ? -1 : 1;
+	c = memcmp(a->name, b->name, n);
 
 	if (c)
 		return c;
@@ -1288,7 +1595,8 @@ static int cmp_names(const void *pa, const void *pb, void *arg)
 }
 
 /* stored names of tensors and groups are unique */
-static int check_unique_names(struct tfs_builder *b, struct tfs_diag *d)
+static int check_unique_names(struct tfs_builder *b, uint32_t from,
+			      struct tfs_diag *d)
 {
 	char nm[TFS_PRINTABLE_MAX];
 	uint32_t *v, i, n = 0;
@@ -1297,21 +1605,30 @@ static int check_unique_names(struct tfs_builder *b, struct tfs_diag *d)
 	v = calloc(b->n, sizeof(*v));
 	if (!v)
 		return tfs_diag_oom(d);
-	for (i = 1; i < b->n; i++)
+	for (i = from; i < b->n; i++)
 		if (b->e[i].kind == ENTRY_TENSOR || b->e[i].kind == ENTRY_GROUP)
 			v[n++] = i;
-	qsort_r(v, n, sizeof(*v), cmp_names, b->e);
+	qsort_r(v, n, sizeof(*v), cmp_names, b);
 	for (i = 1; i < n; i++) {
 		const struct entry *a = &b->e[v[i - 1]], *c = &b->e[v[i]];
 
-		if (a->name_len != c->name_len ||
+		if (name_space(b, a) != name_space(b, c) ||
+		    a->name_len != c->name_len ||
 		    memcmp(a->name, c->name, a->name_len))
 			continue;
 		tfs_name_printable(nm, sizeof(nm), c->name, c->name_len);
-		ret = tfs_diag_at(d, -EBADMSG, c->desc_offset,
-				  "tensor '%s': name: duplicate of the tensor "
-				  "described at byte offset %llu",
-				  nm, (unsigned long long)a->desc_offset);
+		if (a->source != c->source)
+			ret = tfs_diag_set(d, -EBADMSG,
+					   "%s: tensor '%s': name: also in %s",
+					   b->sources[c->source].label, nm,
+					   b->sources[a->source].label);
+		else
+			ret = tfs_diag_at(d, -EBADMSG, c->desc_offset,
+					  "tensor '%s': name: duplicate of the "
+					  "tensor described at byte offset "
+					  "%llu",
+					  nm,
+					  (unsigned long long)a->desc_offset);
 		break;
 	}
 	free(v);
@@ -1323,6 +1640,8 @@ static int cmp_extents(const void *pa, const void *pb, void *arg)
 	const struct entry *e = arg, *a = &e[*(const uint32_t *)pa],
 			   *b = &e[*(const uint32_t *)pb];
 
+	if (a->source != b->source)
+		return a->source < b->source ? -1 : 1;
 	if (a->offset != b->offset)
 		return a->offset < b->offset ? -1 : 1;
 	return *(const uint32_t *)pa < *(const uint32_t *)pb ? -1 : 1;
@@ -1343,35 +1662,37 @@ static void entry_label(const struct tfs_builder *b, const struct entry *e,
 }
 
 /* stored extents of files do not overlap (TFS_OVERLAP_FORBID / _WARN) */
-static int check_overlaps(struct tfs_builder *b, struct tfs_diag *d)
+static int check_overlaps(struct tfs_builder *b, uint32_t from,
+			  struct tfs_diag *d)
 {
 	char na[TFS_PRINTABLE_MAX], nb[TFS_PRINTABLE_MAX + 64];
 	uint32_t *v, i, n = 0, far = 0;
 	int ret = 0;
 
-	if (b->overlap == TFS_OVERLAP_ALLOW)
-		return 0;
 	v = calloc(b->n, sizeof(*v));
 	if (!v)
 		return tfs_diag_oom(d);
-	for (i = 1; i < b->n; i++)
+	for (i = from; i < b->n; i++)
 		if ((b->e[i].kind == ENTRY_TENSOR ||
 		     b->e[i].kind == ENTRY_COMPONENT) &&
-		    b->e[i].length)
+		    b->e[i].length &&
+		    b->sources[b->e[i].source].overlap != TFS_OVERLAP_ALLOW)
 			v[n++] = i;
 	qsort_r(v, n, sizeof(*v), cmp_extents, b->e);
 	/* @far: the extent reaching furthest so far (ends never overflow:
 	 * every extent was checked to lie inside the file) */
 	for (i = 1; !ret && i < n; i++) {
 		const struct entry *a = &b->e[v[far]], *c = &b->e[v[i]];
+		enum tfs_overlap_rule rule = b->sources[c->source].overlap;
 
-		if (c->offset >= a->offset + a->length) {
+		if (a->source != c->source ||
+		    c->offset >= a->offset + a->length) {
 			far = i;
 			continue;
 		}
 		entry_label(b, c, nb, sizeof(nb));
 		entry_label(b, a, na, sizeof(na));
-		if (b->overlap == TFS_OVERLAP_FORBID)
+		if (rule == TFS_OVERLAP_FORBID)
 			ret = tfs_diag_at(
 				d, -EBADMSG, c->desc_offset,
 				"tensor '%s': data [%llu, %llu) overlaps "
@@ -1429,9 +1750,9 @@ int tfs_builder_finish(struct tfs_builder *b, const char *format,
 	uint32_t i, nfiles = 0;
 	int ret;
 
-	ret = check_unique_names(b, d);
+	ret = check_unique_names(b, 1, d);
 	if (!ret)
-		ret = check_overlaps(b, d);
+		ret = check_overlaps(b, 1, d);
 	if (ret)
 		return ret;
 	t = calloc(1, sizeof(*t));

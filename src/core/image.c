@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tensorfs/diag.h"
@@ -191,34 +192,40 @@ int tfs_image_load_format(struct tfs_image **out, struct tfs_source *src,
 
 	tfs_diag_clear(d);
 	img = calloc(1, sizeof(*img));
-	if (!img) {
+	if (img)
+		img->srcs = calloc(1, sizeof(*img->srcs));
+	if (!img || !img->srcs) {
+		free(img);
 		tfs_source_close(src);
 		return tfs_diag_oom(d);
 	}
-	img->src = *src;
+	img->srcs[0] = *src;
+	img->nsrcs = 1;
 	memset(src, 0, sizeof(*src));
 	src->fd = -1;
-	img->format = format ? format : tfs_format_detect(&img->src);
+	if (img->srcs[0].path && !(img->path = strdup(img->srcs[0].path))) {
+		ret = tfs_diag_oom(d);
+		goto out;
+	}
+	img->format = format ? format : tfs_format_detect(&img->srcs[0]);
 	if (!img->format) {
-		guess = tfs_format_guess_unsupported(&img->src);
+		guess = tfs_format_guess_unsupported(&img->srcs[0]);
 		ret = guess ? tfs_diag_at(d, -ENOTSUP, 0, "magic: %s", guess)
 			    : tfs_diag_at(d, -ENOEXEC, 0,
 					  "magic: not a container format "
 					  "tensorfs recognises");
 		goto out;
 	}
-	ret = tfs_builder_new(&b, &img->src, opts);
+	ret = tfs_builder_new(&b, &img->srcs[0], opts);
 	if (ret) {
 		tfs_diag_oom(d);
 		goto out;
 	}
-	ret = img->format->load(&img->src, b, d);
-	if (!ret)
-		ret = tfs_builder_finish(b, img->format->name, &img->tree, d);
-	if (!ret)
-		ret = rs_new(img, d);
+	ret = img->format->load(&img->srcs[0], b, d);
 	if (ret && d && !d->format)
 		d->format = img->format->name;
+	if (!ret)
+		ret = tfs_image_finish_load(img, b, img->format->name, d);
 out:
 	tfs_builder_free(b);
 	if (ret) {
@@ -229,11 +236,24 @@ out:
 	return 0;
 }
 
+int tfs_image_finish_load(struct tfs_image *img, struct tfs_builder *b,
+			  const char *format, struct tfs_diag *d)
+{
+	int ret = tfs_builder_finish(b, format, &img->tree, d);
+
+	return ret ? ret : rs_new(img, d);
+}
+
 int tfs_image_open(struct tfs_image **out, const char *path,
 		   const struct tfs_build_options *opts, struct tfs_diag *d)
 {
 	struct tfs_source src;
-	int ret = tfs_source_open(&src, path, d);
+	struct stat st;
+	int ret;
+
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return tfs_image_open_dir(out, path, opts, d);
+	ret = tfs_source_open(&src, path, d);
 
 	if (ret)
 		return ret;
@@ -242,11 +262,21 @@ int tfs_image_open(struct tfs_image **out, const char *path,
 
 void tfs_image_close(struct tfs_image *img)
 {
+	uint32_t i;
+
 	if (!img)
 		return;
 	rs_free(img->rs);
 	tfs_tree_free(img->tree);
-	tfs_source_close(&img->src);
+	for (i = 0; i < img->nsrcs; i++)
+		tfs_source_close(&img->srcs[i]);
+	free(img->srcs);
+	for (i = 0; i < img->nskipped; i++) {
+		free(img->skipped[i].path);
+		free(img->skipped[i].why);
+	}
+	free(img->skipped);
+	free(img->path);
 	free(img);
 }
 
@@ -269,7 +299,8 @@ static void report(struct tfs_image *img, uint32_t idx, const char *fmt, ...)
 	va_end(ap);
 	snprintf(line, sizeof(line),
 		 "%s: tensor '%s': %s; its reads fail with EIO",
-		 img->src.path ? img->src.path : "(memory)",
+		 tfs_image_source(img, &img->tree->tensors[idx])->path
+			 ?: "(memory)",
 		 img->tree->tensors[idx].path, what);
 	rs->opts.log(rs->opts.log_arg, line);
 }
@@ -298,7 +329,7 @@ static int digest_verify(struct tfs_image *img, uint32_t idx)
 		return -EIO;
 	atomic_fetch_add(&rs->digest_checks, 1);
 	ret = tfs_digest_check(&rs->ts[idx].digest,
-			       x->stored_length ? img->src.data + x->offset
+			       x->stored_length ? tfs_image_source(img, x)->data + x->offset
 						: (const uint8_t *)"",
 			       (size_t)x->stored_length, &got);
 	if (ret != -EBADMSG)
@@ -578,7 +609,7 @@ static int whole_begin(struct tfs_image *img, uint32_t idx,
 	ws = calloc(1, sizeof(*ws));
 	if (!ws)
 		return -ENOMEM;
-	ret = tfs_zstd_new(&ws->z, img->src.data + x->offset,
+	ret = tfs_zstd_new(&ws->z, tfs_image_source(img, x)->data + x->offset,
 			   (size_t)x->stored_length, true);
 	if (ret) {
 		free(ws);
@@ -697,7 +728,7 @@ static int window_restart(struct tfs_image *img, uint32_t idx)
 	if (ts->stream)
 		tfs_zstd_reset(ts->stream);
 	else
-		ret = tfs_zstd_new(&ts->stream, img->src.data + x->offset,
+		ret = tfs_zstd_new(&ts->stream, tfs_image_source(img, x)->data + x->offset,
 				   (size_t)x->stored_length, false);
 	ts->next_window = 0;
 	if (!ret)
@@ -891,9 +922,9 @@ int tfs_image_read(struct tfs_image *img, uint32_t node, uint64_t off,
 	ret = digest_gate(img, n->tensor);
 	if (ret)
 		return ret;
-	if (!tfs_source_live_range_ok(&img->src, x->offset + off, len))
+	if (!tfs_source_live_range_ok(tfs_image_source(img, x), x->offset + off, len))
 		return -EIO;
-	v->data = img->src.data + x->offset + off;
+	v->data = tfs_image_source(img, x)->data + x->offset + off;
 	v->len = len;
 	return 0;
 }

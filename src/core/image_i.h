@@ -46,10 +46,17 @@ struct tfs_read_state {
 		digest_failures;
 };
 
+/*
+ * Finish a load: the builder's tree and the read state go to @img.  0 or
+ * -errno with @d filled.  For the image modules (image.c, collection.c).
+ */
+int tfs_image_finish_load(struct tfs_image *img, struct tfs_builder *b,
+			  const char *format, struct tfs_diag *d);
+
 static inline bool stored_live(const struct tfs_image *img,
 			       const struct tfs_tensor *x)
 {
-	return tfs_source_live_range_ok(&img->src, x->offset, x->stored_length);
+	return tfs_source_live_range_ok(tfs_image_source(img, x), x->offset, x->stored_length);
 }
 
 static inline bool digest_known(const struct tensor_state *ts)

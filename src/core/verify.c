@@ -38,11 +38,11 @@ static int check_hash_to(struct check_ctx *c, uint64_t upto)
 		n = upto - c->hashed;
 		if (n > CHECK_SLICE)
 			n = CHECK_SLICE;
-		if (!tfs_source_live_range_ok(&c->img->src,
+		if (!tfs_source_live_range_ok(tfs_image_source(c->img, c->x),
 					      c->x->offset + c->hashed, n))
 			return -EIO;
 		if (c->dg && tfs_digest_update(c->dg,
-					       c->img->src.data + c->x->offset +
+					       tfs_image_source(c->img, c->x)->data + c->x->offset +
 						       c->hashed,
 					       (size_t)n))
 			return -ENOMEM;
@@ -64,14 +64,14 @@ static int check_decode(struct check_ctx *c)
 
 	if (!scratch)
 		return -ENOMEM;
-	ret = tfs_zstd_new(&z, c->img->src.data + x->offset,
+	ret = tfs_zstd_new(&z, tfs_image_source(c->img, x)->data + x->offset,
 			   (size_t)x->stored_length, false);
 	if (ret) {
 		free(scratch);
 		return ret;
 	}
 	while (!ret && !tfs_zstd_finished(z)) {
-		if (!tfs_source_live_range_ok(&c->img->src, x->offset,
+		if (!tfs_source_live_range_ok(tfs_image_source(c->img, c->x), x->offset,
 					      x->stored_length)) {
 			ret = -EIO;
 			break;

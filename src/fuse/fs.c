@@ -49,9 +49,9 @@ static void fill_stat(const struct tfs_fs *fs, uint32_t node, struct stat *st)
 	st->st_ino = node + 1;
 	st->st_uid = fs->uid;
 	st->st_gid = fs->gid;
-	st->st_atim = fs->img->src.mtime;
-	st->st_mtim = fs->img->src.mtime;
-	st->st_ctim = fs->img->src.mtime;
+	st->st_atim = fs->img->srcs[0].mtime;
+	st->st_mtim = fs->img->srcs[0].mtime;
+	st->st_ctim = fs->img->srcs[0].mtime;
 	st->st_blksize = 4096;
 	if (n->kind == TFS_NODE_DIR) {
 		st->st_mode = S_IFDIR | 0555;
@@ -275,7 +275,7 @@ static void tfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 				 "tensorfs: %s: read of '%s' at %lld failed: "
 				 "the container no longer holds these bytes "
 				 "(truncated or replaced?)\n",
-				 fs->img->src.path,
+				 fs->img->path,
 				 fs->img->tree->nodes[node].name,
 				 (long long)off);
 		fuse_reply_err(req, -ret);
