@@ -95,13 +95,15 @@ eq "TSR: data sha256 as documented" "$(sha "$M/tensor")" \
 eq "TSR: first labels" "$(od -An -td4 -N16 "$M/tensor" | tr -s ' ')" " 7 2 1 0"
 unmount "$M"
 
-# mount failures: a missing mountpoint (5), a directory as container (4)
+# mount failures: a missing mountpoint (5), a directory without any
+# container (3)
 "$TENSORFS" "$SAMPLE" "$WORK/no/such/dir" 2>"$WORK/err"
 eq "a missing mountpoint fails the mount with 5" "$?" 5
-"$TENSORFS" "$WORK" "$(mktemp -d "$WORK/mnt.XXXXXX")" 2>"$WORK/err"
-eq "a directory as the container exits 4" "$?" 4
+mkdir -p "$WORK/empty" && echo "not a container" >"$WORK/empty/notes.txt"
+"$TENSORFS" "$WORK/empty" "$(mktemp -d "$WORK/mnt.XXXXXX")" 2>"$WORK/err"
+eq "a directory holding no container exits 3" "$?" 3
 check "and says so in one line" \
-	test "$(wc -l <"$WORK/err")" -eq 1 -a -n "$(grep 'is a directory' "$WORK/err")"
+	test "$(wc -l <"$WORK/err")" -eq 1 -a -n "$(grep 'no container' "$WORK/err")"
 
 # -o flat: full stored names at the root
 M=$(mount_container "$SAMPLE" -o flat) || fail "mount -o flat"
