@@ -811,7 +811,7 @@ static int zt_decorate(struct zt_ctx *z, const struct zt_obj *o,
 	json_t *extra = tfs_builder_manifest_extra(z->b, handle);
 	int ret;
 
-	ret = tfs_builder_set_xattr_str(z->b, handle, "layout", o->format);
+	ret = tfs_builder_set_xattr_str(z->b, handle, "ztensor.layout", o->format);
 	if (!ret && o->big_endian)
 		ret = tfs_builder_set_xattr_str(z->b, handle, "byte_order",
 						"big");
@@ -880,7 +880,7 @@ static int zt_decorate_comp(struct zt_ctx *z, const struct zt_comp *c,
 		ret = tfs_builder_set_xattr_str(
 			z->b, handle, "digest_unverified", "unknown algorithm");
 	if (!ret && c->type) {
-		ret = tfs_builder_set_xattr_str(z->b, handle, "logical_type",
+		ret = tfs_builder_set_xattr_str(z->b, handle, "ztensor.logical_type",
 						c->type);
 		extra = tfs_builder_manifest_extra(z->b, handle);
 		if (extra)

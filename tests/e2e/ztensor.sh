@@ -20,7 +20,7 @@ done
 M=$(mount_container "$FX/v12_multi.zt") || fail "mount v12_multi"
 eq "CSR: one file per role" "$(ls "$M/s" | tr '\n' ' ')" "indices indptr values "
 eq "CSR: the directory's layout xattr" \
-	"$(getfattr --only-values -n user.tensorfs.layout "$M/s")" sparse_csr
+	"$(getfattr --only-values -n user.tensorfs.ztensor.layout "$M/s")" sparse_csr
 eq "CSR: indptr is uint64 [4]" \
 	"$(getfattr --only-values -n user.tensorfs.shape "$M/s/indptr")" "[4]"
 eq "CSR: indptr bytes as documented" "$(sha "$M/s/indptr")" \

@@ -479,7 +479,7 @@ START_TEST(fixtures_weight)
 		tu_expect_xattr(img, "weight", "dtype", "float32");
 		tu_expect_xattr(img, "weight", "shape", "[2,3]");
 		tu_expect_xattr(img, "weight", "offset", "64");
-		tu_expect_xattr(img, "weight", "layout", "dense");
+		tu_expect_xattr(img, "weight", "ztensor.layout", "dense");
 		tu_expect_xattr(img, "", "ztensor.generation", gens[i]);
 		data = tu_read_node(img, tfs_tree_resolve(img->tree, "weight"),
 				    &len);
@@ -546,7 +546,7 @@ START_TEST(fixture_multi)
 	ck_assert_int_eq(
 		img->tree->nodes[tfs_tree_resolve(img->tree, "s")].kind,
 		TFS_NODE_DIR);
-	tu_expect_xattr(img, "s", "layout", "sparse_csr");
+	tu_expect_xattr(img, "s", "ztensor.layout", "sparse_csr");
 	tu_expect_xattr(img, "s", "dtype", "float32");
 	tu_expect_xattr(img, "s", "shape", "[3,3]");
 	tu_expect_xattr(img, "s/indices", "dtype", "uint64");
@@ -681,7 +681,7 @@ static void check_standard(struct tfs_image *img, enum gen g)
 	expect_bytes(img, "csr/values", csr_values, sizeof(csr_values));
 	expect_bytes(img, "csr/indices", csr_indices, sizeof(csr_indices));
 	expect_bytes(img, "csr/indptr", csr_indptr, sizeof(csr_indptr));
-	tu_expect_xattr(img, "csr", "layout", "sparse_csr");
+	tu_expect_xattr(img, "csr", "ztensor.layout", "sparse_csr");
 	tu_expect_xattr(img, "csr", "shape", "[3,4]");
 	tu_expect_xattr(img, "csr", "dtype", "float32");
 	tu_expect_xattr(img, "csr/indices", "dtype", "uint64");
@@ -691,7 +691,7 @@ static void check_standard(struct tfs_image *img, enum gen g)
 	tu_expect_xattr(img, "csr/values", "role", "values");
 	expect_bytes(img, "coo/values", coo_values, sizeof(coo_values));
 	expect_bytes(img, "coo/coords", coo_coords, sizeof(coo_coords));
-	tu_expect_xattr(img, "coo", "layout", "sparse_coo");
+	tu_expect_xattr(img, "coo", "ztensor.layout", "sparse_coo");
 	tu_expect_xattr(img, "coo/values", "dtype", "int16");
 	tu_expect_xattr(img, "coo/values", "shape", "[5]");
 	tu_expect_xattr(img, "coo/coords", "shape", "[3,5]");
@@ -905,9 +905,9 @@ START_TEST(v12_logical_type)
 	f = build(V12, o, 2, NULL, &len, NULL);
 	img = tu_load_ok(f, len);
 	/* reported, the bytes not reinterpreted */
-	tu_expect_xattr(img, "fp8", "logical_type", "f8_e4m3fn");
+	tu_expect_xattr(img, "fp8", "ztensor.logical_type", "f8_e4m3fn");
 	tu_expect_xattr(img, "fp8", "dtype", "uint8");
-	tu_expect_xattr(img, "z", "logical_type", "complex64");
+	tu_expect_xattr(img, "z", "ztensor.logical_type", "complex64");
 	tu_expect_xattr(img, "z", "dtype", "float32");
 	expect_bytes(img, "z", cplx, 16);
 	tfs_image_close(img);
