@@ -40,7 +40,6 @@
 #include <sys/types.h>
 
 #include "tensorfs/builder.h"
-#include "tensorfs/decode_cache.h"
 #include "tensorfs/digest.h"
 #include "tensorfs/source.h"
 #include "tensorfs/tree.h"
@@ -98,6 +97,17 @@ struct tfs_image_options {
 	 */
 	void (*log)(void *arg, const char *line);
 	void *log_arg;
+};
+
+/* the decoded-bytes cache (src/codec/decode_cache.h) */
+struct tfs_cache_stats {
+	uint64_t budget;
+	uint64_t bytes; /* held now (including pinned) */
+	uint64_t peak_bytes;
+	uint64_t entries;
+	uint64_t hits;	 /* get/find that found an entry */
+	uint64_t misses; /* get that created one */
+	uint64_t evictions;
 };
 
 struct tfs_image_stats {

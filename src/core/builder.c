@@ -27,6 +27,7 @@
 
 #include "tensorfs/builder.h"
 #include "tensorfs/checked.h"
+#include "tensorfs/codec.h"
 #include "tensorfs/diag.h"
 #include "tensorfs/source.h"
 #include "tensorfs/names.h"
@@ -80,12 +81,12 @@ struct meta_file {
 /* One container of the mount (a single-container mount has one). */
 struct bsource {
 	const struct tfs_source *src;
-	char *label;	 /* path relative to the mounted directory, or NULL */
-	char *shard;	 /* user.tensorfs.shard of its tensors, or NULL */
-	char **prefix;	 /* escaped components of its directory */
+	char *label;   /* path relative to the mounted directory, or NULL */
+	char *shard;   /* user.tensorfs.shard of its tensors, or NULL */
+	char **prefix; /* escaped components of its directory */
 	size_t nprefix;
-	bool own_dir;	 /* names are unique per container, not per mount */
-	uint32_t root;	 /* the handle TFS_BUILDER_ROOT means for it */
+	bool own_dir;  /* names are unique per container, not per mount */
+	uint32_t root; /* the handle TFS_BUILDER_ROOT means for it */
 	enum tfs_overlap_rule overlap;
 	json_t *metadata; /* its metadata.json member (multi) */
 	/* what existed before it: tfs_builder_abort_source() goes back */
@@ -390,8 +391,8 @@ static int vwarn(struct tfs_builder *b, uint64_t offset, const char *fmt,
 		char *full;
 
 		/* several containers: say which */
-		if (asprintf(&full, "%s: %s", b->sources[b->cur].label,
-			     msg) < 0) {
+		if (asprintf(&full, "%s: %s", b->sources[b->cur].label, msg) <
+		    0) {
 			free(msg);
 			return -ENOMEM;
 		}
@@ -590,8 +591,7 @@ static int check_spec(struct tfs_builder *b, const struct tfs_tensor_spec *s,
 				nm, i, (unsigned long long)s->shape[i]);
 	if (!is_file)
 		return 0;
-	if (s->dtype == TFS_DTYPE_INVALID ||
-	    !tfs_dtype_name(s->dtype) ||
+	if (s->dtype == TFS_DTYPE_INVALID || !tfs_dtype_name(s->dtype) ||
 	    (s->dtype == TFS_DTYPE_VOID && !s->record_size))
 		return tfs_diag_at(d, -EINVAL, s->desc_offset,
 				   "tensor '%s': no dtype", nm);
@@ -602,6 +602,10 @@ static int check_spec(struct tfs_builder *b, const struct tfs_tensor_spec *s,
 				   nm, (unsigned long long)s->offset,
 				   (unsigned long long)s->length,
 				   (unsigned long long)b->src->size);
+	if (!tfs_encoding_name(s->encoding))
+		return tfs_diag_at(d, -EINVAL, s->desc_offset,
+				   "tensor '%s': unknown encoding %d", nm,
+				   (int)s->encoding);
 	if (s->encoding == TFS_ENCODING_RAW && s->size != s->length)
 		return tfs_diag_at(d, -EBADMSG, s->desc_offset,
 				   "tensor '%s': size %llu differs from the "
@@ -676,7 +680,9 @@ static int add_entry(struct tfs_builder *b, enum entry_kind kind,
 		ret = -ENOMEM;
 	if (ret) {
 		pop_entry(b);
-		return ret == -ENOMEM ? tfs_diag_oom(d) : tfs_diag_set(d, ret, "%s", strerror(-ret));
+		return ret == -ENOMEM
+			       ? tfs_diag_oom(d)
+			       : tfs_diag_set(d, ret, "%s", strerror(-ret));
 	}
 	e->offset = s->offset;
 	e->length = s->length;
@@ -724,7 +730,8 @@ int tfs_builder_add_component(struct tfs_builder *b, uint32_t group,
 		goto fail;
 	for (i = 0; i < g->nmembers; i++) {
 		if (strcmp(b->e[g->members[i]].comps[0], c->comps[0]) == 0) {
-			tfs_name_printable(nmbuf, sizeof(nmbuf), g->name, g->name_len);
+			tfs_name_printable(nmbuf, sizeof(nmbuf), g->name,
+					   g->name_len);
 			ret = tfs_diag_at(d, -EBADMSG, spec->desc_offset,
 					  "tensor '%s': component '%s' given "
 					  "twice",
@@ -748,7 +755,8 @@ int tfs_builder_add_component(struct tfs_builder *b, uint32_t group,
 	return 0;
 fail:
 	pop_entry(b);
-	return ret == -ENOMEM ? tfs_diag_oom(d) : tfs_diag_set(d, ret, "%s", strerror(-ret));
+	return ret == -ENOMEM ? tfs_diag_oom(d)
+			      : tfs_diag_set(d, ret, "%s", strerror(-ret));
 }
 
 /* ---- xattrs -------------------------------------------------------------- */
@@ -849,8 +857,8 @@ int tfs_builder_add_meta_file(struct tfs_builder *b, const char *name,
 		return -EINVAL;
 	/* a container's file among several: "<label, escaped>:<name>" */
 	if (b->in_source && bs->label) {
-		char *esc = tfs_name_escape(bs->label, strlen(bs->label),
-					    SIZE_MAX);
+		char *esc =
+			tfs_name_escape(bs->label, strlen(bs->label), SIZE_MAX);
 
 		if (!esc || asprintf(&full, "%s:%s", esc, name) < 0)
 			full = NULL;
@@ -1216,9 +1224,8 @@ static int standard_xattrs(struct entry *e, const char *format,
 				      false);
 	if (!ret)
 		ret = entry_set_xattr(
-			e, "encoding",
-			e->encoding == TFS_ENCODING_ZSTD ? "zstd" : "raw",
-			e->encoding == TFS_ENCODING_ZSTD ? 4 : 3, false);
+			e, "encoding", tfs_encoding_name(e->encoding),
+			strlen(tfs_encoding_name(e->encoding)), false);
 	if (!ret && e->digest)
 		ret = entry_set_xattr(e, "digest", e->digest, strlen(e->digest),
 				      false);
@@ -1307,10 +1314,9 @@ static json_t *json_file_entry(const struct entry *e, const char *path)
 				    json_integer((json_int_t)e->offset));
 		json_object_set_new(o, "stored_length",
 				    json_integer((json_int_t)e->length));
-		json_object_set_new(o, "encoding",
-				    json_string(e->encoding == TFS_ENCODING_ZSTD
-							? "zstd"
-							: "raw"));
+		json_object_set_new(
+			o, "encoding",
+			json_string(tfs_encoding_name(e->encoding)));
 		if (e->digest)
 			json_object_set_new(o, "digest",
 					    json_string(e->digest));
@@ -1651,8 +1657,8 @@ static int cmp_extents(const void *pa, const void *pb, void *arg)
 static void entry_label(const struct tfs_builder *b, const struct entry *e,
 			char *buf, size_t len)
 {
-	const struct entry *g = e->kind == ENTRY_COMPONENT ? &b->e[e->group]
-							   : e;
+	const struct entry *g =
+		e->kind == ENTRY_COMPONENT ? &b->e[e->group] : e;
 	size_t n;
 
 	tfs_name_printable(buf, len, g->name, g->name_len);
@@ -1698,8 +1704,8 @@ static int check_overlaps(struct tfs_builder *b, uint32_t from,
 				"tensor '%s': data [%llu, %llu) overlaps "
 				"tensor '%s' [%llu, %llu)",
 				nb, (unsigned long long)c->offset,
-				(unsigned long long)(c->offset + c->length),
-				na, (unsigned long long)a->offset,
+				(unsigned long long)(c->offset + c->length), na,
+				(unsigned long long)a->offset,
 				(unsigned long long)(a->offset + a->length));
 		else if (tfs_builder_warn(
 				 b, c->desc_offset,

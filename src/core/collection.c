@@ -48,7 +48,7 @@ struct walk {
 	struct {
 		dev_t dev;
 		ino_t ino;
-	} *seen;
+	} * seen;
 	size_t nseen;
 };
 
@@ -100,7 +100,8 @@ static int enter_once(struct walk *w, const struct stat *st)
 	void *nv;
 
 	for (i = 0; i < w->nseen; i++)
-		if (w->seen[i].dev == st->st_dev && w->seen[i].ino == st->st_ino)
+		if (w->seen[i].dev == st->st_dev &&
+		    w->seen[i].ino == st->st_ino)
 			return 0;
 	nv = reallocarray(w->seen, w->nseen + 1, sizeof(*w->seen));
 	if (!nv)
@@ -371,8 +372,7 @@ out:
 }
 
 int tfs_image_open_dir(struct tfs_image **out, const char *dir,
-		       const struct tfs_build_options *opts,
-		       struct tfs_diag *d)
+		       const struct tfs_build_options *opts, struct tfs_diag *d)
 {
 	struct walk w = {.top = dir};
 	struct stat st;

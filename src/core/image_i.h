@@ -12,8 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tensorfs/decode_cache.h"
+#include "codec/decode_cache.h"
 #include "tensorfs/digest.h"
+#include "tensorfs/codec.h"
 #include "tensorfs/image.h"
 
 enum { DG_UNCHECKED, DG_CHECKING, DG_OK, DG_FAILED };
@@ -25,9 +26,9 @@ struct tensor_state {
 	atomic_bool failed; /* for good: reads give -EIO */
 	atomic_bool logged;
 	pthread_mutex_t fill;
-	pthread_cond_t progress; /* whole mode: more bytes are valid */
-	struct tfs_zstd *stream; /* window mode: the running decoder */
-	uint32_t next_window;	 /* window mode: what the stream makes next */
+	pthread_cond_t progress;   /* whole mode: more bytes are valid */
+	struct tfs_stream *stream; /* window mode: the running decoder */
+	uint32_t next_window;	   /* window mode: what the stream makes next */
 };
 
 struct tfs_read_state {
@@ -53,10 +54,20 @@ struct tfs_read_state {
 int tfs_image_finish_load(struct tfs_image *img, struct tfs_builder *b,
 			  const char *format, struct tfs_diag *d);
 
+/* the decode engine (src/codec/decode.c) */
+int tfs_rs_new(struct tfs_image *img, struct tfs_diag *d);
+void tfs_rs_free(struct tfs_read_state *rs);
+/* a read of encoded tensor record @idx: decoded bytes, pinned in @v */
+int tfs_decode_read(struct tfs_image *img, uint32_t idx, uint64_t off,
+		    size_t len, struct tfs_view *v);
+/* the digest rule for tensor @idx's stored bytes before they are served */
+int tfs_digest_gate(struct tfs_image *img, uint32_t idx);
+
 static inline bool stored_live(const struct tfs_image *img,
 			       const struct tfs_tensor *x)
 {
-	return tfs_source_live_range_ok(tfs_image_source(img, x), x->offset, x->stored_length);
+	return tfs_source_live_range_ok(tfs_image_source(img, x), x->offset,
+					x->stored_length);
 }
 
 static inline bool digest_known(const struct tensor_state *ts)

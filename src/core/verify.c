@@ -13,7 +13,7 @@
 #include "tensorfs/digest.h"
 #include "tensorfs/image.h"
 #include "tensorfs/source.h"
-#include "tensorfs/zstd_codec.h"
+#include "tensorfs/codec.h"
 #include "image_i.h"
 
 #define CHECK_SLICE (16u << 20) /* hash/decode this much per step */
@@ -41,10 +41,11 @@ static int check_hash_to(struct check_ctx *c, uint64_t upto)
 		if (!tfs_source_live_range_ok(tfs_image_source(c->img, c->x),
 					      c->x->offset + c->hashed, n))
 			return -EIO;
-		if (c->dg && tfs_digest_update(c->dg,
-					       tfs_image_source(c->img, c->x)->data + c->x->offset +
-						       c->hashed,
-					       (size_t)n))
+		if (c->dg &&
+		    tfs_digest_update(c->dg,
+				      tfs_image_source(c->img, c->x)->data +
+					      c->x->offset + c->hashed,
+				      (size_t)n))
 			return -ENOMEM;
 		c->hashed += n;
 		if (c->progress)
@@ -56,7 +57,7 @@ static int check_hash_to(struct check_ctx *c, uint64_t upto)
 static int check_decode(struct check_ctx *c)
 {
 	const struct tfs_tensor *x = c->x;
-	struct tfs_zstd *z;
+	struct tfs_stream *z;
 	uint8_t *scratch = malloc(CHECK_SCRATCH);
 	uint64_t total = 0;
 	size_t pos;
@@ -64,24 +65,25 @@ static int check_decode(struct check_ctx *c)
 
 	if (!scratch)
 		return -ENOMEM;
-	ret = tfs_zstd_new(&z, tfs_image_source(c->img, x)->data + x->offset,
-			   (size_t)x->stored_length, false);
+	ret = tfs_stream_new(&z, x->encoding,
+			     tfs_image_source(c->img, x)->data + x->offset,
+			     (size_t)x->stored_length, false);
 	if (ret) {
 		free(scratch);
 		return ret;
 	}
-	while (!ret && !tfs_zstd_finished(z)) {
-		if (!tfs_source_live_range_ok(tfs_image_source(c->img, c->x), x->offset,
-					      x->stored_length)) {
+	while (!ret && !tfs_stream_finished(z)) {
+		if (!tfs_source_live_range_ok(tfs_image_source(c->img, c->x),
+					      x->offset, x->stored_length)) {
 			ret = -EIO;
 			break;
 		}
 		pos = 0;
-		ret = tfs_zstd_decode(z, scratch, CHECK_SCRATCH, &pos,
-				      CHECK_SCRATCH);
+		ret = tfs_stream_decode(z, scratch, CHECK_SCRATCH, &pos,
+					CHECK_SCRATCH);
 		if (ret) {
 			snprintf(c->r->msg, sizeof(c->r->msg), "%s",
-				 tfs_zstd_message(z));
+				 tfs_stream_message(z));
 			break;
 		}
 		total += pos;
@@ -93,7 +95,7 @@ static int check_decode(struct check_ctx *c)
 			ret = -EBADMSG;
 			break;
 		}
-		ret = check_hash_to(c, tfs_zstd_consumed(z));
+		ret = check_hash_to(c, tfs_stream_consumed(z));
 	}
 	if (!ret && total != x->size) {
 		snprintf(c->r->msg, sizeof(c->r->msg),
@@ -103,7 +105,7 @@ static int check_decode(struct check_ctx *c)
 			 (unsigned long long)x->size);
 		ret = -EBADMSG;
 	}
-	tfs_zstd_free(z);
+	tfs_stream_free(z);
 	free(scratch);
 	return ret;
 }
@@ -136,7 +138,7 @@ int tfs_image_check_tensor(struct tfs_image *img, uint32_t tensor,
 	}
 	if (digest_known(ts) && tfs_digest_begin(&c.dg, ts->digest.alg))
 		return r->err = -ENOMEM;
-	if (c.x->encoding == TFS_ENCODING_ZSTD)
+	if (c.x->encoding != TFS_ENCODING_RAW)
 		ret = check_decode(&c);
 	/* the digest covers all stored bytes, even after a decode error */
 	dret = check_hash_to(&c, c.x->stored_length);

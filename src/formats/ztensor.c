@@ -48,7 +48,7 @@
 #include "tensorfs/dtype.h"
 #include "tensorfs/format.h"
 #include "tensorfs/source.h"
-#include "tensorfs/zstd_codec.h"
+#include "tensorfs/codec.h"
 
 #define ZT_MAGIC_V01 "ZTEN0001"
 #define ZT_MAGIC_V1 "ZTEN1000"
@@ -623,7 +623,7 @@ static int zt_check_comp(struct zt_ctx *z, const struct zt_obj *o,
 			 struct zt_comp *c, bool dense_data,
 			 uint64_t dense_bytes)
 {
-	char msg[TFS_ZSTD_MSG_MAX];
+	char msg[TFS_CODEC_MSG_MAX];
 	struct tfs_digest dg;
 	int ret;
 
@@ -689,7 +689,7 @@ static int zt_check_comp(struct zt_ctx *z, const struct zt_obj *o,
 		return 0;
 	}
 	/* nothing says how large it is: count it now (frames have no FCS) */
-	ret = tfs_zstd_decoded_size(z->src->data + c->offset, (size_t)c->length,
+	ret = tfs_codec_decoded_size(TFS_ENCODING_ZSTD, z->src->data + c->offset, (size_t)c->length,
 				    ZT_DECODED_MAX, &c->size, msg);
 	if (ret == -ENOMEM)
 		return zt_oom(z);

@@ -13,7 +13,7 @@
 
 #include "tensorfs/digest.h"
 #include "tensorfs/source.h"
-#include "tensorfs/zstd_codec.h"
+#include "codec/zstd.h"
 #include "testutil.h"
 
 #define PAGES 64

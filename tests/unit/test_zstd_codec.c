@@ -9,7 +9,7 @@
 #include <string.h>
 #include <zstd.h>
 
-#include "tensorfs/zstd_codec.h"
+#include "codec/zstd.h"
 #include "testutil.h"
 
 /* a frame with no Frame_Content_Size, like a streaming writer's */

@@ -30,6 +30,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tensorfs/image.h" /* struct tfs_cache_stats */
+
 struct tfs_cache;
 
 struct tfs_cache_entry {
@@ -44,16 +46,6 @@ struct tfs_cache_entry {
 	uint32_t pins;
 	bool indexed; /* reachable by key (not forgotten) */
 	bool mapped;  /* data came from mmap, not malloc */
-};
-
-struct tfs_cache_stats {
-	uint64_t budget;
-	uint64_t bytes; /* held now (including pinned) */
-	uint64_t peak_bytes;
-	uint64_t entries;
-	uint64_t hits;	 /* get/find that found an entry */
-	uint64_t misses; /* get that created one */
-	uint64_t evictions;
 };
 
 int tfs_cache_new(struct tfs_cache **out, uint64_t budget,

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * zstd decoding: see include/tensorfs/zstd_codec.h.
+ * zstd decoding: see src/codec/zstd.h.
  *
  * Input is fed to ZSTD_decompressStream() in slices of IN_SLICE bytes so a
  * call that only needs the next few megabytes of output returns soon after
@@ -23,7 +23,7 @@
 #include <zstd_errors.h>
 
 #include "tensorfs/source.h"
-#include "tensorfs/zstd_codec.h"
+#include "codec/zstd.h"
 
 #define IN_SLICE (256u << 10)
 #define SCRATCH (128u << 10)

@@ -1,0 +1,811 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The decode engine: encoded tensors (zstd, ...) decoded through the codec
+ * seam (include/tensorfs/codec.h) into the decode cache, the digest checks
+ * of stored bytes, and the background decoder threads.  The behaviour is
+ * described in include/tensorfs/image.h; image.c dispatches reads here.
+ *
+ * Locks, outermost first:
+ *   ts->fill     one per tensor: whoever holds it continues that tensor's
+ *                zstd decode (whole buffer or window stream);
+ *   rs->dlock    the digest state of every tensor (first-read checks wait
+ *                on rs->dcond for the thread doing the check);
+ *   the cache's own lock (decode_cache.c), never held across a call out.
+ * Bytes of the container are touched only after tfs_source_live_range_ok():
+ * a container that shrank gives -EIO; one that shrinks during a decode or a
+ * digest is caught by the SIGBUS guard (source.h).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tensorfs/diag.h"
+#include "tensorfs/image.h"
+#include "tensorfs/codec.h"
+#include "core/image_i.h"
+
+/* whole mode: bytes decoded per publication */
+#define STEP (2u << 20)
+/* whole mode: decode this far past the furthest byte asked for */
+#define AHEAD (64ull << 20)
+#define PREFAULT_MIN (8u << 20) /* whole mode: prefault buffers this large */
+#define PREFAULT_CHUNK (4u << 20)
+#define WINDOW_MIN (64u << 10)
+#define WINDOW_MAX (8u << 20)
+#define WHOLE_KEY 0xffffffffu /* window number of a whole-mode entry */
+
+/*
+ * The state of a whole-mode entry being filled (entry->state), under
+ * ts->fill.  The decoder may run before the stored bytes are verified
+ * (the check runs at the same time, on the first reader's thread), but
+ * what it decodes is published (entry->valid) only once they are.
+ */
+struct whole_state {
+	struct tfs_stream *z;  /* the decoder, NULL once complete */
+	atomic_size_t decoded; /* bytes decoded so far */
+	uint64_t want;	       /* the furthest byte a reader asked for */
+	bool running;	       /* a decoder is at work (only it touches z) */
+	bool verified;	       /* the digest rule passed: publish */
+	atomic_int err;	       /* this entry failed; its readers get it */
+};
+
+/* ---- read state ---------------------------------------------------------- */
+
+static void drop_whole(void *state)
+{
+	struct whole_state *ws = state;
+
+	if (ws) {
+		tfs_stream_free(ws->z);
+		free(ws);
+	}
+}
+
+static size_t window_for(uint64_t budget)
+{
+	uint64_t w = budget / 8;
+
+	if (w > WINDOW_MAX)
+		w = WINDOW_MAX;
+	w -= w % WINDOW_MIN;
+	return w < WINDOW_MIN ? WINDOW_MIN : (size_t)w;
+}
+
+void tfs_rs_free(struct tfs_read_state *rs)
+{
+	uint32_t i;
+
+	if (!rs)
+		return;
+	/* background decoders use the mapping and the cache: wait for them */
+	atomic_store(&rs->closing, true);
+	pthread_mutex_lock(&rs->bg_lock);
+	while (rs->bg_running)
+		pthread_cond_wait(&rs->bg_done, &rs->bg_lock);
+	pthread_mutex_unlock(&rs->bg_lock);
+	for (i = 0; rs->ts && i < rs->ntensors; i++) {
+		tfs_stream_free(rs->ts[i].stream);
+		pthread_mutex_destroy(&rs->ts[i].fill);
+		pthread_cond_destroy(&rs->ts[i].progress);
+	}
+	free(rs->ts);
+	tfs_cache_free(rs->cache);
+	pthread_mutex_destroy(&rs->dlock);
+	pthread_cond_destroy(&rs->dcond);
+	pthread_mutex_destroy(&rs->bg_lock);
+	pthread_cond_destroy(&rs->bg_done);
+	free(rs);
+}
+
+int tfs_rs_new(struct tfs_image *img, struct tfs_diag *d)
+{
+	const struct tfs_tree *t = img->tree;
+	struct tfs_read_state *rs;
+	uint32_t i;
+	int ret;
+
+	rs = calloc(1, sizeof(*rs));
+	if (!rs)
+		return tfs_diag_oom(d);
+	pthread_mutex_init(&rs->dlock, NULL);
+	pthread_cond_init(&rs->dcond, NULL);
+	pthread_mutex_init(&rs->bg_lock, NULL);
+	pthread_cond_init(&rs->bg_done, NULL);
+	rs->opts.cache_size = tfs_default_cache_size();
+	rs->opts.verify = TFS_VERIFY_FIRST;
+	rs->window = window_for(rs->opts.cache_size);
+	rs->ts = calloc(t->ntensors ? t->ntensors : 1, sizeof(*rs->ts));
+	ret = rs->ts ? tfs_cache_new(&rs->cache, rs->opts.cache_size,
+				     drop_whole)
+		     : -ENOMEM;
+	if (ret) {
+		tfs_rs_free(rs);
+		return tfs_diag_oom(d);
+	}
+	for (i = 0; i < t->ntensors; i++) {
+		pthread_mutex_init(&rs->ts[i].fill, NULL);
+		pthread_cond_init(&rs->ts[i].progress, NULL);
+		rs->ntensors = i + 1;
+		if (tfs_digest_parse(t->tensors[i].digest, &rs->ts[i].digest)) {
+			tfs_rs_free(rs);
+			return tfs_diag_set(d, -EBADMSG,
+					    "tensor '%s': digest: malformed "
+					    "value '%s'",
+					    t->tensors[i].path,
+					    t->tensors[i].digest);
+		}
+	}
+	img->rs = rs;
+	return 0;
+}
+
+int tfs_image_configure(struct tfs_image *img,
+			const struct tfs_image_options *opts)
+{
+	struct tfs_read_state *rs = img->rs;
+	uint64_t size =
+		opts->cache_size ? opts->cache_size : tfs_default_cache_size();
+
+	if (size < TFS_CACHE_SIZE_MIN || size > SIZE_MAX / 2)
+		return -EINVAL;
+	rs->opts = *opts;
+	rs->opts.cache_size = size;
+	rs->window = window_for(size);
+	tfs_cache_set_budget(rs->cache, size);
+	return 0;
+}
+
+void tfs_image_get_stats(struct tfs_image *img, struct tfs_image_stats *st)
+{
+	struct tfs_read_state *rs = img->rs;
+
+	memset(st, 0, sizeof(*st));
+	tfs_cache_get_stats(rs->cache, &st->cache);
+	st->decodes = atomic_load(&rs->decodes);
+	st->decoded_bytes = atomic_load(&rs->decoded_bytes);
+	st->digest_checks = atomic_load(&rs->digest_checks);
+	st->digest_failures = atomic_load(&rs->digest_failures);
+}
+
+/* ---- failures ------------------------------------------------------------ */
+
+static void report(struct tfs_image *img, uint32_t idx, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* one line through the log callback, at most once per tensor */
+static void report(struct tfs_image *img, uint32_t idx, const char *fmt, ...)
+{
+	struct tfs_read_state *rs = img->rs;
+	char what[400], line[600];
+	va_list ap;
+
+	if (!rs->opts.log || atomic_exchange(&rs->ts[idx].logged, true))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	snprintf(line, sizeof(line),
+		 "%s: tensor '%s': %s; its reads fail with EIO",
+		 tfs_image_source(img, &img->tree->tensors[idx])->path
+			 ?: "(memory)",
+		 img->tree->tensors[idx].path, what);
+	rs->opts.log(rs->opts.log_arg, line);
+}
+
+/* the tensor's bytes are wrong for good: remember, report, -EIO */
+static int fail_tensor(struct tfs_image *img, uint32_t idx, const char *why)
+{
+	atomic_store(&img->rs->ts[idx].failed, true);
+	report(img, idx, "%s", why);
+	return -EIO;
+}
+
+/*
+ * Hash the stored bytes of tensor @idx and compare: 0, -EBADMSG on a
+ * mismatch (reported, the tensor failed), -EIO when the bytes are gone.
+ */
+static int digest_verify(struct tfs_image *img, uint32_t idx)
+{
+	struct tfs_read_state *rs = img->rs;
+	const struct tfs_tensor *x = &img->tree->tensors[idx];
+	struct tfs_digest got;
+	char want_s[TFS_DIGEST_TEXT_MAX], got_s[TFS_DIGEST_TEXT_MAX];
+	int ret;
+
+	if (!stored_live(img, x))
+		return -EIO;
+	atomic_fetch_add(&rs->digest_checks, 1);
+	ret = tfs_digest_check(
+		&rs->ts[idx].digest,
+		x->stored_length ? tfs_image_source(img, x)->data + x->offset
+				 : (const uint8_t *)"",
+		(size_t)x->stored_length, &got);
+	if (ret != -EBADMSG)
+		return ret;
+	atomic_fetch_add(&rs->digest_failures, 1);
+	tfs_digest_format(&rs->ts[idx].digest, want_s, sizeof(want_s));
+	tfs_digest_format(&got, got_s, sizeof(got_s));
+	atomic_store(&rs->ts[idx].failed, true);
+	report(img, idx,
+	       "digest mismatch: the container says %s, the stored bytes "
+	       "have %s",
+	       want_s, got_s);
+	return -EBADMSG;
+}
+
+/* verify=first: one thread checks, concurrent first readers wait for it */
+static int digest_first(struct tfs_image *img, uint32_t idx)
+{
+	struct tfs_read_state *rs = img->rs;
+	struct tensor_state *ts = &rs->ts[idx];
+	int ret, st;
+
+	if (atomic_load_explicit(&ts->dg, memory_order_acquire) == DG_OK)
+		return 0;
+	pthread_mutex_lock(&rs->dlock);
+	while ((st = atomic_load(&ts->dg)) == DG_CHECKING)
+		pthread_cond_wait(&rs->dcond, &rs->dlock);
+	if (st == DG_OK || st == DG_FAILED) {
+		pthread_mutex_unlock(&rs->dlock);
+		return st == DG_OK ? 0 : -EIO;
+	}
+	atomic_store(&ts->dg, DG_CHECKING);
+	pthread_mutex_unlock(&rs->dlock);
+	ret = digest_verify(img, idx);
+	pthread_mutex_lock(&rs->dlock);
+	atomic_store_explicit(&ts->dg,
+			      ret == 0		? DG_OK
+			      : ret == -EBADMSG ? DG_FAILED
+						: DG_UNCHECKED,
+			      memory_order_release);
+	pthread_cond_broadcast(&rs->dcond);
+	pthread_mutex_unlock(&rs->dlock);
+	return ret == -EBADMSG ? -EIO : ret;
+}
+
+/* the digest rule before the stored bytes of @idx are used */
+int tfs_digest_gate(struct tfs_image *img, uint32_t idx)
+{
+	struct tfs_read_state *rs = img->rs;
+	int ret;
+
+	if (atomic_load(&rs->ts[idx].failed))
+		return -EIO;
+	if (!digest_known(&rs->ts[idx]))
+		return 0;
+	switch (rs->opts.verify) {
+	case TFS_VERIFY_OFF:
+		return 0;
+	case TFS_VERIFY_ALWAYS:
+		ret = digest_verify(img, idx);
+		return ret == -EBADMSG ? -EIO : ret;
+	default:
+		return digest_first(img, idx);
+	}
+}
+
+/* ---- zstd: one buffer for the whole tensor ------------------------------- */
+
+static int decode_failed(struct tfs_image *img, uint32_t idx,
+			 struct tfs_stream *z)
+{
+	return fail_tensor(img, idx, tfs_stream_message(z));
+}
+
+static int short_output(struct tfs_image *img, uint32_t idx, uint64_t got,
+			uint64_t want)
+{
+	char why[160];
+
+	snprintf(why, sizeof(why),
+		 "zstd: the data decodes to %llu bytes, fewer than the "
+		 "expected %llu",
+		 (unsigned long long)got, (unsigned long long)want);
+	return fail_tensor(img, idx, why);
+}
+
+/*
+ * One step of the running decoder of @e: decode up to @target.  No lock is
+ * held: only the running decoder touches ws->z and the buffer past
+ * ws->decoded.
+ */
+static int whole_step(struct tfs_image *img, uint32_t idx,
+		      struct tfs_cache_entry *e, struct whole_state *ws,
+		      size_t target)
+{
+	const struct tfs_tensor *x = &img->tree->tensors[idx];
+	size_t from = atomic_load(&ws->decoded), pos = from;
+	int ret;
+
+	if (!stored_live(img, x))
+		return -EIO;
+	ret = tfs_stream_decode(ws->z, e->data, e->len, &pos, target);
+	if (!ret && pos == e->len)
+		ret = tfs_stream_expect_end(ws->z, e->data, e->len);
+	else if (!ret && pos < target)
+		return short_output(img, idx, pos, e->len);
+	if (ret == -EBADMSG)
+		return decode_failed(img, idx, ws->z);
+	if (ret)
+		return ret;
+	atomic_fetch_add(&img->rs->decoded_bytes, pos - from);
+	atomic_store(&ws->decoded, pos);
+	return 0;
+}
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
+/* the entry failed (ts->fill held): its readers get @err */
+static void whole_fail(struct tfs_read_state *rs, struct tfs_cache_entry *e,
+		       struct whole_state *ws, int err)
+{
+	ws->err = err;
+	tfs_cache_forget(rs->cache, e);
+}
+
+/*
+ * The decoder's loop: decode in STEPs, publishing each once verified,
+ * until the entry is complete or AHEAD bytes past what readers asked for.
+ * ts->fill is held on entry and on return, dropped around each step.
+ */
+static void whole_run(struct tfs_image *img, uint32_t idx,
+		      struct tfs_cache_entry *e, struct whole_state *ws)
+{
+	struct tfs_read_state *rs = img->rs;
+	struct tensor_state *ts = &rs->ts[idx];
+	size_t done, target;
+	int ret;
+
+	while (!ws->err && (done = atomic_load(&ws->decoded)) < e->len &&
+	       done < sat_add(ws->want, AHEAD) && !atomic_load(&rs->closing)) {
+		target = e->len - done > STEP ? done + STEP : e->len;
+		pthread_mutex_unlock(&ts->fill);
+		ret = whole_step(img, idx, e, ws, target);
+		pthread_mutex_lock(&ts->fill);
+		if (ret)
+			whole_fail(rs, e, ws, ret);
+		else if (ws->verified)
+			tfs_cache_set_valid(e, atomic_load(&ws->decoded));
+		pthread_cond_broadcast(&ts->progress);
+	}
+	if (atomic_load(&ws->decoded) == e->len && ws->z) {
+		tfs_stream_free(ws->z);
+		ws->z = NULL;
+	}
+	ws->running = false;
+	pthread_cond_broadcast(&ts->progress);
+}
+
+/* ---- background jobs (decoders, prefaulting) ----------------------------- */
+
+struct bg_job {
+	struct tfs_image *img;
+	uint32_t idx;
+	struct tfs_cache_entry *e; /* pinned for the job */
+	void (*run)(struct bg_job *job);
+};
+
+static void *bg_main(void *arg)
+{
+	struct bg_job *job = arg;
+	struct tfs_read_state *rs = job->img->rs;
+
+	job->run(job);
+	tfs_cache_put(rs->cache, job->e);
+	pthread_mutex_lock(&rs->bg_lock);
+	rs->bg_running--;
+	pthread_cond_broadcast(&rs->bg_done);
+	pthread_mutex_unlock(&rs->bg_lock);
+	free(job);
+	return NULL;
+}
+
+/* run @fn on a detached thread with @e pinned; -errno when none starts */
+static int bg_launch(struct tfs_image *img, uint32_t idx,
+		     struct tfs_cache_entry *e, void (*fn)(struct bg_job *))
+{
+	struct tfs_read_state *rs = img->rs;
+	struct bg_job *job = malloc(sizeof(*job));
+	pthread_attr_t attr;
+	pthread_t th;
+	int ret;
+
+	if (!job)
+		return -ENOMEM;
+	*job = (struct bg_job){img, idx, e, fn};
+	tfs_cache_pin(rs->cache, e);
+	pthread_mutex_lock(&rs->bg_lock);
+	rs->bg_running++;
+	pthread_mutex_unlock(&rs->bg_lock);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	ret = -pthread_create(&th, &attr, bg_main, job);
+	pthread_attr_destroy(&attr);
+	if (!ret)
+		return 0;
+	pthread_mutex_lock(&rs->bg_lock);
+	rs->bg_running--;
+	pthread_mutex_unlock(&rs->bg_lock);
+	tfs_cache_put(rs->cache, e);
+	free(job);
+	return ret;
+}
+
+static void bg_decode(struct bg_job *job)
+{
+	struct tensor_state *ts = &job->img->rs->ts[job->idx];
+
+	pthread_mutex_lock(&ts->fill);
+	whole_run(job->img, job->idx, job->e, job->e->state);
+	pthread_mutex_unlock(&ts->fill);
+}
+
+/*
+ * Map the buffer's pages ahead of the decoder, on another CPU: the kernel
+ * zeroing 256 MiB costs ~0.1 s that would otherwise be on the decoder's
+ * path.  It stops where the decoder already is, and never touches the
+ * contents (MADV_POPULATE_WRITE), so racing with the decoder is harmless.
+ */
+static void bg_prefault(struct bg_job *job)
+{
+	struct tfs_cache_entry *e = job->e;
+	struct whole_state *ws = e->state;
+	size_t off;
+
+	for (off = 0; off < e->len; off += PREFAULT_CHUNK) {
+		if (atomic_load(&job->img->rs->closing) ||
+		    atomic_load(&ws->err) ||
+		    atomic_load(&ws->decoded) >= e->len)
+			break;
+		if (atomic_load(&ws->decoded) > off + PREFAULT_CHUNK)
+			continue;
+		if (tfs_cache_prefault(e, off, PREFAULT_CHUNK))
+			break;
+	}
+}
+
+/* start a decoder for @e (ts->fill held, none running) */
+static void whole_start(struct tfs_image *img, uint32_t idx,
+			struct tfs_cache_entry *e, struct whole_state *ws)
+{
+	ws->running = true;
+	/* no thread to be had: the calling reader decodes */
+	if (bg_launch(img, idx, e, bg_decode))
+		whole_run(img, idx, e, ws);
+}
+
+/*
+ * The first read of a whole-mode entry (ts->fill held): make the decoder
+ * and start it, then check the digest meanwhile, and publish.
+ */
+static int whole_begin(struct tfs_image *img, uint32_t idx,
+		       struct tfs_cache_entry *e)
+{
+	struct tfs_read_state *rs = img->rs;
+	struct tensor_state *ts = &rs->ts[idx];
+	const struct tfs_tensor *x = &img->tree->tensors[idx];
+	struct whole_state *ws;
+	int ret;
+
+	if (atomic_load(&ts->failed))
+		return -EIO;
+	if (!stored_live(img, x))
+		return -EIO;
+	ws = calloc(1, sizeof(*ws));
+	if (!ws)
+		return -ENOMEM;
+	ret = tfs_stream_new(&ws->z, x->encoding,
+			     tfs_image_source(img, x)->data + x->offset,
+			     (size_t)x->stored_length, true);
+	if (ret) {
+		free(ws);
+		return ret;
+	}
+	atomic_init(&ws->decoded, 0);
+	e->state = ws;
+	atomic_fetch_add(&rs->decodes, 1);
+	if (e->len >= PREFAULT_MIN)
+		bg_launch(img, idx, e, bg_prefault);
+	ws->want = STEP;
+	whole_start(img, idx, e, ws);
+	pthread_mutex_unlock(&ts->fill);
+	ret = tfs_digest_gate(img, idx);
+	pthread_mutex_lock(&ts->fill);
+	if (ret) {
+		whole_fail(rs, e, ws, ret);
+	} else {
+		ws->verified = true;
+		tfs_cache_set_valid(e, atomic_load(&ws->decoded));
+	}
+	pthread_cond_broadcast(&ts->progress);
+	return 0;
+}
+
+/*
+ * Wait until the first @need bytes of @e are published, starting its
+ * decoder on the first read and keeping one running while readers are
+ * within AHEAD / 2 of the decoded end.
+ */
+static int whole_wait(struct tfs_image *img, uint32_t idx,
+		      struct tfs_cache_entry *e, size_t need)
+{
+	struct tfs_read_state *rs = img->rs;
+	struct tensor_state *ts = &rs->ts[idx];
+	struct whole_state *ws;
+	int ret = 0;
+
+	pthread_mutex_lock(&ts->fill);
+	if (!e->state)
+		ret = whole_begin(img, idx, e);
+	ws = e->state;
+	if (ret || !ws) {
+		pthread_mutex_unlock(&ts->fill);
+		return ret ? ret : -EIO;
+	}
+	if (need > ws->want)
+		ws->want = need;
+	while (!ws->err && !atomic_load(&ts->failed)) {
+		if (atomic_load(&ws->decoded) < e->len && !ws->running &&
+		    atomic_load(&ws->decoded) < sat_add(ws->want, AHEAD / 2))
+			whole_start(img, idx, e, ws);
+		if (tfs_cache_valid(e) >= need || ws->err)
+			break;
+		pthread_cond_wait(&ts->progress, &ts->fill);
+	}
+	if (ws->err)
+		ret = ws->err;
+	else if (atomic_load(&ts->failed))
+		ret = -EIO;
+	pthread_mutex_unlock(&ts->fill);
+	return ret;
+}
+
+/* ---- zstd: a stream of windows ------------------------------------------- */
+
+static uint64_t window_key(uint32_t idx, uint32_t k)
+{
+	return (uint64_t)idx << 32 | k;
+}
+
+static size_t window_len(const struct tfs_read_state *rs,
+			 const struct tfs_tensor *x, uint32_t k)
+{
+	uint64_t start = (uint64_t)k * rs->window;
+
+	return x->size - start < rs->window ? (size_t)(x->size - start)
+					    : rs->window;
+}
+
+/* decode window k of the running stream (ts->fill held) into @dst */
+static int window_decode(struct tfs_image *img, uint32_t idx, uint32_t k,
+			 uint8_t *dst, size_t len)
+{
+	struct tfs_read_state *rs = img->rs;
+	struct tensor_state *ts = &rs->ts[idx];
+	const struct tfs_tensor *x = &img->tree->tensors[idx];
+	size_t pos = 0;
+	int ret;
+
+	if (!stored_live(img, x))
+		return -EIO;
+	ret = tfs_stream_decode(ts->stream, dst, len, &pos, len);
+	if (!ret && pos < len)
+		return short_output(img, idx, (uint64_t)k * rs->window + pos,
+				    x->size);
+	if (!ret && (uint64_t)k * rs->window + len == x->size)
+		ret = tfs_stream_expect_end(ts->stream, dst, len);
+	if (ret == -EBADMSG)
+		ret = decode_failed(img, idx, ts->stream);
+	if (!ret)
+		atomic_fetch_add(&rs->decoded_bytes, len);
+	return ret;
+}
+
+/* (re)start the window stream of @idx at window 0 (ts->fill held) */
+static int window_restart(struct tfs_image *img, uint32_t idx)
+{
+	struct tfs_read_state *rs = img->rs;
+	struct tensor_state *ts = &rs->ts[idx];
+	const struct tfs_tensor *x = &img->tree->tensors[idx];
+	int ret = tfs_digest_gate(img, idx);
+
+	if (ret)
+		return ret;
+	if (ts->stream)
+		tfs_stream_reset(ts->stream);
+	else
+		ret = tfs_stream_new(&ts->stream, x->encoding,
+				     tfs_image_source(img, x)->data + x->offset,
+				     (size_t)x->stored_length, false);
+	ts->next_window = 0;
+	if (!ret)
+		atomic_fetch_add(&rs->decodes, 1);
+	return ret;
+}
+
+/* window @k of tensor @idx, pinned and valid */
+static int window_get(struct tfs_image *img, uint32_t idx, uint32_t k,
+		      struct tfs_cache_entry **out)
+{
+	struct tfs_read_state *rs = img->rs;
+	struct tensor_state *ts = &rs->ts[idx];
+	const struct tfs_tensor *x = &img->tree->tensors[idx];
+	struct tfs_cache_entry *e, *ej;
+	uint8_t *scratch = NULL, *dst;
+	size_t len = window_len(rs, x, k), lj;
+	uint32_t j;
+	int ret;
+
+	ret = tfs_cache_get(rs->cache, window_key(idx, k), len, &e, NULL);
+	if (ret)
+		return ret;
+	if (tfs_cache_valid(e) == len) {
+		*out = e;
+		return 0;
+	}
+	pthread_mutex_lock(&ts->fill);
+	while (!ret && tfs_cache_valid(e) < len) {
+		if (atomic_load(&ts->failed)) {
+			ret = -EIO;
+			break;
+		}
+		if (!ts->stream || ts->next_window > k) {
+			ret = window_restart(img, idx);
+			if (ret)
+				break;
+		}
+		j = ts->next_window;
+		lj = window_len(rs, x, j);
+		ej = e;
+		if (j != k)
+			ret = tfs_cache_get(rs->cache, window_key(idx, j), lj,
+					    &ej, NULL);
+		if (ret)
+			break;
+		dst = ej->data;
+		if (tfs_cache_valid(ej) == lj) {
+			/* cached already: decode past it into scratch */
+			if (!scratch)
+				scratch = malloc(rs->window);
+			dst = scratch;
+		}
+		ret = dst ? window_decode(img, idx, j, dst, lj) : -ENOMEM;
+		if (ret) {
+			/* the stream's position is unknown now */
+			tfs_stream_free(ts->stream);
+			ts->stream = NULL;
+		} else {
+			if (dst == ej->data)
+				tfs_cache_set_valid(ej, lj);
+			ts->next_window = j + 1;
+			if ((uint64_t)ts->next_window * rs->window >= x->size) {
+				tfs_stream_free(ts->stream);
+				ts->stream = NULL;
+			}
+		}
+		if (j != k)
+			tfs_cache_put(rs->cache, ej);
+	}
+	pthread_mutex_unlock(&ts->fill);
+	free(scratch);
+	if (ret) {
+		tfs_cache_put(rs->cache, e);
+		return ret;
+	}
+	*out = e;
+	return 0;
+}
+
+/* ---- reads --------------------------------------------------------------- */
+
+static int read_whole(struct tfs_image *img, uint32_t idx, uint64_t off,
+		      size_t len, struct tfs_view *v)
+{
+	struct tfs_read_state *rs = img->rs;
+	const struct tfs_tensor *x = &img->tree->tensors[idx];
+	struct tfs_cache_entry *e;
+	size_t valid;
+	int ret;
+
+	ret = tfs_cache_get(rs->cache, window_key(idx, WHOLE_KEY),
+			    (size_t)x->size, &e, NULL);
+	if (ret)
+		return ret;
+	valid = tfs_cache_valid(e);
+	/* the fast path: decoded, and not near the decoded end */
+	if (valid < off + len ||
+	    (valid < e->len && valid < sat_add(off + len, AHEAD / 2)))
+		ret = whole_wait(img, idx, e, (size_t)(off + len));
+	if (ret) {
+		tfs_cache_put(rs->cache, e);
+		return ret;
+	}
+	v->data = e->data + off;
+	v->len = len;
+	v->pin = e;
+	v->pin_kind = PIN_ENTRY;
+	return 0;
+}
+
+static int read_windows(struct tfs_image *img, uint32_t idx, uint64_t off,
+			size_t len, struct tfs_view *v)
+{
+	struct tfs_read_state *rs = img->rs;
+	struct tfs_cache_entry *e;
+	uint64_t k0 = off / rs->window, k1 = (off + len - 1) / rs->window;
+	uint64_t k, start, from, to;
+	uint8_t *bounce;
+	int ret;
+
+	if (k0 == k1) {
+		ret = window_get(img, idx, (uint32_t)k0, &e);
+		if (ret)
+			return ret;
+		v->data = e->data + (off - k0 * rs->window);
+		v->len = len;
+		v->pin = e;
+		v->pin_kind = PIN_ENTRY;
+		return 0;
+	}
+	/* the read straddles windows: assemble a copy */
+	bounce = malloc(len);
+	if (!bounce)
+		return -ENOMEM;
+	for (k = k0; k <= k1; k++) {
+		ret = window_get(img, idx, (uint32_t)k, &e);
+		if (ret) {
+			free(bounce);
+			return ret;
+		}
+		start = k * rs->window;
+		from = off > start ? off - start : 0;
+		to = off + len - start < e->len ? off + len - start : e->len;
+		memcpy(bounce + (start + from - off), e->data + from,
+		       (size_t)(to - from));
+		tfs_cache_put(rs->cache, e);
+	}
+	v->data = bounce;
+	v->len = len;
+	v->pin = bounce;
+	v->pin_kind = PIN_BOUNCE;
+	return 0;
+}
+
+int tfs_decode_read(struct tfs_image *img, uint32_t idx, uint64_t off,
+		    size_t len, struct tfs_view *v)
+{
+	if (atomic_load(&img->rs->ts[idx].failed))
+		return -EIO;
+	if (img->tree->tensors[idx].size <= img->rs->opts.cache_size)
+		return read_whole(img, idx, off, len, v);
+	return read_windows(img, idx, off, len, v);
+}
+
+bool tfs_image_node_failed(const struct tfs_image *img, uint32_t node)
+{
+	const struct tfs_node *n;
+
+	if (node >= img->tree->nnodes)
+		return false;
+	n = &img->tree->nodes[node];
+	return n->kind == TFS_NODE_TENSOR &&
+	       atomic_load(&img->rs->ts[n->tensor].failed);
+}
+
+void tfs_view_release(struct tfs_image *img, struct tfs_view *v)
+{
+	if (v->pin_kind == PIN_ENTRY)
+		tfs_cache_put(img->rs->cache, v->pin);
+	else if (v->pin_kind == PIN_BOUNCE)
+		free(v->pin);
+	memset(v, 0, sizeof(*v));
+}
