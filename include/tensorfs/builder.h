@@ -41,6 +41,7 @@ struct tfs_source;
 
 struct tfs_build_options {
 	bool flat; /* -o flat: every tensor at the root, unsplit */
+	bool npy;  /* -o npy: every tensor file is a .npy file (npy_view.h) */
 };
 
 struct tfs_tensor_spec {

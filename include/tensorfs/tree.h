@@ -55,7 +55,13 @@ struct tfs_tensor {
 	uint64_t *shape;
 	uint64_t offset; /* stored extent, absolute in the container */
 	uint64_t stored_length;
-	uint64_t size; /* the file's size: decoded byte count */
+	uint64_t size; /* the tensor's bytes: decoded byte count */
+	/*
+	 * Bytes the file shows before the tensor's (the -o npy header), or
+	 * NULL: the file's size is prefix_len + size.
+	 */
+	uint8_t *prefix;
+	uint32_t prefix_len;
 	enum tfs_encoding encoding;
 	char *digest;	/* "crc32c:0x..." / "sha256:..." or NULL */
 	uint32_t source; /* which container (image->srcs index) */

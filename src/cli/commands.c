@@ -64,6 +64,8 @@ static int common_args(int argc, char **argv, struct tfs_build_options *o)
 	for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
 		if (strcmp(argv[i], "--flat") == 0) {
 			o->flat = true;
+		} else if (strcmp(argv[i], "--npy") == 0) {
+			o->npy = true;
 		} else if (strcmp(argv[i], "--") == 0) {
 			i++;
 			break;

@@ -31,6 +31,7 @@
 #include "tensorfs/diag.h"
 #include "tensorfs/source.h"
 #include "tensorfs/names.h"
+#include "npy_view.h"
 #include "strmap.h"
 
 /*
@@ -57,6 +58,8 @@ struct entry {
 	uint32_t record_size;
 	uint64_t desc_offset;
 	uint32_t source; /* index into b->sources */
+	bool big,
+		fortran; /* -o npy: byte_order=big / order=F, own or group's */
 	uint32_t ndim;
 	uint64_t *shape;
 	uint64_t offset, length, size;
@@ -535,6 +538,19 @@ static int set_wanted_path(struct tfs_builder *b, struct entry *e,
 	return 0;
 }
 
+/* "name" -> "name.npy", cut first so that the result fits a component */
+static int add_suffix(char **comp, const char *sfx)
+{
+	char *n;
+
+	tfs_name_cut(*comp, TFS_NAME_MAX - strlen(sfx));
+	if (asprintf(&n, "%s%s", *comp, sfx) < 0)
+		return -ENOMEM;
+	free(*comp);
+	*comp = n;
+	return 0;
+}
+
 static int fill_common(struct entry *e, const struct tfs_tensor_spec *s)
 {
 	size_t i;
@@ -676,6 +692,8 @@ static int add_entry(struct tfs_builder *b, enum entry_kind kind,
 	ret = fill_common(e, s);
 	if (!ret && kind != ENTRY_COMPONENT)
 		ret = set_wanted_path(b, e, s);
+	if (!ret && kind == ENTRY_TENSOR && b->opts.npy)
+		ret = add_suffix(&e->comps[e->ncomps - 1], ".npy");
 	if (!ret && s->digest && !(e->digest = strdup(s->digest)))
 		ret = -ENOMEM;
 	if (ret) {
@@ -1429,9 +1447,50 @@ out:
 	return ret;
 }
 
-static int fill_tensor(struct tfs_tensor *t, struct entry *e,
-		       const struct entry *group)
+/* the value of xattr "user.tensorfs.<key>" on @e equals @want */
+static bool entry_xattr_is(const struct entry *e, const char *key,
+			   const char *want)
 {
+	uint32_t i;
+
+	for (i = 0; e && i < e->nxattrs; i++)
+		if (strcmp(e->xattrs[i].name + strlen(TFS_XATTR_PREFIX), key) ==
+		    0)
+			return e->xattrs[i].len == strlen(want) &&
+			       memcmp(e->xattrs[i].value, want,
+				      e->xattrs[i].len) == 0;
+	return false;
+}
+
+/* -o npy: what the header says of the layout, before xattrs move */
+static void npy_flags(struct tfs_builder *b)
+{
+	uint32_t i;
+
+	for (i = 1; i < b->n; i++) {
+		struct entry *e = &b->e[i];
+		const struct entry *g =
+			e->kind == ENTRY_COMPONENT ? &b->e[e->group] : NULL;
+
+		e->big = entry_xattr_is(e, "byte_order", "big") ||
+			 entry_xattr_is(g, "byte_order", "big");
+		e->fortran = entry_xattr_is(e, "order", "F") ||
+			     entry_xattr_is(g, "order", "F");
+	}
+}
+
+static int fill_tensor(struct tfs_builder *b, struct tfs_tensor *t,
+		       struct entry *e, const struct entry *group)
+{
+	int ret = 0;
+
+	if (b->opts.npy)
+		ret = tfs_npy_header(e->dtype_id, e->record_size, e->shape,
+				     e->ndim, e->size, e->big, e->fortran,
+				     &t->prefix, &t->prefix_len);
+
+	if (ret)
+		return ret;
 	t->name = e->name;
 	t->name_len = e->name_len;
 	e->name = NULL;
@@ -1508,11 +1567,19 @@ static int build_nodes(struct tfs_builder *b, struct node_list *nl,
 		for (k = 0; e->kind == ENTRY_GROUP && k < e->nmembers; k++) {
 			struct entry *c = &b->e[e->members[k]];
 
-			ret = new_node(nl, c->comps[0], strlen(c->comps[0]),
-				       e->node, TFS_NODE_TENSOR, &c->node);
-			if (!ret && asprintf(&c->path, "%s/%s", e->path,
-					     c->comps[0]) < 0)
+			const char *sfx = b->opts.npy ? ".npy" : "";
+			char *fname = NULL;
+
+			if (asprintf(&fname, "%s%s", c->comps[0], sfx) < 0)
+				fname = NULL;
+			ret = fname ? new_node(nl, fname, strlen(fname),
+					       e->node, TFS_NODE_TENSOR,
+					       &c->node)
+				    : -ENOMEM;
+			if (!ret &&
+			    asprintf(&c->path, "%s/%s", e->path, fname) < 0)
 				ret = -ENOMEM;
+			free(fname);
 			if (ret)
 				goto out;
 		}
@@ -1523,6 +1590,8 @@ static int build_nodes(struct tfs_builder *b, struct node_list *nl,
 		ret = build_json_files(b, nl, format, meta_dir);
 	if (ret)
 		goto out;
+	if (b->opts.npy)
+		npy_flags(b);
 	/* tensor records, in entry order; xattrs onto nodes */
 	for (i = 0; i < b->n; i++) {
 		struct entry *e = &b->e[i];
@@ -1534,9 +1603,12 @@ static int build_nodes(struct tfs_builder *b, struct node_list *nl,
 			goto out;
 		if (e->kind == ENTRY_TENSOR || e->kind == ENTRY_COMPONENT) {
 			nl->v[e->node].tensor = ti;
-			fill_tensor(&t->tensors[ti++], e,
-				    e->kind == ENTRY_COMPONENT ? &b->e[e->group]
-							       : NULL);
+			ret = fill_tensor(b, &t->tensors[ti++], e,
+					  e->kind == ENTRY_COMPONENT
+						  ? &b->e[e->group]
+						  : NULL);
+			if (ret)
+				goto out;
 		}
 	}
 	t->ntensors = ti;

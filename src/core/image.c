@@ -126,6 +126,66 @@ void tfs_image_close(struct tfs_image *img)
 	free(img);
 }
 
+/* bytes [off, off + len) of tensor record @idx's own bytes */
+static int read_tensor(struct tfs_image *img, uint32_t idx, uint64_t off,
+		       size_t len, struct tfs_view *v)
+{
+	const struct tfs_tensor *x = &img->tree->tensors[idx];
+	int ret;
+
+	if (x->encoding != TFS_ENCODING_RAW)
+		return tfs_decode_read(img, idx, off, len, v);
+	ret = tfs_digest_gate(img, idx);
+	if (ret)
+		return ret;
+	if (!tfs_source_live_range_ok(tfs_image_source(img, x), x->offset + off,
+				      len))
+		return -EIO;
+	v->data = tfs_image_source(img, x)->data + x->offset + off;
+	v->len = len;
+	return 0;
+}
+
+/*
+ * A read that starts in a file's prefix (the -o npy header): the prefix's
+ * bytes and the tensor's that follow, assembled in one buffer so that the
+ * read is never short (a short read would be end of file to the kernel).
+ */
+static int read_prefixed(struct tfs_image *img, uint32_t idx, uint64_t off,
+			 size_t len, struct tfs_view *v)
+{
+	const struct tfs_tensor *x = &img->tree->tensors[idx];
+	size_t head = x->prefix_len - (size_t)off;
+	struct tfs_view tv = {0};
+	uint8_t *buf;
+	int ret = 0;
+
+	if (len <= head) {
+		v->data = x->prefix + off;
+		v->len = len;
+		return 0;
+	}
+	buf = malloc(len);
+	if (!buf)
+		return -ENOMEM;
+	memcpy(buf, x->prefix + off, head);
+	ret = read_tensor(img, idx, 0, len - head, &tv);
+	if (!ret && tv.len != len - head)
+		ret = -EIO;
+	if (!ret)
+		memcpy(buf + head, tv.data, tv.len);
+	tfs_view_release(img, &tv);
+	if (ret) {
+		free(buf);
+		return ret;
+	}
+	v->data = buf;
+	v->len = len;
+	v->pin = buf;
+	v->pin_kind = PIN_BOUNCE;
+	return 0;
+}
+
 int tfs_image_read(struct tfs_image *img, uint32_t node, uint64_t off,
 		   size_t len, struct tfs_view *v)
 {
@@ -133,7 +193,6 @@ int tfs_image_read(struct tfs_image *img, uint32_t node, uint64_t off,
 	const struct tfs_node *n;
 	const struct tfs_tensor *x;
 	uint64_t size;
-	int ret;
 
 	memset(v, 0, sizeof(*v));
 	if (node >= t->nnodes)
@@ -152,15 +211,7 @@ int tfs_image_read(struct tfs_image *img, uint32_t node, uint64_t off,
 		return 0;
 	}
 	x = &t->tensors[n->tensor];
-	if (x->encoding != TFS_ENCODING_RAW)
-		return tfs_decode_read(img, n->tensor, off, len, v);
-	ret = tfs_digest_gate(img, n->tensor);
-	if (ret)
-		return ret;
-	if (!tfs_source_live_range_ok(tfs_image_source(img, x), x->offset + off,
-				      len))
-		return -EIO;
-	v->data = tfs_image_source(img, x)->data + x->offset + off;
-	v->len = len;
-	return 0;
+	if (off < x->prefix_len)
+		return read_prefixed(img, n->tensor, off, len, v);
+	return read_tensor(img, n->tensor, off - x->prefix_len, len, v);
 }

@@ -93,7 +93,8 @@ uint64_t tfs_node_size(const struct tfs_tree *t, uint32_t node)
 	const struct tfs_node *n = &t->nodes[node];
 
 	if (n->kind == TFS_NODE_TENSOR)
-		return t->tensors[n->tensor].size;
+		return t->tensors[n->tensor].prefix_len +
+		       t->tensors[n->tensor].size;
 	if (n->kind == TFS_NODE_MEMFILE)
 		return n->mem_len;
 	return 0;
@@ -127,6 +128,7 @@ void tfs_tree_free(struct tfs_tree *t)
 		free(x->shape);
 		free(x->digest);
 		free(x->role);
+		free(x->prefix);
 	}
 	free(t->tensors);
 	for (i = 0; i < t->nwarnings; i++)

@@ -28,12 +28,14 @@ struct mount_opts {
 	char *container;
 	const char *mountpoint; /* as given (argv), for error reporting */
 	int flat;
+	int npy;
 	char *cache_size;
 	char *verify;
 };
 
 static const struct fuse_opt opt_spec[] = {
 	{"flat", offsetof(struct mount_opts, flat), 1},
+	{"npy", offsetof(struct mount_opts, npy), 1},
 	{"cache_size=%s", offsetof(struct mount_opts, cache_size), 0},
 	{"verify=%s", offsetof(struct mount_opts, verify), 0},
 	FUSE_OPT_END,
@@ -143,6 +145,7 @@ int tfs_mount_main(int argc, char **argv)
 	if (!read_options(&mo, &io))
 		goto out;
 	bo.flat = mo.flat;
+	bo.npy = mo.npy;
 	ret = tfs_cli_open(mo.container, &bo, &fs.img);
 	if (ret)
 		goto out;

@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: MIT
+/* The .npy header of the -o npy view: see src/core/npy_view.h. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "npy_view.h"
+
+/* numpy's type character for a kind, or 0 when numpy has no such type */
+static char kind_char(const struct tfs_dtype_info *di, enum tfs_dtype t)
+{
+	if (di->block_elems != 1)
+		return 0;
+	switch (di->kind) {
+	case TFS_KIND_INT:
+		return 'i';
+	case TFS_KIND_UINT:
+		return 'u';
+	case TFS_KIND_BOOL:
+		return 'b';
+	case TFS_KIND_FLOAT:
+		/* IEEE binary16/32/64 only; bfloat16 and float8 are not */
+		return t == TFS_DTYPE_FLOAT16 || t == TFS_DTYPE_FLOAT32 ||
+				       t == TFS_DTYPE_FLOAT64
+			       ? 'f'
+			       : 0;
+	case TFS_KIND_COMPLEX:
+		return t == TFS_DTYPE_COMPLEX32 ? 0 : 'c';
+	default:
+		return 0;
+	}
+}
+
+/* "(2, 3)", "(5,)", "()" into @buf */
+static int shape_tuple(char *buf, size_t cap, const uint64_t *shape,
+		       uint32_t ndim)
+{
+	size_t o = 0;
+	uint32_t i;
+	int n;
+
+	n = snprintf(buf, cap, "(");
+	o = (size_t)n;
+	for (i = 0; i < ndim && o < cap; i++) {
+		n = snprintf(buf + o, cap - o, "%s%llu", i ? ", " : "",
+			     (unsigned long long)shape[i]);
+		o += (size_t)n;
+	}
+	if (o < cap) {
+		n = snprintf(buf + o, cap - o, "%s)", ndim == 1 ? "," : "");
+		o += (size_t)n;
+	}
+	return o < cap ? 0 : -E2BIG;
+}
+
+int tfs_npy_header(enum tfs_dtype dtype, uint32_t record_size,
+		   const uint64_t *shape, uint32_t ndim, uint64_t size,
+		   bool big_endian, bool fortran, uint8_t **out, uint32_t *len)
+{
+	const struct tfs_dtype_info *di = tfs_dtype_info(dtype);
+	uint64_t *dims = NULL, one;
+	char descr[32], *tuple = NULL, *dict = NULL;
+	size_t cap, dlen, total, pre;
+	uint32_t nd = ndim, bytes = di->block_bytes;
+	char kc = kind_char(di, dtype);
+	uint8_t *h;
+	int ret = -ENOMEM;
+
+	dims = calloc(ndim ? ndim : 1, sizeof(*dims));
+	if (!dims)
+		return -ENOMEM;
+	if (ndim)
+		memcpy(dims, shape, ndim * sizeof(*dims));
+	if (dtype == TFS_DTYPE_VOID) {
+		snprintf(descr, sizeof(descr), "|V%u", record_size);
+	} else if (!di->block_elems) {
+		/* opaque: its bytes */
+		snprintf(descr, sizeof(descr), "|u1");
+		dims[0] = size;
+		nd = 1;
+	} else if (kc) {
+		snprintf(descr, sizeof(descr), "%c%c%u",
+			 bytes == 1   ? '|'
+			 : big_endian ? '>'
+				      : '<',
+			 kc, bytes);
+	} else {
+		snprintf(descr, sizeof(descr), "|V%u", bytes);
+		if (di->block_elems > 1) {
+			if (ndim && dims[ndim - 1] % di->block_elems == 0) {
+				dims[ndim - 1] /= di->block_elems;
+			} else {
+				/* whole blocks in one dimension */
+				one = size / bytes;
+				dims[0] = one;
+				nd = 1;
+			}
+		}
+	}
+	cap = 24 * (size_t)(nd + 1) + 8;
+	tuple = malloc(cap);
+	if (!tuple || shape_tuple(tuple, cap, dims, nd))
+		goto out;
+	if (asprintf(&dict,
+		     "{'descr': '%s', 'fortran_order': %s, 'shape': %s, }",
+		     descr, fortran ? "True" : "False", tuple) < 0) {
+		dict = NULL;
+		goto out;
+	}
+	dlen = strlen(dict);
+	/* magic(6) + version(2) + length(2 or 4) + dict + padding + '\n' */
+	pre = 10;
+	total = (pre + dlen + 1 + 63) / 64 * 64;
+	if (total - pre > 65535) { /* version 2.0: a 4-byte length */
+		pre = 12;
+		total = (pre + dlen + 1 + 63) / 64 * 64;
+	}
+	ret = -E2BIG;
+	if (total > UINT32_MAX)
+		goto out;
+	ret = -ENOMEM;
+	h = malloc(total);
+	if (!h)
+		goto out;
+	memcpy(h, "\x93NUMPY", 6);
+	h[6] = pre == 10 ? 1 : 2;
+	h[7] = 0;
+	if (pre == 10) {
+		h[8] = (uint8_t)((total - pre) & 0xff);
+		h[9] = (uint8_t)((total - pre) >> 8);
+	} else {
+		h[8] = (uint8_t)((total - pre) & 0xff);
+		h[9] = (uint8_t)(((total - pre) >> 8) & 0xff);
+		h[10] = (uint8_t)(((total - pre) >> 16) & 0xff);
+		h[11] = (uint8_t)((total - pre) >> 24);
+	}
+	memcpy(h + pre, dict, dlen);
+	memset(h + pre + dlen, ' ', total - pre - dlen - 1);
+	h[total - 1] = '\n';
+	*out = h;
+	*len = (uint32_t)total;
+	ret = 0;
+out:
+	free(dims);
+	free(tuple);
+	free(dict);
+	return ret;
+}
