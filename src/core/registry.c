@@ -64,9 +64,5 @@ const char *tfs_format_guess_unsupported(const struct tfs_source *src)
 		    memcmp(src->data, unsupported[i].magic,
 			   unsupported[i].len) == 0)
 			return unsupported[i].what;
-	/* safetensors: u64 header length, then '{' */
-	if (src->size >= 9 && src->data[8] == '{' && src->data[7] == 0 &&
-	    src->data[6] == 0 && src->data[5] == 0 && src->data[4] == 0)
-		return "safetensors (not supported yet)";
 	return NULL;
 }
