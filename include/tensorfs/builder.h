@@ -176,6 +176,18 @@ int tfs_builder_begin_source(struct tfs_builder *b,
 int tfs_builder_end_source(struct tfs_builder *b, struct tfs_diag *d);
 void tfs_builder_abort_source(struct tfs_builder *b);
 
+/*
+ * Every tensor and group added so far, in order: @fn(@arg, stored name,
+ * its length, its source index); a non-zero return stops the walk and is
+ * returned.  The name is the builder's until finish.
+ */
+int tfs_builder_each_tensor(struct tfs_builder *b,
+			    int (*fn)(void *arg, const char *name,
+				      size_t len, uint32_t source),
+			    void *arg);
+/* the bytes of every tensor file added so far (decoded sizes) */
+uint64_t tfs_builder_total_bytes(const struct tfs_builder *b);
+
 /* number of tensor files and groups added so far */
 uint32_t tfs_builder_count(const struct tfs_builder *b);
 

@@ -205,6 +205,38 @@ void tfs_builder_free(struct tfs_builder *b)
 	free(b);
 }
 
+int tfs_builder_each_tensor(struct tfs_builder *b,
+			    int (*fn)(void *arg, const char *name, size_t len,
+				      uint32_t source),
+			    void *arg)
+{
+	uint32_t i;
+	int ret;
+
+	for (i = 1; i < b->n; i++) {
+		const struct entry *e = &b->e[i];
+
+		if (e->kind != ENTRY_TENSOR && e->kind != ENTRY_GROUP)
+			continue;
+		ret = fn(arg, e->name, e->name_len, e->source);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+uint64_t tfs_builder_total_bytes(const struct tfs_builder *b)
+{
+	uint64_t total = 0;
+	uint32_t i;
+
+	for (i = 1; i < b->n; i++)
+		if (b->e[i].kind == ENTRY_TENSOR ||
+		    b->e[i].kind == ENTRY_COMPONENT)
+			total += b->e[i].size;
+	return total;
+}
+
 uint32_t tfs_builder_count(const struct tfs_builder *b)
 {
 	return b->n - 1;
@@ -212,7 +244,7 @@ uint32_t tfs_builder_count(const struct tfs_builder *b)
 
 json_t *tfs_builder_metadata(struct tfs_builder *b)
 {
-	return b->multi ? b->sources[b->cur].metadata : b->metadata;
+	return b->in_source ? b->sources[b->cur].metadata : b->metadata;
 }
 
 void tfs_builder_set_overlap_rule(struct tfs_builder *b,

@@ -27,7 +27,9 @@
 #include "tensorfs/diag.h"
 #include "tensorfs/format.h"
 #include "tensorfs/image.h"
+#include "tensorfs/names.h"
 #include "tensorfs/source.h"
+#include "parse/hfindex.h"
 #include "image_i.h"
 
 #define WALK_MAX_DEPTH 32
@@ -189,7 +191,10 @@ static int probe_all(struct walk *w, bool keep_unclaimed, struct tfs_diag *d)
 		if (!ret)
 			c->fmt = tfs_format_detect(&c->src);
 		if (ret && keep_unclaimed) {
+			/* the message names the file */
 			*d = od;
+			snprintf(d->msg, sizeof(d->msg), "%.60s: %.*s", c->rel,
+				 (int)sizeof(d->msg) - 64, od.msg);
 			return ret;
 		}
 		if (!c->fmt && !keep_unclaimed) {
@@ -280,12 +285,30 @@ static int errors_file(struct tfs_image *img, struct tfs_builder *b)
 	return ret;
 }
 
-/*
- * Load the probed candidates into one builder.  @skip_bad: a container that
- * fails is left out (a directory); otherwise its failure fails the open.
- */
+/* How load_all() composes the containers. */
+struct plan {
+	bool skip_bad; /* a container that fails is left out (a directory) */
+	bool merged;   /* shards of one model: one tree, user.tensorfs.shard */
+	/* run before the tree is built (the shard index's rules) */
+	int (*check)(void *arg, struct tfs_builder *b, struct tfs_image *img,
+		     struct tfs_diag *d);
+	void *arg;
+};
+
+/* the one format all containers share, or "directory" */
+static const char *common_format(const struct walk *w)
+{
+	size_t i;
+
+	for (i = 1; i < w->n; i++)
+		if (w->v[i].fmt != w->v[0].fmt)
+			return "directory";
+	return w->n ? w->v[0].fmt->name : "directory";
+}
+
+/* Load the probed candidates into one builder, as @p says. */
 static int load_all(struct tfs_image **out, struct walk *w, const char *top,
-		    bool skip_bad, const struct tfs_build_options *opts,
+		    const struct plan *p, const struct tfs_build_options *opts,
 		    struct tfs_diag *d)
 {
 	struct tfs_builder *b = NULL;
@@ -307,7 +330,10 @@ static int load_all(struct tfs_image **out, struct walk *w, const char *top,
 	for (i = 0; i < w->n; i++) {
 		struct candidate *c = &w->v[i];
 		struct tfs_builder_source bs = {
-			.src = &c->src, .label = c->rel, .dir = c->dir};
+			.src = &c->src,
+			.label = c->rel,
+			.dir = p->merged ? NULL : c->dir,
+			.shard = p->merged ? c->rel : NULL};
 		struct tfs_diag cd;
 
 		tfs_diag_clear(&cd);
@@ -329,7 +355,7 @@ static int load_all(struct tfs_image **out, struct walk *w, const char *top,
 		tfs_builder_abort_source(b);
 		if (!cd.format)
 			cd.format = c->fmt->name;
-		if (!skip_bad) {
+		if (!p->skip_bad) {
 			/* the message names the file */
 			*d = cd;
 			snprintf(d->msg, sizeof(d->msg), "%.60s: %.*s", c->rel,
@@ -360,7 +386,10 @@ static int load_all(struct tfs_image **out, struct walk *w, const char *top,
 		ret = tfs_diag_oom(d);
 		goto out;
 	}
-	ret = tfs_image_finish_load(img, b, "directory", d);
+	ret = p->check ? p->check(p->arg, b, img, d) : 0;
+	if (!ret)
+		ret = tfs_image_finish_load(
+			img, b, p->merged ? common_format(w) : "directory", d);
 out:
 	tfs_builder_free(b);
 	if (ret) {
@@ -371,16 +400,223 @@ out:
 	return 0;
 }
 
+/* ---- a sharded model: the index says which tensor is in which file ---- */
+
+struct shard_check {
+	struct tfs_hf_index *x;
+	const char *index_name;
+	const struct walk *w; /* source k is w->v[k]: none is left out */
+	struct name_rec {
+		const char *name;
+		size_t len;
+		uint32_t source;
+	} * v;
+	size_t n;
+};
+
+static int collect_name(void *arg, const char *name, size_t len,
+			uint32_t source)
+{
+	struct shard_check *sc = arg;
+
+	sc->v[sc->n++] = (struct name_rec){name, len, source};
+	return 0;
+}
+
+static int cmp_rec(const void *pa, const void *pb)
+{
+	const struct name_rec *a = pa, *b = pb;
+	size_t n = a->len < b->len ? a->len : b->len;
+	int c = memcmp(a->name, b->name, n);
+
+	if (c)
+		return c;
+	return a->len < b->len ? -1 : a->len > b->len;
+}
+
+/*
+ * Every weight_map entry is in its shard (the builder already refuses a
+ * name in two shards); a shard's tensor the index does not list, and a
+ * total_size that is not the tensors' bytes, are warnings.
+ */
+static int check_shards(void *arg, struct tfs_builder *b,
+			struct tfs_image *img __attribute__((unused)),
+			struct tfs_diag *d)
+{
+	struct shard_check *sc = arg;
+	struct tfs_hf_index *x = sc->x;
+	char nb[TFS_PRINTABLE_MAX];
+	bool *listed = NULL;
+	uint64_t total;
+	size_t i, unlisted = 0;
+	int ret = 0;
+
+	sc->v = calloc(tfs_builder_count(b) + 1, sizeof(*sc->v));
+	listed = calloc(tfs_builder_count(b) + 1, sizeof(*listed));
+	if (!sc->v || !listed) {
+		ret = tfs_diag_oom(d);
+		goto out;
+	}
+	tfs_builder_each_tensor(b, collect_name, sc);
+	qsort(sc->v, sc->n, sizeof(*sc->v), cmp_rec);
+	for (i = 0; i < x->n && !ret; i++) {
+		struct name_rec key = {x->v[i].name, x->v[i].name_len, 0}, *r;
+
+		r = bsearch(&key, sc->v, sc->n, sizeof(*sc->v), cmp_rec);
+		tfs_name_printable(nb, sizeof(nb), x->v[i].name,
+				   x->v[i].name_len);
+		if (!r)
+			ret = tfs_diag_at(d, -EBADMSG, x->v[i].at,
+					  "%s: weight_map: tensor '%s' is not "
+					  "in %s",
+					  sc->index_name, nb, x->v[i].shard);
+		else if (strcmp(sc->w->v[r->source].rel, x->v[i].shard) != 0)
+			ret = tfs_diag_at(d, -EBADMSG, x->v[i].at,
+					  "%s: weight_map: tensor '%s' is "
+					  "said to be in %s, but it is in %s",
+					  sc->index_name, nb, x->v[i].shard,
+					  sc->w->v[r->source].rel);
+		else
+			listed[r - sc->v] = true;
+	}
+	for (i = 0; i < sc->n && !ret; i++) {
+		if (listed[i])
+			continue;
+		if (unlisted++ < 10)
+			ret = tfs_builder_warn(
+				b, TFS_NO_OFFSET,
+				"tensor '%s' is in a shard but not in %s",
+				tfs_name_printable(nb, sizeof(nb),
+						   sc->v[i].name, sc->v[i].len),
+				sc->index_name);
+	}
+	if (!ret && unlisted > 10)
+		ret = tfs_builder_warn(b, TFS_NO_OFFSET,
+				       "%zu more tensors are not in %s",
+				       unlisted - 10, sc->index_name);
+	total = tfs_builder_total_bytes(b);
+	if (!ret && x->has_total && x->total_size != total)
+		ret = tfs_builder_warn(b, TFS_NO_OFFSET,
+				       "%s: metadata.total_size is %llu, but "
+				       "the tensors hold %llu bytes",
+				       sc->index_name,
+				       (unsigned long long)x->total_size,
+				       (unsigned long long)total);
+	if (ret == -ENOMEM)
+		ret = tfs_diag_oom(d);
+	if (!ret &&
+	    json_object_set_new(tfs_builder_metadata(b), "index",
+				json_pack("{s:s,s:O?}", "file", sc->index_name,
+					  "metadata", x->metadata)))
+		ret = tfs_diag_oom(d);
+out:
+	free(sc->v);
+	free(listed);
+	return ret;
+}
+
+/*
+ * The shard index at the top of @dir, or NULL: a *.safetensors.index.json
+ * first, then a *.bin.index.json (pytorch_model.bin.index.json).
+ */
+static char *find_index(const char *dir)
+{
+	static const char *const suffixes[] = {".safetensors.index.json",
+					       ".bin.index.json"};
+	struct dirent **ents;
+	char *found = NULL;
+	size_t k, sl, nl;
+	int i, n;
+
+	n = scandir(dir, &ents, NULL, cmp_names);
+	if (n < 0)
+		return NULL;
+	for (k = 0; k < 2 && !found; k++)
+		for (i = 0; i < n && !found; i++) {
+			sl = strlen(suffixes[k]);
+			nl = strlen(ents[i]->d_name);
+			if (nl > sl &&
+			    strcmp(ents[i]->d_name + nl - sl, suffixes[k]) == 0)
+				found = strdup(ents[i]->d_name);
+		}
+	for (i = 0; i < n; i++)
+		free(ents[i]);
+	free(ents);
+	return found;
+}
+
+static int open_sharded(struct tfs_image **out, const char *dir,
+			const char *index_name,
+			const struct tfs_build_options *opts,
+			struct tfs_diag *d)
+{
+	struct tfs_hf_index x = {0};
+	struct walk w = {.top = dir};
+	struct shard_check sc = {.x = &x, .index_name = index_name, .w = &w};
+	struct tfs_source src;
+	char *path = NULL;
+	size_t i;
+	int ret;
+
+	if (asprintf(&path, "%s/%s", dir, index_name) < 0)
+		return tfs_diag_oom(d);
+	ret = tfs_source_open(&src, path, d);
+	if (!ret) {
+		ret = tfs_hf_index_parse(src.data, (size_t)src.size, &x, d);
+		tfs_source_close(&src);
+		if (ret) {
+			char msg[TFS_DIAG_MSG_MAX];
+
+			snprintf(msg, sizeof(msg), "%s", d->msg);
+			snprintf(d->msg, sizeof(d->msg), "%.60s: %.*s",
+				 index_name, (int)sizeof(d->msg) - 64, msg);
+		}
+	}
+	for (i = 0; !ret && i < x.nshards; i++) {
+		free(path);
+		path = NULL;
+		if (asprintf(&path, "%s/%s", dir, x.shards[i]) < 0)
+			ret = tfs_diag_oom(d);
+		else if (add_candidate(&w, path, x.shards[i]))
+			ret = tfs_diag_oom(d);
+	}
+	if (!ret)
+		ret = probe_all(&w, true, d);
+	for (i = 0; !ret && i < w.n; i++)
+		if (!w.v[i].fmt)
+			ret = tfs_diag_at(d, -ENOEXEC, 0,
+					  "%s: magic: not a container format "
+					  "tensorfs recognises",
+					  w.v[i].rel);
+	if (!ret)
+		ret = load_all(out, &w, dir,
+			       &(struct plan){.merged = true,
+					      .check = check_shards,
+					      .arg = &sc},
+			       opts, d);
+	free(path);
+	candidates_free(&w);
+	tfs_hf_index_free(&x);
+	return ret;
+}
+
 int tfs_image_open_dir(struct tfs_image **out, const char *dir,
 		       const struct tfs_build_options *opts, struct tfs_diag *d)
 {
 	struct walk w = {.top = dir};
+	char *index_name;
 	struct stat st;
 	int ret;
 
 	tfs_diag_clear(d);
 	if (stat(dir, &st) != 0)
 		return tfs_diag_set(d, -errno, "%s", strerror(errno));
+	index_name = find_index(dir);
+	if (index_name) {
+		ret = open_sharded(out, dir, index_name, opts, d);
+		free(index_name);
+		return ret;
+	}
 	ret = enter_once(&w, &st);
 	if (ret > 0)
 		ret = walk_dir(&w, dir, "", 0);
@@ -395,7 +631,8 @@ int tfs_image_open_dir(struct tfs_image **out, const char *dir,
 	if (!ret && choose_dirs(&w))
 		ret = tfs_diag_oom(d);
 	if (!ret)
-		ret = load_all(out, &w, dir, true, opts, d);
+		ret = load_all(out, &w, dir, &(struct plan){.skip_bad = true},
+			       opts, d);
 	candidates_free(&w);
 	return ret;
 }
@@ -427,7 +664,7 @@ int tfs_image_open_files(struct tfs_image **out, const char *const *paths,
 	if (!ret && choose_dirs(&w))
 		ret = tfs_diag_oom(d);
 	if (!ret)
-		ret = load_all(out, &w, paths[0], false, opts, d);
+		ret = load_all(out, &w, paths[0], &(struct plan){0}, opts, d);
 	candidates_free(&w);
 	return ret;
 }
