@@ -6,6 +6,8 @@
 #ifndef TFS_CLI_H
 #define TFS_CLI_H
 
+#include <stdio.h>
+
 #include "tensorfs/builder.h"
 #include "tensorfs/diag.h"
 #include "tensorfs/image.h"
@@ -24,10 +26,15 @@ enum tfs_exit {
 /* the exit status for a failure -errno from loading a container */
 int tfs_exit_for(int err);
 
-/* Open @path, printing the one-line refusal on failure; returns an exit
- * status (0 on success, *img set). */
-int tfs_cli_open(const char *path, const struct tfs_build_options *opts,
-		 struct tfs_image **img);
+/*
+ * Open @n inputs: one container file or directory, or several files (a
+ * directory each).  Prints the one-line refusal on failure, and a warning
+ * per container a directory mount left out; returns an exit status (0 on
+ * success, *img set).
+ */
+int tfs_cli_open_inputs(char *const *inputs, int n,
+			const struct tfs_build_options *opts,
+			struct tfs_image **img);
 
 int tfs_cmd_ls(int argc, char **argv);
 int tfs_cmd_cat(int argc, char **argv);
@@ -35,8 +42,11 @@ int tfs_cmd_info(int argc, char **argv);
 int tfs_cmd_xattr(int argc, char **argv);
 int tfs_cmd_verify(int argc, char **argv);
 
-/* FUSE mount (src/fuse/mount.c); argv as given to main */
-int tfs_mount_main(int argc, char **argv);
+/* the mount command (mount_cmd.c): argv[0] is the program or "mount" */
+int tfs_cmd_mount(int argc, char **argv);
+
+/* the whole help text */
+void tfs_usage(FILE *f);
 
 extern const char *tfs_progname;
 

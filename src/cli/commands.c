@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "tensorfs/codec.h"
 #include "tensorfs/format.h"
 #include "tensorfs/tree.h"
 
@@ -31,17 +32,22 @@ int tfs_exit_for(int err)
 	}
 }
 
-int tfs_cli_open(const char *path, const struct tfs_build_options *opts,
-		 struct tfs_image **img)
+int tfs_cli_open_inputs(char *const *inputs, int n,
+			const struct tfs_build_options *opts,
+			struct tfs_image **img)
 {
+	const char *path = inputs[0];
 	struct tfs_diag d;
 	char line[512];
 	uint32_t i;
 	int ret;
 
 	tfs_diag_clear(&d);
-
-	ret = tfs_image_open(img, path, opts, &d);
+	if (n == 1)
+		ret = tfs_image_open(img, path, opts, &d);
+	else
+		ret = tfs_image_open_files(img, (const char *const *)inputs,
+					   (size_t)n, opts, &d);
 	if (ret) {
 		tfs_diag_format(&d, line, sizeof(line));
 		fprintf(stderr, "%s: %s: %s\n", tfs_progname, path, line);
@@ -55,49 +61,75 @@ int tfs_cli_open(const char *path, const struct tfs_build_options *opts,
 	return 0;
 }
 
-/* parse "[--flat] ARGS...": returns the index of the first positional */
-static int common_args(int argc, char **argv, struct tfs_build_options *o)
-{
-	int i = 1;
+/* what a subcommand takes after its options */
+struct cmd_args {
+	const char *tail; /* usage after the inputs: "NAME|PATH", "[PATH]" */
+	bool one_input;	  /* exactly one INPUT (else INPUT...) */
+	int trailing;	  /* arguments after the inputs (cat: 1) */
+	int optional;	  /* of which optional (xattr: 1) */
+};
 
-	memset(o, 0, sizeof(*o));
+static void cmd_usage(FILE *f, const char *cmd, const struct cmd_args *a)
+{
+	fprintf(f, "usage: %s %s [--flat] [--npy] %s%s%s\n", tfs_progname, cmd,
+		a->one_input ? "INPUT" : "INPUT...", *a->tail ? " " : "",
+		a->tail);
+	if (f == stdout)
+		fprintf(f,
+			"  INPUT    a container file or a directory (a sharded "
+			"model is one tree)\n"
+			"  --flat   every tensor at the root under its full "
+			"stored name\n"
+			"  --npy    every tensor file as PATH.npy (numpy's "
+			"header, then the bytes)\n"
+			"See 'tensorfs --help' for the rest.\n");
+}
+
+/*
+ * The start of every subcommand: options, INPUT..., the trailing
+ * arguments; then open the inputs.  Returns 0 with *img, *first (index of
+ * the first input in argv) and *ninputs, or the exit status to return
+ * (-1: --help was printed, exit 0).
+ */
+static int open_for(int argc, char **argv, const struct cmd_args *a,
+		    struct tfs_image **img, int *first, int *ninputs)
+{
+	struct tfs_build_options o = {0};
+	int i = 1, npos, n;
+
 	for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
 		if (strcmp(argv[i], "--flat") == 0) {
-			o->flat = true;
+			o.flat = true;
 		} else if (strcmp(argv[i], "--npy") == 0) {
-			o->npy = true;
+			o.npy = true;
+		} else if (strcmp(argv[i], "--help") == 0 ||
+			   strcmp(argv[i], "-h") == 0) {
+			cmd_usage(stdout, argv[0], a);
+			return -1;
 		} else if (strcmp(argv[i], "--") == 0) {
 			i++;
 			break;
 		} else {
 			fprintf(stderr, "%s %s: unknown option %s\n",
 				tfs_progname, argv[0], argv[i]);
-			return -1;
+			cmd_usage(stderr, argv[0], a);
+			return TFS_EXIT_USAGE;
 		}
 	}
-	return i;
-}
-
-/*
- * The start of every subcommand: "[--flat] CONTAINER ARGS...", with
- * @min..@max positional arguments after CONTAINER (@usage names them), then
- * open the container.  Returns 0 with *img and *first (the index of
- * CONTAINER in argv), or the exit status to return.
- */
-static int open_for(int argc, char **argv, const char *usage, int min, int max,
-		    struct tfs_image **img, int *first)
-{
-	struct tfs_build_options o;
-	int i = common_args(argc, argv, &o);
-
-	if (i < 0 || argc - i - 1 < min || argc - i - 1 > max) {
-		fprintf(stderr, "usage: %s %s [--flat] CONTAINER%s%s\n",
-			tfs_progname, argv[0], *usage ? " " : "", usage);
+	npos = argc - i;
+	n = a->one_input ? 1 : npos - a->trailing;
+	if (n < 1 || npos - n > a->trailing ||
+	    npos - n < a->trailing - a->optional) {
+		cmd_usage(stderr, argv[0], a);
 		return TFS_EXIT_USAGE;
 	}
 	*first = i;
-	return tfs_cli_open(argv[i], &o, img);
+	*ninputs = n;
+	return tfs_cli_open_inputs(argv + i, n, &o, img);
 }
+
+/* the exit status of open_for's result: --help is a success */
+#define OPENED(ret) ((ret) == -1 ? TFS_EXIT_OK : (ret))
 
 static void shape_str(char *buf, size_t len, const struct tfs_tensor *t)
 {
@@ -137,13 +169,14 @@ int tfs_cmd_ls(int argc, char **argv)
 {
 	struct tfs_image *img;
 	const struct tfs_tensor **v;
+	static const struct cmd_args a = {.tail = ""};
 	char shape[256];
-	int i, ret, w = 4;
+	int i, n, ret, w = 4;
 	uint32_t k;
 
-	ret = open_for(argc, argv, "", 0, 0, &img, &i);
+	ret = open_for(argc, argv, &a, &img, &i, &n);
 	if (ret)
-		return ret;
+		return OPENED(ret);
 	v = sorted_tensors(img);
 	if (!v) {
 		tfs_image_close(img);
@@ -208,21 +241,23 @@ static void log_stderr(void *arg, const char *line)
 
 int tfs_cmd_cat(int argc, char **argv)
 {
+	static const struct cmd_args a = {.tail = "NAME|PATH", .trailing = 1};
 	struct tfs_image_options io = {.log = log_stderr};
 	struct tfs_image *img;
 	struct tfs_view v;
 	uint64_t off = 0, size;
+	const char *what;
 	uint32_t n;
-	int i, ret;
+	int i, k, ret;
 
-	ret = open_for(argc, argv, "NAME|PATH", 1, 1, &img, &i);
+	ret = open_for(argc, argv, &a, &img, &i, &k);
 	if (ret)
-		return ret;
+		return OPENED(ret);
+	what = argv[i + k];
 	tfs_image_configure(img, &io);
-	n = find_node(img->tree, argv[i + 1]);
+	n = find_node(img->tree, what);
 	if (n == TFS_NO_NODE || img->tree->nodes[n].kind == TFS_NODE_DIR) {
-		fprintf(stderr, "%s: %s: %s: %s\n", tfs_progname, argv[i],
-			argv[i + 1],
+		fprintf(stderr, "%s: %s: %s: %s\n", tfs_progname, argv[i], what,
 			n == TFS_NO_NODE ? "no such tensor or path"
 					 : "is a directory");
 		tfs_image_close(img);
@@ -239,7 +274,7 @@ int tfs_cmd_cat(int argc, char **argv)
 		tfs_view_release(img, &v);
 		if (ret) {
 			fprintf(stderr, "%s: %s: %s: %s\n", tfs_progname,
-				argv[i], argv[i + 1], strerror(-ret));
+				argv[i], what, strerror(-ret));
 			tfs_image_close(img);
 			return TFS_EXIT_IO;
 		}
@@ -251,14 +286,15 @@ int tfs_cmd_cat(int argc, char **argv)
 int tfs_cmd_info(int argc, char **argv)
 {
 	struct tfs_image *img;
+	static const struct cmd_args a = {.tail = ""};
 	const struct tfs_node *meta;
 	uint64_t size;
 	uint32_t n, k;
-	int i, ret;
+	int i, ni, ret;
 
-	ret = open_for(argc, argv, "", 0, 0, &img, &i);
+	ret = open_for(argc, argv, &a, &img, &i, &ni);
 	if (ret)
-		return ret;
+		return OPENED(ret);
 	printf("file:     %s\n", argv[i]);
 	if (img->format)
 		printf("format:   %s (%s)\n", img->format->name,
@@ -285,14 +321,18 @@ int tfs_cmd_xattr(int argc, char **argv)
 {
 	struct tfs_image *img;
 	const struct tfs_node *nd;
+	static const struct cmd_args a = {.tail = "[PATH]",
+					  .one_input = true,
+					  .trailing = 1,
+					  .optional = 1};
 	const char *path;
 	uint32_t n, k;
 	size_t j;
-	int i, ret;
+	int i, ni, ret;
 
-	ret = open_for(argc, argv, "[PATH]", 0, 1, &img, &i);
+	ret = open_for(argc, argv, &a, &img, &i, &ni);
 	if (ret)
-		return ret;
+		return OPENED(ret);
 	path = argc - i == 2 ? argv[i + 1] : "";
 	n = find_node(img->tree, path);
 	if (n == TFS_NO_NODE) {
@@ -357,24 +397,14 @@ static void progress_cb(void *arg, uint64_t done)
 	progress_show(p, false);
 }
 
-/* the reader's warnings from metadata.json (rules it reports, not enforces) */
+/* the readers' warnings (rules they report, not enforce) */
 static unsigned print_warnings(const struct tfs_image *img)
 {
-	uint32_t n = tfs_tree_resolve(img->tree, ".tensorfs/metadata.json");
-	json_t *meta, *w;
-	unsigned count = 0;
-	size_t i;
+	uint32_t i;
 
-	if (n == TFS_NO_NODE)
-		return 0;
-	meta = json_loadb(img->tree->nodes[n].mem,
-			  (size_t)img->tree->nodes[n].mem_len, 0, NULL);
-	w = json_object_get(meta, "warnings");
-	for (i = 0; i < json_array_size(w); i++, count++)
-		printf("warning  %s\n",
-		       json_string_value(json_array_get(w, i)));
-	json_decref(meta);
-	return count;
+	for (i = 0; i < img->tree->nwarnings; i++)
+		printf("warning  %s\n", img->tree->warnings[i].msg);
+	return img->tree->nwarnings;
 }
 
 int tfs_cmd_verify(int argc, char **argv)
@@ -383,14 +413,15 @@ int tfs_cmd_verify(int argc, char **argv)
 	struct tfs_check_result r;
 	struct progress p = {0};
 	const struct tfs_tensor **v;
+	static const struct cmd_args a = {.tail = ""};
 	unsigned failed = 0, digests = 0, unknown = 0, decoded = 0, warnings;
 	uint32_t k, idx;
-	int i, ret;
+	int i, ni, ret;
 
 	/* loading checks every structural rule; a failure is one line */
-	ret = open_for(argc, argv, "", 0, 0, &img, &i);
+	ret = open_for(argc, argv, &a, &img, &i, &ni);
 	if (ret)
-		return ret;
+		return OPENED(ret);
 	v = sorted_tensors(img);
 	if (!v) {
 		tfs_image_close(img);
@@ -411,7 +442,7 @@ int tfs_cmd_verify(int argc, char **argv)
 			digests++;
 		if (r.digest == TFS_DIGEST_UNKNOWN)
 			unknown++;
-		if (v[k]->encoding == TFS_ENCODING_ZSTD)
+		if (v[k]->encoding != TFS_ENCODING_RAW)
 			decoded++;
 		if (r.err) {
 			failed++;
@@ -424,11 +455,11 @@ int tfs_cmd_verify(int argc, char **argv)
 					 "checked"
 				       : "no digest",
 			       r.digest_checked ? " matches" : "",
-			       v[k]->encoding == TFS_ENCODING_ZSTD
-				       ? "; zstd decodes to"
-				       : ")\n");
-			if (v[k]->encoding == TFS_ENCODING_ZSTD)
-				printf(" %llu bytes)\n",
+			       v[k]->encoding != TFS_ENCODING_RAW ? "; "
+								  : ")\n");
+			if (v[k]->encoding != TFS_ENCODING_RAW)
+				printf("%s decodes to %llu bytes)\n",
+				       tfs_encoding_name(v[k]->encoding),
 				       (unsigned long long)v[k]->size);
 		}
 		fflush(stdout);
@@ -436,11 +467,13 @@ int tfs_cmd_verify(int argc, char **argv)
 	}
 	if (p.on)
 		fprintf(stderr, "\r\033[K");
-	printf("%s: %u tensor files, %u ok, %u failed; %u digests checked, "
-	       "%u with an unknown algorithm (not checked), %u zstd "
-	       "decoded; %u warnings\n",
-	       argv[i], img->tree->ntensors, img->tree->ntensors - failed,
-	       failed, digests, unknown, decoded, warnings);
+	printf("%s: %u %s, %u ok, %u failed; %u %s checked, %u with an "
+	       "unknown algorithm (not checked), %u decoded; %u %s\n",
+	       argv[i], img->tree->ntensors,
+	       img->tree->ntensors == 1 ? "tensor" : "tensors",
+	       img->tree->ntensors - failed, failed, digests,
+	       digests == 1 ? "digest" : "digests", unknown, decoded, warnings,
+	       warnings == 1 ? "warning" : "warnings");
 	free(v);
 	tfs_image_close(img);
 	return failed ? TFS_EXIT_MALFORMED : TFS_EXIT_OK;

@@ -12,16 +12,21 @@
 
 const char *tfs_progname = "tensorfs";
 
-static void usage(FILE *f)
+void tfs_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: tensorfs [options] CONTAINER MOUNTPOINT\n"
-		"       tensorfs ls [--flat] [--npy] CONTAINER\n"
-		"       tensorfs cat [--flat] [--npy] CONTAINER NAME|PATH\n"
-		"       tensorfs info [--flat] [--npy] CONTAINER\n"
-		"       tensorfs xattr [--flat] [--npy] CONTAINER [PATH]\n"
-		"       tensorfs verify [--flat] [--npy] CONTAINER\n"
+		"usage: tensorfs [options] INPUT... MOUNTPOINT\n"
+		"       tensorfs ls [--flat] [--npy] INPUT...\n"
+		"       tensorfs cat [--flat] [--npy] INPUT... NAME|PATH\n"
+		"       tensorfs info [--flat] [--npy] INPUT...\n"
+		"       tensorfs xattr [--flat] [--npy] INPUT [PATH]\n"
+		"       tensorfs verify [--flat] [--npy] INPUT...\n"
 		"       tensorfs --help | --version\n"
+		"\n"
+		"An INPUT is a container file, or a directory: a sharded model\n"
+		"(with its *.safetensors.index.json) is one tree, otherwise every\n"
+		"container under it is a directory.  Several files are a\n"
+		"directory each.\n"
 		"\n"
 		"Mount a tensor container (checkpoint) read-only: every tensor is a\n"
 		"file holding its raw element bytes; dtype, shape and the rest are\n"
@@ -67,54 +72,39 @@ static void usage(FILE *f)
 		"fusermount3 -u MOUNTPOINT\n");
 }
 
+static void short_usage(void)
+{
+	fprintf(stderr,
+		"usage: tensorfs [options] INPUT... MOUNTPOINT\n"
+		"       tensorfs ls|cat|info|xattr|verify [--help] INPUT...\n"
+		"Try 'tensorfs --help' for more.\n");
+}
+
 int main(int argc, char **argv)
 {
+	static const struct {
+		const char *name;
+		int (*fn)(int argc, char **argv);
+	} cmds[] = {
+		{"ls", tfs_cmd_ls},	    {"cat", tfs_cmd_cat},
+		{"info", tfs_cmd_info},	    {"xattr", tfs_cmd_xattr},
+		{"verify", tfs_cmd_verify}, {"mount", tfs_cmd_mount},
+	};
 	const char *cmd = argc > 1 ? argv[1] : NULL;
+	size_t i;
 
 	/* a container truncated while we decode it: -EIO, not a crash */
 	tfs_source_catch_sigbus();
 	if (!cmd) {
-		usage(stderr);
+		short_usage();
 		return TFS_EXIT_USAGE;
 	}
-	if (strcmp(cmd, "ls") == 0)
-		return tfs_cmd_ls(argc - 1, argv + 1);
-	if (strcmp(cmd, "cat") == 0)
-		return tfs_cmd_cat(argc - 1, argv + 1);
-	if (strcmp(cmd, "info") == 0)
-		return tfs_cmd_info(argc - 1, argv + 1);
-	if (strcmp(cmd, "xattr") == 0)
-		return tfs_cmd_xattr(argc - 1, argv + 1);
-	if (strcmp(cmd, "verify") == 0)
-		return tfs_cmd_verify(argc - 1, argv + 1);
-	if (strcmp(cmd, "help") == 0 ||
-	    (argc == 2 &&
-	     (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0))) {
-		usage(stdout);
-#if TFS_HAVE_FUSE
-		return tfs_mount_main(argc, argv);
-#else
+	if (strcmp(cmd, "help") == 0) {
+		tfs_usage(stdout);
 		return TFS_EXIT_OK;
-#endif
 	}
-	if (argc == 2 &&
-	    (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0)) {
-		printf("tensorfs %s\n", TFS_VERSION);
-#if TFS_HAVE_FUSE
-		return tfs_mount_main(argc, argv);
-#else
-		return TFS_EXIT_OK;
-#endif
-	}
-	if (strcmp(cmd, "mount") == 0) {
-		argv[1] = argv[0];
-		argc--;
-		argv++;
-	}
-#if TFS_HAVE_FUSE
-	return tfs_mount_main(argc, argv);
-#else
-	fprintf(stderr, "tensorfs: built without FUSE; use ls, cat or info\n");
-	return TFS_EXIT_USAGE;
-#endif
+	for (i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (strcmp(cmd, cmds[i].name) == 0)
+			return cmds[i].fn(argc - 1, argv + 1);
+	return tfs_cmd_mount(argc, argv);
 }

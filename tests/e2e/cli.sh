@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The FUSE-free subcommands: ls, cat, info, xattr, help, version, exit codes.
 . "$(dirname "$0")/lib.sh"
+need_fixtures
 
 out=$("$TENSORFS" ls "$SAMPLE")
 eq "ls lists the sample's 9 tensors" "$(echo "$out" | wc -l)" 9

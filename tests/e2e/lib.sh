@@ -26,6 +26,14 @@ need_fuse() {
 	fi
 }
 
+# a test reading ../shared/fixtures: skipped (77) with a line when missing
+need_fixtures() {
+	if [ ! -d "${TFS_FIXTURES:-}" ]; then
+		echo "SKIP: the shared fixtures (${TFS_FIXTURES:-unset}) are missing"
+		exit 77
+	fi
+}
+
 fail() {
 	echo "FAIL: $*" >&2
 	FAILS=$((FAILS + 1))

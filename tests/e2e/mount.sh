@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Real mounts: tree, bytes, xattrs, EROFS, odd-offset reads, unmount.
 . "$(dirname "$0")/lib.sh"
+need_fixtures
 need_fuse
 
 sum_before=$(sha "$SAMPLE")

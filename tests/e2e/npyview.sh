@@ -4,6 +4,7 @@
 # gets the tensor's bytes with the manifest's dtype and shape, row- or
 # column-major as flagged (tests/e2e/npyview.py).
 . "$(dirname "$0")/lib.sh"
+need_fixtures
 need_fuse
 if ! /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
 	echo "SKIP: Debian's python3-numpy is not installed"

@@ -3,6 +3,7 @@
 # as documented), integrity failures as EIO with one log line while other
 # tensors keep working, and `tensorfs verify` exit statuses.
 . "$(dirname "$0")/lib.sh"
+need_fixtures
 need_fuse
 
 FX="$TFS_FIXTURES/ztensor"

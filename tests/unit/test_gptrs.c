@@ -1287,5 +1287,5 @@ int main(void)
 	suite_add_tcase(s, gen);
 	suite_add_tcase(s, rej);
 	suite_add_tcase(s, b3);
-	return tu_run(s);
+	return tu_run_with_fixtures(s);
 }

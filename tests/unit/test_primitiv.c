@@ -1443,5 +1443,5 @@ int main(void)
 	suite_add_tcase(s, real);
 	suite_add_tcase(s, gen);
 	suite_add_tcase(s, bad);
-	return tu_run(s);
+	return tu_run_with_fixtures(s);
 }

@@ -327,5 +327,5 @@ int main(void)
 	tcase_add_test(tc, every_reject_file_is_listed);
 	tcase_add_test(tc, many_tensors);
 	suite_add_tcase(s, tc);
-	return tu_run(s);
+	return tu_run_with_fixtures(s);
 }

@@ -235,5 +235,5 @@ int main(void)
 	tcase_add_test(tc, reject_sizes);
 	tcase_add_test(tc, reject_magic);
 	suite_add_tcase(s, tc);
-	return tu_run(s);
+	return tu_run_with_fixtures(s);
 }

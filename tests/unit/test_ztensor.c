@@ -1865,5 +1865,5 @@ int main(void)
 	tcase_add_test(tc, reject_depth);
 	tcase_add_test(tc, sample_files);
 	suite_add_tcase(s, tc);
-	return tu_run(s);
+	return tu_run_with_fixtures(s);
 }

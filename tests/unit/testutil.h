@@ -56,5 +56,8 @@ struct tu_buf {
 void tu_buf_put(struct tu_buf *b, const void *p, size_t n);
 /* run one suite; returns the process exit status */
 int tu_run(Suite *s);
+/* the same for a suite that reads ../shared/fixtures: 77 (skipped, with a
+ * line saying why) when they are missing */
+int tu_run_with_fixtures(Suite *s);
 
 #endif

@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The mount command: "tensorfs [options] INPUT... MOUNTPOINT".
+ *
+ * The command line is ours: options may come before or after the
+ * positional arguments (mount.fuse3 puts "-o ..." last).  Our own -o
+ * options (flat, npy, cache_size=, verify=) are taken out; the others go
+ * to libfuse.  The mountpoint is checked (a directory, not already a mount
+ * point), every input is opened and validated, and only then does the FUSE
+ * layer mount (tfs_fuse_run), so a refused container or a bad mountpoint
+ * never leaves a mount behind.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli/cli.h"
+#include "config.h"
+#if TFS_HAVE_FUSE
+#include "fuse/run.h"
+#endif
+
+struct mount_cmd {
+	char **pos; /* positional arguments */
+	int npos;
+	bool foreground, debug, single_thread, help, version;
+	struct tfs_build_options build;
+	char *cache_size, *verify;
+	char *fuse_options; /* comma-separated, for libfuse */
+};
+
+static int add_fuse_option(struct mount_cmd *m, const char *o, size_t len)
+{
+	size_t old = m->fuse_options ? strlen(m->fuse_options) : 0;
+	char *n = realloc(m->fuse_options, old + len + 2);
+
+	if (!n)
+		return -1;
+	if (old)
+		n[old++] = ',';
+	memcpy(n + old, o, len);
+	n[old + len] = '\0';
+	m->fuse_options = n;
+	return 0;
+}
+
+/* one "-o a,b=c" list: ours are kept, the rest go to libfuse */
+static int take_options(struct mount_cmd *m, const char *list)
+{
+	const char *p = list, *end;
+	size_t len;
+
+	while (*p) {
+		end = strchr(p, ',');
+		len = end ? (size_t)(end - p) : strlen(p);
+		if (len == 4 && strncmp(p, "flat", 4) == 0)
+			m->build.flat = true;
+		else if (len == 3 && strncmp(p, "npy", 3) == 0)
+			m->build.npy = true;
+		else if (len > 11 && strncmp(p, "cache_size=", 11) == 0)
+			m->cache_size = strndup(p + 11, len - 11);
+		else if (len > 7 && strncmp(p, "verify=", 7) == 0)
+			m->verify = strndup(p + 7, len - 7);
+		else if (len && add_fuse_option(m, p, len))
+			return -1;
+		p += len + (end ? 1 : 0);
+	}
+	return 0;
+}
+
+static int parse(struct mount_cmd *m, int argc, char **argv)
+{
+	int i;
+
+	m->pos = calloc((size_t)argc, sizeof(*m->pos));
+	if (!m->pos)
+		return -1;
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (strcmp(a, "-f") == 0) {
+			m->foreground = true;
+		} else if (strcmp(a, "-d") == 0 || strcmp(a, "--debug") == 0) {
+			m->debug = m->foreground = true;
+		} else if (strcmp(a, "-s") == 0) {
+			m->single_thread = true;
+		} else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+			m->help = true;
+		} else if (strcmp(a, "-V") == 0 ||
+			   strcmp(a, "--version") == 0) {
+			m->version = true;
+		} else if (strcmp(a, "-o") == 0) {
+			if (++i == argc) {
+				fprintf(stderr, "%s: -o needs options\n",
+					tfs_progname);
+				return -1;
+			}
+			if (take_options(m, argv[i]))
+				return -1;
+		} else if (strncmp(a, "-o", 2) == 0) {
+			if (take_options(m, a + 2))
+				return -1;
+		} else if (strcmp(a, "--") == 0) {
+			while (++i < argc)
+				m->pos[m->npos++] = argv[i];
+		} else if (a[0] == '-' && a[1]) {
+			fprintf(stderr, "%s: unknown option %s (see --help)\n",
+				tfs_progname, a);
+			return -1;
+		} else {
+			m->pos[m->npos++] = argv[i];
+		}
+	}
+	return 0;
+}
+
+#if TFS_HAVE_FUSE
+/* is @path a mount point now?  (/proc/self/mountinfo, field 5) */
+static bool is_mount_point(const char *path)
+{
+	char real[PATH_MAX], line[8192], mp[PATH_MAX];
+	bool found = false;
+	FILE *f;
+
+	if (!realpath(path, real))
+		return false;
+	f = fopen("/proc/self/mountinfo", "r");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f)) {
+		char *o, *p = line;
+		int field;
+
+		for (field = 0; field < 4 && p; field++) {
+			p = strchr(p, ' ');
+			if (p)
+				p++;
+		}
+		if (!p)
+			continue;
+		/* the mount point, with \ooo escapes for odd bytes */
+		for (o = mp; *p && *p != ' ' && o < mp + sizeof(mp) - 1; o++) {
+			if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' &&
+			    p[2] && p[3]) {
+				*o = (char)((p[1] - '0') << 6 |
+					    (p[2] - '0') << 3 | (p[3] - '0'));
+				p += 4;
+			} else {
+				*o = *p++;
+			}
+		}
+		*o = '\0';
+		found = strcmp(mp, real) == 0;
+	}
+	fclose(f);
+	return found;
+}
+
+/* a directory, not a mount point already: else exit 5 with one line */
+static int check_mountpoint(const char *mnt)
+{
+	struct stat st;
+
+	if (stat(mnt, &st) != 0) {
+		fprintf(stderr, "%s: %s: %s\n", tfs_progname, mnt,
+			strerror(errno));
+		return TFS_EXIT_MOUNT;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "%s: %s: not a directory\n", tfs_progname, mnt);
+		return TFS_EXIT_MOUNT;
+	}
+	if (is_mount_point(mnt)) {
+		fprintf(stderr,
+			"%s: %s: already a mount point; unmount it first\n",
+			tfs_progname, mnt);
+		return TFS_EXIT_MOUNT;
+	}
+	return 0;
+}
+#endif
+
+/* -o cache_size= and -o verify= into @io; an exit status */
+static int read_options(const struct mount_cmd *m, struct tfs_image_options *io)
+{
+	memset(io, 0, sizeof(*io));
+	if (m->cache_size && (tfs_parse_size(m->cache_size, &io->cache_size) ||
+			      io->cache_size < TFS_CACHE_SIZE_MIN)) {
+		fprintf(stderr,
+			"%s: cache_size=%s: expected a size of at least 1M, "
+			"such as 256M or 2G\n",
+			tfs_progname, m->cache_size);
+		return TFS_EXIT_USAGE;
+	}
+	if (m->verify && tfs_parse_verify_mode(m->verify, &io->verify)) {
+		fprintf(stderr,
+			"%s: verify=%s: expected off, first or always\n",
+			tfs_progname, m->verify);
+		return TFS_EXIT_USAGE;
+	}
+	return 0;
+}
+
+#if TFS_HAVE_FUSE
+static int run(struct mount_cmd *m, const struct tfs_image_options *io)
+{
+	const char *mnt = m->pos[m->npos - 1];
+	struct tfs_fuse_args fa = {
+		.mountpoint = mnt,
+		.fsname = m->pos[0],
+		.fuse_options = m->fuse_options,
+		.foreground = m->foreground,
+		.debug = m->debug,
+		.single_thread = m->single_thread,
+		.read = *io,
+	};
+	struct tfs_image *img = NULL;
+	int ret;
+
+	ret = tfs_cli_open_inputs(m->pos, m->npos - 1, &m->build, &img);
+	if (ret)
+		return ret;
+	switch (tfs_fuse_run(img, &fa)) {
+	case TFS_FUSE_OK:
+		ret = TFS_EXIT_OK;
+		break;
+	case TFS_FUSE_BAD_OPTION:
+		ret = TFS_EXIT_USAGE;
+		break;
+	case TFS_FUSE_MOUNT_FAILED:
+		ret = TFS_EXIT_MOUNT;
+		break;
+	default:
+		ret = TFS_EXIT_IO;
+	}
+	tfs_image_close(img);
+	return ret;
+}
+#endif
+
+int tfs_cmd_mount(int argc, char **argv)
+{
+	struct mount_cmd m = {0};
+	struct tfs_image_options io;
+	int ret = TFS_EXIT_USAGE;
+
+	if (parse(&m, argc, argv))
+		goto out;
+	if (m.help) {
+		tfs_usage(stdout);
+#if TFS_HAVE_FUSE
+		tfs_fuse_help();
+#endif
+		ret = TFS_EXIT_OK;
+		goto out;
+	}
+	if (m.version) {
+		printf("tensorfs %s\n", TFS_VERSION);
+#if TFS_HAVE_FUSE
+		printf("libfuse %s\n", tfs_fuse_version());
+#endif
+		ret = TFS_EXIT_OK;
+		goto out;
+	}
+	if (m.npos < 2) {
+		fprintf(stderr,
+			"usage: %s [options] CONTAINER|DIRECTORY... MOUNTPOINT "
+			"(see --help)\n",
+			tfs_progname);
+		goto out;
+	}
+	ret = read_options(&m, &io);
+	if (ret)
+		goto out;
+#if TFS_HAVE_FUSE
+	ret = check_mountpoint(m.pos[m.npos - 1]);
+	if (!ret)
+		ret = run(&m, &io);
+#else
+	fprintf(stderr,
+		"%s: built without FUSE: use ls, cat, info, xattr or verify\n",
+		tfs_progname);
+	ret = TFS_EXIT_USAGE;
+#endif
+out:
+	free(m.pos);
+	free(m.cache_size);
+	free(m.verify);
+	free(m.fuse_options);
+	return ret;
+}

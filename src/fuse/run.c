@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The mount (src/fuse/run.h): a session over the validated image, mounted
+ * before we detach, so the parent returns when the mount is ready, and a
+ * refused container never reaches here.  SIGINT/SIGTERM/SIGHUP end the loop
+ * and unmount (libfuse's handlers).  Integrity failures seen by reads are
+ * logged through fuse_log: stderr in the foreground, syslog once detached.
+ */
+#define FUSE_USE_VERSION 312
+#include <fuse_lowlevel.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "fuse/fs.h"
+#include "fuse/run.h"
+
+static void log_to_syslog(enum fuse_log_level level, const char *fmt,
+			  va_list ap)
+{
+	vsyslog((int)level, fmt, ap);
+}
+
+/* integrity failures seen by the read path */
+static void log_integrity(void *arg, const char *line)
+{
+	(void)arg;
+	fuse_log(FUSE_LOG_ERR, "tensorfs: %s\n", line);
+}
+
+void tfs_fuse_help(void)
+{
+	printf("\nFUSE options:\n");
+	fuse_lowlevel_help();
+}
+
+const char *tfs_fuse_version(void)
+{
+	return fuse_pkgversion();
+}
+
+/* argv for fuse_session_new: read-only, our fsname, the caller's options */
+static int session_args(struct fuse_args *fa, const struct tfs_fuse_args *a)
+{
+	char *opts = NULL;
+	int ret = -1;
+
+	if (fuse_opt_add_arg(fa, "tensorfs") ||
+	    (a->debug && fuse_opt_add_arg(fa, "-d")) ||
+	    fuse_opt_add_opt(&opts, "ro,default_permissions,subtype=tensorfs"))
+		goto out;
+	if (a->fsname) {
+		char *fsname;
+
+		if (asprintf(&fsname, "fsname=tensorfs:%s", a->fsname) < 0)
+			goto out;
+		ret = fuse_opt_add_opt_escaped(&opts, fsname);
+		free(fsname);
+		if (ret)
+			goto out;
+		ret = -1;
+	}
+	if (a->fuse_options && *a->fuse_options &&
+	    fuse_opt_add_opt(&opts, a->fuse_options))
+		goto out;
+	ret = fuse_opt_add_arg(fa, "-o") || fuse_opt_add_arg(fa, opts) ? -1 : 0;
+out:
+	free(opts);
+	return ret;
+}
+
+enum tfs_fuse_result tfs_fuse_run(struct tfs_image *img,
+				  const struct tfs_fuse_args *a)
+{
+	struct fuse_args fa = FUSE_ARGS_INIT(0, NULL);
+	struct fuse_loop_config *lc = NULL;
+	struct fuse_session *se = NULL;
+	struct tfs_image_options io = a->read;
+	struct tfs_fs fs = {.img = img, .uid = getuid(), .gid = getgid()};
+	bool foreground = a->foreground || a->debug;
+	enum tfs_fuse_result res = TFS_FUSE_BAD_OPTION;
+	int ret;
+
+	io.log = log_integrity;
+	if (tfs_image_configure(img, &io) || session_args(&fa, a))
+		goto out;
+	se = fuse_session_new(&fa, &tfs_fuse_ops, sizeof(tfs_fuse_ops), &fs);
+	if (!se)
+		goto out;
+	res = TFS_FUSE_MOUNT_FAILED;
+	/*
+	 * A shell starts background jobs with SIGINT ignored, and libfuse
+	 * leaves ignored signals alone; "kill -INT" must still unmount.
+	 */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, SIG_DFL);
+	if (fuse_set_signal_handlers(se) != 0)
+		goto out_session;
+	if (fuse_session_mount(se, a->mountpoint) != 0)
+		goto out_signals;
+	if (!foreground) {
+		openlog("tensorfs", LOG_PID, LOG_DAEMON);
+		fuse_set_log_func(log_to_syslog);
+	}
+	if (fuse_daemonize(foreground) != 0)
+		goto out_unmount;
+	if (a->single_thread) {
+		ret = fuse_session_loop(se);
+	} else {
+		/* libfuse's defaults for the thread counts */
+		lc = fuse_loop_cfg_create();
+		if (!lc) {
+			ret = -1;
+			goto out_done;
+		}
+		ret = fuse_session_loop_mt(se, lc);
+	}
+out_done:
+	/* a loop ended by SIGINT/SIGTERM/SIGHUP reports the signal: clean */
+	res = ret == 0 || ret == SIGINT || ret == SIGTERM || ret == SIGHUP
+		      ? TFS_FUSE_OK
+		      : TFS_FUSE_LOOP_FAILED;
+out_unmount:
+	fuse_session_unmount(se);
+out_signals:
+	fuse_remove_signal_handlers(se);
+out_session:
+	fuse_session_destroy(se);
+out:
+	if (lc)
+		fuse_loop_cfg_destroy(lc);
+	fuse_opt_free_args(&fa);
+	return res;
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The front-end seam of the FUSE layer: mount an opened image and serve it
+ * until unmounted.  The CLI (src/cli) parses the command line, opens and
+ * validates the image, and calls tfs_fuse_run(); nothing here knows argv
+ * or exit statuses.
+ */
+#ifndef TFS_FUSE_RUN_H
+#define TFS_FUSE_RUN_H
+
+#include <stdbool.h>
+
+#include "tensorfs/image.h"
+
+struct tfs_fuse_args {
+	const char *mountpoint;
+	const char *fsname;	  /* shown by mount(8): the container(s) */
+	const char *fuse_options; /* "opt,opt" for libfuse, or NULL */
+	bool foreground;	  /* else detach once the mount is ready */
+	bool debug; /* libfuse's debug output (implies foreground) */
+	bool single_thread;
+	/* the read options (cache, verify); the log goes where we log */
+	struct tfs_image_options read;
+};
+
+/* what tfs_fuse_run() failed at: the CLI's exit status follows from it */
+enum tfs_fuse_result {
+	TFS_FUSE_OK = 0,	   /* mounted, served, unmounted */
+	TFS_FUSE_BAD_OPTION = 1,   /* libfuse refused an option (it said why) */
+	TFS_FUSE_MOUNT_FAILED = 2, /* the mount itself failed */
+	TFS_FUSE_LOOP_FAILED = 3,  /* serving failed */
+};
+
+/*
+ * Mount @img at args->mountpoint, detach (unless foreground) once the mount
+ * exists, serve until unmounted or SIGINT/SIGTERM/SIGHUP.  The image stays
+ * the caller's.  Logs go to stderr in the foreground, syslog once detached.
+ */
+enum tfs_fuse_result tfs_fuse_run(struct tfs_image *img,
+				  const struct tfs_fuse_args *args);
+
+/* libfuse's own option help, and its version */
+void tfs_fuse_help(void);
+const char *tfs_fuse_version(void);
+
+#endif
