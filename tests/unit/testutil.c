@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Helpers shared by the Check suites (tests/unit/testutil.h). */
+#include <dirent.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -219,4 +220,51 @@ int tu_run(Suite *s)
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
 	return failed ? 1 : 0;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+size_t tu_each_fixture(const char *dir,
+		       void (*fn)(const char *path, const char *name,
+				  void *arg),
+		       void *arg)
+{
+	char *base = strdup(dir), **names = NULL, path[4096];
+	size_t n = 0, cap = 0, i, files = 0;
+	struct dirent *e;
+	struct stat st;
+	DIR *d;
+
+	ck_assert(base != NULL);
+	d = opendir(base);
+	ck_assert_msg(d != NULL, "cannot read fixture directory %s", base);
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 16;
+			names = realloc(names, cap * sizeof(*names));
+			ck_assert(names != NULL);
+		}
+		names[n] = strdup(e->d_name);
+		ck_assert(names[n] != NULL);
+		n++;
+	}
+	closedir(d);
+	if (n)
+		qsort(names, n, sizeof(*names), name_cmp);
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/%s", base, names[i]);
+		if (stat(path, &st) == 0 && S_ISREG(st.st_mode)) {
+			fn(path, names[i], arg);
+			files++;
+		}
+		free(names[i]);
+	}
+	free(names);
+	free(base);
+	return files;
 }

@@ -54,6 +54,16 @@ struct tu_buf {
 };
 /* append @n bytes (fails the test when out of memory) */
 void tu_buf_put(struct tu_buf *b, const void *p, size_t n);
+/*
+ * The data-driven fixture walk: calls @fn(path, name, arg) for every regular
+ * file directly in directory @dir (absolute, e.g. tu_testdata("x/reject")),
+ * in name order, skipping dot files; returns how many.  Fails the test when
+ * @dir cannot be read, so a missing directory never passes as "no files".
+ */
+size_t tu_each_fixture(const char *dir,
+		       void (*fn)(const char *path, const char *name,
+				  void *arg),
+		       void *arg);
 /* run one suite; returns the process exit status */
 int tu_run(Suite *s);
 /* the same for a suite that reads ../shared/fixtures: 77 (skipped, with a
