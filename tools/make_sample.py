@@ -11,7 +11,8 @@ every run, so tests can compare the committed file with a fresh one.
 Standard library only.
 Usage: make_sample.py [OUTPUT]             the sample (default data/sample.zt)
        make_sample.py --dump NAME          one tensor's bytes to stdout
-       make_sample.py --many N BYTES OUT   N tensors "block.<i>.data" of BYTES
+       make_sample.py --many N BYTES OUT [DIRS]
+                                           N tensors "block.<i>.data" of BYTES
                                            pseudo-random bytes each (tests)
        make_sample.py --hostile OUT        tensors with hostile names (tests)
        make_sample.py --big BYTES OUT      one uint8 tensor "big" of BYTES
@@ -52,8 +53,10 @@ TENSORS = [
 ]
 
 
-def many(n, size):
-    """n uint8 tensors of pseudo-random bytes (an LCG: deterministic)."""
+def many(n, size, dirs=0):
+    """n uint8 tensors of pseudo-random bytes (an LCG: deterministic);
+    "block.<i>.data", or "block.<i mod dirs>.t<i>" spread over @dirs
+    directories."""
     state = 12345
     result = []
     for i in range(n):
@@ -61,7 +64,9 @@ def many(n, size):
         for k in range(0, size, 4):
             state = (state * 1103515245 + 12345) & 0xFFFFFFFF
             data[k:k + 4] = struct.pack("<I", state)[: size - k]
-        result.append(("block.%d.data" % i, "uint8", [size], bytes(data)))
+        name = ("block.%d.t%d" % (i % dirs, i) if dirs else
+                "block.%d.data" % i)
+        result.append((name, "uint8", [size], bytes(data)))
     return result
 
 
@@ -129,7 +134,8 @@ if __name__ == "__main__":
             f.write(build(hostile()))
     elif args[:1] == ["--many"]:
         with open(args[3], "wb") as f:
-            f.write(build(many(int(args[1]), int(args[2]))))
+            f.write(build(many(int(args[1]), int(args[2]),
+                               int(args[4]) if len(args) > 4 else 0)))
     else:
         with open(args[0] if args else "data/sample.zt", "wb") as f:
             f.write(build())

@@ -199,6 +199,18 @@ int tfs_image_read(struct tfs_image *img, uint32_t node, uint64_t off,
 void tfs_view_release(struct tfs_image *img, struct tfs_view *v);
 
 /*
+ * Bytes [@off, @off + @len) of regular file @node have just been copied
+ * into the mount's page cache.  When the file's bytes are the container's
+ * own (raw, served from the mapping), drop the container's cached pages
+ * that the file has served, so reading a model through the mount does not
+ * cache it twice: in windows of TFS_DROP_WINDOW as a reader moves on, and
+ * the whole tensor once its end is served.
+ */
+#define TFS_DROP_WINDOW (64ull << 20)
+void tfs_image_drop_source_cache(struct tfs_image *img, uint32_t node,
+				 uint64_t off, uint64_t len);
+
+/*
  * true when regular file @node failed an integrity check (digest mismatch,
  * corrupt or wrongly sized zstd data): its reads give -EIO for good and the
  * reason was reported once through the log callback.  A -EIO from a node

@@ -44,6 +44,16 @@ void tfs_source_init_memory(struct tfs_source *s, const void *data,
 
 void tfs_source_close(struct tfs_source *s);
 
+/*
+ * Bytes [@off, @off + @len) of @s have been copied somewhere that keeps
+ * them (the mount's page cache): let the kernel drop the container's own
+ * cached pages wholly inside, so they are not cached twice.  Best effort;
+ * a memory source is ignored.  The kernel drops only whole folios (large
+ * ones on ext4/xfs), so ranges of several MiB work, single pages may not.
+ */
+void tfs_source_drop_cache(const struct tfs_source *s, uint64_t off,
+			   uint64_t len);
+
 /* true when [off, off + len) lies inside the source (overflow-safe) */
 bool tfs_source_range_ok(const struct tfs_source *s, uint64_t off,
 			 uint64_t len);

@@ -4,14 +4,15 @@
  *
  * The command line is ours: options may come before or after the
  * positional arguments (mount.fuse3 puts "-o ..." last).  Our own -o
- * options (flat, npy, cache_size=, verify=) are taken out; the others go
- * to libfuse.  The mountpoint is checked (a directory, not already a mount
+ * options (flat, npy, cache_size=, verify=, readahead=, keep_source_cache)
+ * are taken out; the others go to libfuse.  The mountpoint is checked (a directory, not already a mount
  * point), every input is opened and validated, and only then does the FUSE
  * layer mount (tfs_fuse_run), so a refused container or a bad mountpoint
  * never leaves a mount behind.
  */
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +29,8 @@ struct mount_cmd {
 	int npos;
 	bool foreground, debug, single_thread, help, version;
 	struct tfs_build_options build;
-	char *cache_size, *verify;
+	char *cache_size, *verify, *readahead;
+	bool keep_source_cache;
 	char *fuse_options; /* comma-separated, for libfuse */
 };
 
@@ -64,6 +66,10 @@ static int take_options(struct mount_cmd *m, const char *list)
 			m->cache_size = strndup(p + 11, len - 11);
 		else if (len > 7 && strncmp(p, "verify=", 7) == 0)
 			m->verify = strndup(p + 7, len - 7);
+		else if (len > 10 && strncmp(p, "readahead=", 10) == 0)
+			m->readahead = strndup(p + 10, len - 10);
+		else if (len == 17 && strncmp(p, "keep_source_cache", 17) == 0)
+			m->keep_source_cache = true;
 		else if (len && add_fuse_option(m, p, len))
 			return -1;
 		p += len + (end ? 1 : 0);
@@ -215,14 +221,26 @@ static int run(struct mount_cmd *m, const struct tfs_image_options *io)
 		.foreground = m->foreground,
 		.debug = m->debug,
 		.single_thread = m->single_thread,
+		.readahead = TFS_DEFAULT_READAHEAD,
+		.keep_source_cache = m->keep_source_cache,
 		.read = *io,
 	};
 	struct tfs_image *img = NULL;
 	int ret;
 
+	if (m->readahead && (tfs_parse_size(m->readahead, &fa.readahead) ||
+			     fa.readahead > TFS_MAX_READAHEAD)) {
+		fprintf(stderr,
+			"%s: readahead=%s: expected a size up to 1G, such as "
+			"128K or 4M (0 leaves the kernel's)\n",
+			tfs_progname, m->readahead);
+		return TFS_EXIT_USAGE;
+	}
 	ret = tfs_cli_open_inputs(m->pos, m->npos - 1, &m->build, &img);
 	if (ret)
 		return ret;
+	/* the loaders' scratch heap (JSON, builder) back to the system */
+	malloc_trim(0);
 	switch (tfs_fuse_run(img, &fa)) {
 	case TFS_FUSE_OK:
 		ret = TFS_EXIT_OK;
@@ -288,6 +306,7 @@ int tfs_cmd_mount(int argc, char **argv)
 out:
 	free(m.pos);
 	free(m.cache_size);
+	free(m.readahead);
 	free(m.verify);
 	free(m.fuse_options);
 	return ret;

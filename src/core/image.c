@@ -186,6 +186,37 @@ static int read_prefixed(struct tfs_image *img, uint32_t idx, uint64_t off,
 	return 0;
 }
 
+void tfs_image_drop_source_cache(struct tfs_image *img, uint32_t node,
+				 uint64_t off, uint64_t len)
+{
+	const struct tfs_tree *t = img->tree;
+	const struct tfs_tensor *x;
+	uint64_t end, from, to;
+
+	if (node >= t->nnodes || t->nodes[node].kind != TFS_NODE_TENSOR)
+		return;
+	x = &t->tensors[t->nodes[node].tensor];
+	if (x->encoding != TFS_ENCODING_RAW || off + len < off ||
+	    off + len <= x->prefix_len)
+		return; /* decoded bytes, or only the header */
+	end = off + len - x->prefix_len; /* in the tensor's bytes */
+	if (end > x->stored_length)
+		return;
+	if (end == x->stored_length) {
+		from = 0; /* the whole tensor, once its end is served */
+		to = end;
+	} else {
+		/* a window boundary crossed: the window behind it */
+		to = end / TFS_DROP_WINDOW * TFS_DROP_WINDOW;
+		if (to == 0 || (off > x->prefix_len &&
+				off - x->prefix_len >= to))
+			return;
+		from = to - TFS_DROP_WINDOW;
+	}
+	tfs_source_drop_cache(tfs_image_source(img, x), x->offset + from,
+			      to - from);
+}
+
 int tfs_image_read(struct tfs_image *img, uint32_t node, uint64_t off,
 		   size_t len, struct tfs_view *v)
 {

@@ -92,6 +92,25 @@ void tfs_source_close(struct tfs_source *s)
 	s->fd = -1;
 }
 
+void tfs_source_drop_cache(const struct tfs_source *s, uint64_t off,
+			   uint64_t len)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), first, end;
+
+	if (!s->map || s->fd < 0 || !tfs_source_range_ok(s, off, len))
+		return;
+	/* whole pages only: the neighbours may belong to other tensors */
+	first = (off + page - 1) & ~(page - 1);
+	end = (off + len) & ~(page - 1);
+	if (end <= first)
+		return;
+	/* our own mapping pins the pages: unmap them here first */
+	madvise((uint8_t *)s->map + first, (size_t)(end - first),
+		MADV_DONTNEED);
+	posix_fadvise(s->fd, (off_t)first, (off_t)(end - first),
+		      POSIX_FADV_DONTNEED);
+}
+
 bool tfs_source_range_ok(const struct tfs_source *s, uint64_t off, uint64_t len)
 {
 	return tfs_range_ok(off, len, s->size);

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -27,9 +28,35 @@
 /* the tree never changes: let the kernel keep what it learns */
 #define TFS_CACHE_TIMEOUT 86400.0
 
+/* echo KiB > /sys/class/bdi/MAJ:MIN/read_ahead_kb; root only, best effort */
+static void set_readahead(struct tfs_fs *fs)
+{
+	char path[96];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/bdi/%s/read_ahead_kb",
+		 fs->bdi);
+	f = fopen(path, "w");
+	if (!f) {
+		fuse_log(FUSE_LOG_DEBUG, "tensorfs: readahead: %s: %s\n", path,
+			 strerror(errno));
+		return;
+	}
+	fprintf(f, "%llu\n", (unsigned long long)(fs->readahead >> 10));
+	if (fclose(f) != 0)
+		fuse_log(FUSE_LOG_DEBUG, "tensorfs: readahead: %s: %s\n", path,
+			 strerror(errno));
+}
+
 static struct tfs_fs *fs_of(fuse_req_t req)
 {
-	return fuse_req_userdata(req);
+	struct tfs_fs *fs = fuse_req_userdata(req);
+
+	if (fs->readahead && fs->bdi[0] &&
+	    !atomic_load_explicit(&fs->readahead_done, memory_order_relaxed) &&
+	    !atomic_exchange(&fs->readahead_done, true))
+		set_readahead(fs);
+	return fs;
 }
 
 /* the node of @ino, or TFS_NO_NODE for an inode we never handed out */
@@ -84,6 +111,12 @@ static void tfs_init(void *userdata, struct fuse_conn_info *conn)
 	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
 	conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+	/*
+	 * The kernel then asks for system.posix_acl_* once per inode and
+	 * caches "no ACL"; without it every `ls -l` of a file asks us again.
+	 */
+	if (conn->capable & FUSE_CAP_POSIX_ACL)
+		conn->want |= FUSE_CAP_POSIX_ACL;
 }
 
 static void tfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -282,6 +315,10 @@ static void tfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		return;
 	}
 	fuse_reply_buf(req, v.data, v.len);
+	/* the mount's page cache holds these bytes now (keep_cache) */
+	if (fs->drop_source_cache)
+		tfs_image_drop_source_cache(fs->img, node, (uint64_t)off,
+					    v.len);
 	tfs_view_release(fs->img, &v);
 }
 

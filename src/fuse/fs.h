@@ -3,6 +3,9 @@
 #ifndef TFS_FUSE_FS_H
 #define TFS_FUSE_FS_H
 
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 struct tfs_image;
@@ -11,6 +14,15 @@ struct tfs_fs {
 	struct tfs_image *img;
 	uid_t uid; /* owner of every node: the mounting user */
 	gid_t gid;
+	bool drop_source_cache; /* see tfs_image_drop_source_cache */
+	/*
+	 * The readahead to set on the mount's backing device ("MAJ:MIN" in
+	 * /sys/class/bdi), once the kernel has taken our INIT reply (which
+	 * would cap it again): done by the first request after it.
+	 */
+	uint64_t readahead;
+	char bdi[32];
+	atomic_bool readahead_done;
 };
 
 struct fuse_lowlevel_ops;

@@ -42,6 +42,48 @@ const char *tfs_fuse_version(void)
 	return fuse_pkgversion();
 }
 
+/*
+ * The "MAJ:MIN" of the mount at @dir (a canonical path) from
+ * /proc/self/mountinfo: the name of its backing device in /sys/class/bdi.
+ * Reading it asks nothing of our own mount, which is not served yet.
+ */
+static void find_bdi(const char *dir, char *out, size_t outlen)
+{
+	char *line = NULL, *mnt, *dev, *save = NULL, *esc;
+	size_t cap = 0, n;
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+
+	out[0] = '\0';
+	if (!f || !(esc = malloc(4 * strlen(dir) + 1))) {
+		if (f)
+			fclose(f);
+		return;
+	}
+	/* mountinfo writes space, tab, newline and backslash as \ooo */
+	for (n = 0; *dir; dir++) {
+		if (strchr(" \t\n\\", *dir))
+			n += (size_t)sprintf(esc + n, "\\%03o",
+					     (unsigned char)*dir);
+		else
+			esc[n++] = *dir;
+	}
+	esc[n] = '\0';
+	while (getline(&line, &cap, f) > 0) {
+		/* id parent MAJ:MIN root mountpoint ... */
+		if (!strtok_r(line, " ", &save) || !strtok_r(NULL, " ", &save))
+			continue;
+		dev = strtok_r(NULL, " ", &save);
+		if (!dev || !strtok_r(NULL, " ", &save))
+			continue;
+		mnt = strtok_r(NULL, " ", &save);
+		if (mnt && strcmp(mnt, esc) == 0 && strlen(dev) < outlen)
+			strcpy(out, dev); /* the last one is ours */
+	}
+	free(line);
+	free(esc);
+	fclose(f);
+}
+
 /* argv for fuse_session_new: read-only, our fsname, the caller's options */
 static int session_args(struct fuse_args *fa, const struct tfs_fuse_args *a)
 {
@@ -79,7 +121,12 @@ enum tfs_fuse_result tfs_fuse_run(struct tfs_image *img,
 	struct fuse_loop_config *lc = NULL;
 	struct fuse_session *se = NULL;
 	struct tfs_image_options io = a->read;
-	struct tfs_fs fs = {.img = img, .uid = getuid(), .gid = getgid()};
+	struct tfs_fs fs = {.img = img,
+			    .uid = getuid(),
+			    .gid = getgid(),
+			    .drop_source_cache = !a->keep_source_cache,
+			    .readahead = a->readahead};
+	char *canonical = NULL;
 	bool foreground = a->foreground || a->debug;
 	enum tfs_fuse_result res = TFS_FUSE_BAD_OPTION;
 	int ret;
@@ -99,8 +146,12 @@ enum tfs_fuse_result tfs_fuse_run(struct tfs_image *img,
 	signal(SIGTERM, SIG_DFL);
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out_session;
+	/* resolved now: once mounted, a stat of it would wait for us */
+	canonical = realpath(a->mountpoint, NULL);
 	if (fuse_session_mount(se, a->mountpoint) != 0)
 		goto out_signals;
+	if (canonical && fs.readahead)
+		find_bdi(canonical, fs.bdi, sizeof(fs.bdi));
 	if (!foreground) {
 		openlog("tensorfs", LOG_PID, LOG_DAEMON);
 		fuse_set_log_func(log_to_syslog);
@@ -132,6 +183,7 @@ out_session:
 out:
 	if (lc)
 		fuse_loop_cfg_destroy(lc);
+	free(canonical);
 	fuse_opt_free_args(&fa);
 	return res;
 }

@@ -9,6 +9,7 @@
 #define TFS_FUSE_RUN_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "tensorfs/image.h"
 
@@ -19,9 +20,21 @@ struct tfs_fuse_args {
 	bool foreground;	  /* else detach once the mount is ready */
 	bool debug; /* libfuse's debug output (implies foreground) */
 	bool single_thread;
+	/* the mount's readahead in bytes (0: the kernel's default, 128K) */
+	uint64_t readahead;
+	/* keep the container's pages cached after serving them */
+	bool keep_source_cache;
 	/* the read options (cache, verify); the log goes where we log */
 	struct tfs_image_options read;
 };
+
+/*
+ * libfuse 3.14 and the kernel accept 1 MiB read requests, but a FUSE mount
+ * starts with the kernel's 128 KiB readahead, so a sequential reader asks
+ * in 128 KiB steps; a larger readahead means fewer round trips.
+ */
+#define TFS_DEFAULT_READAHEAD (1ull << 20)
+#define TFS_MAX_READAHEAD (1ull << 30)
 
 /* what tfs_fuse_run() failed at: the CLI's exit status follows from it */
 enum tfs_fuse_result {
