@@ -1478,6 +1478,7 @@ static char *manifest_text(struct tfs_builder *b, const char *format,
 {
 	struct text t = {0};
 	json_t *o, *comps, *fmt = json_string(format);
+	char *np;
 	uint32_t i, k, n = 0;
 
 	text_puts(&t, "{\n  \"format\": ");
@@ -1514,7 +1515,9 @@ static char *manifest_text(struct tfs_builder *b, const char *format,
 		return NULL;
 	}
 	*len = t.len;
-	return t.p;
+	/* it lives as long as the mount: give back the doubling's slack */
+	np = realloc(t.p, t.len + 1);
+	return np ? np : t.p;
 }
 
 static int build_json_files(struct tfs_builder *b, struct node_list *nl,
