@@ -80,10 +80,12 @@ struct tfs_node {
 	uint32_t tensor;   /* TFS_NODE_TENSOR: index into tree->tensors */
 	const char *mem;   /* TFS_NODE_MEMFILE: contents */
 	uint64_t mem_len;
-	struct tfs_xattr *xattrs; /* sorted by name */
+	/* sorted by name; one allocation holding the names and values */
+	struct tfs_xattr *xattrs;
 	uint32_t nxattrs;
 	size_t xattr_names_len; /* listxattr length: sum of strlen(name) + 1 */
-	char *xattr_names;	/* the listxattr buffer, NUL-separated */
+	char *xattr_names;	/* the listxattr buffer, NUL-separated (in
+				 * the xattrs block) */
 };
 
 /* A reader's warning about the container (tfs_builder_warn). */
@@ -102,7 +104,19 @@ struct tfs_tree {
 	uint64_t total_bytes; /* sum of tensor file sizes */
 	struct tfs_warning *warnings;
 	uint32_t nwarnings;
+	/*
+	 * Where the builder puts the tree's small, long-lived pieces (names,
+	 * paths, dtypes, shapes, digests, roles, xattr blocks): chunks freed
+	 * together by tfs_tree_free, so 100,000 tensors are not 1,000,000
+	 * allocations scattered among the loader's freed scratch.
+	 */
+	struct tfs_arena_chunk *arena;
 };
+
+/* @n bytes from @t's arena (8-byte aligned), or NULL */
+void *tfs_tree_alloc(struct tfs_tree *t, size_t n);
+/* a copy of @n bytes plus a NUL in @t's arena, or NULL */
+char *tfs_tree_dup(struct tfs_tree *t, const void *p, size_t n);
 
 /*
  * The child of directory @dir named @name (length @len), or TFS_NO_NODE.

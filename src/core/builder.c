@@ -1135,6 +1135,7 @@ static int place_leaves(struct tfs_builder *b)
 struct node_list {
 	struct tfs_node *v;
 	uint32_t n, cap;
+	struct tfs_tree *tree; /* whose arena holds the names */
 };
 
 static int new_node(struct node_list *nl, const char *name, size_t len,
@@ -1153,7 +1154,7 @@ static int new_node(struct node_list *nl, const char *name, size_t len,
 	}
 	nd = &nl->v[nl->n];
 	memset(nd, 0, sizeof(*nd));
-	nd->name = strndup(name, len);
+	nd->name = tfs_tree_dup(nl->tree, name, len);
 	if (!nd->name)
 		return -ENOMEM;
 	nd->parent = parent;
@@ -1282,28 +1283,53 @@ static int standard_xattrs(struct entry *e, const char *format,
 	return ret;
 }
 
-static int move_xattrs(struct tfs_node *nd, struct entry *e)
+/*
+ * The entry's xattrs into the node, packed in one allocation: the sorted
+ * array, then the listxattr buffer (which holds the names the array points
+ * at), then the values.  A tree of 100,000 tensors holds 800,000 xattrs;
+ * one block per node instead of two strings per xattr saves most of their
+ * allocator overhead.  The block is in the tree's arena.
+ */
+static int move_xattrs(struct tfs_tree *t, struct tfs_node *nd,
+		       struct entry *e)
 {
-	uint32_t i;
-	size_t o = 0;
+	size_t names = 0, values = 0, size, l;
+	struct tfs_xattr *x;
+	char *np, *vp;
+	uint32_t i, n = e->nxattrs;
 
-	nd->xattrs = e->xattrs;
-	nd->nxattrs = e->nxattrs;
+	qsort(e->xattrs, n, sizeof(*e->xattrs), cmp_xattrs);
+	for (i = 0; i < n; i++) {
+		names += strlen(e->xattrs[i].name) + 1;
+		values += e->xattrs[i].len;
+	}
+	size = n * sizeof(*x) + names + 1 + values;
+	x = tfs_tree_alloc(t, size);
+	if (!x)
+		return -ENOMEM;
+	np = (char *)(x + n);
+	vp = np + names + 1;
+	for (i = 0; i < n; i++) {
+		l = strlen(e->xattrs[i].name) + 1;
+		memcpy(np, e->xattrs[i].name, l);
+		x[i].name = np;
+		np += l;
+		if (e->xattrs[i].len)
+			memcpy(vp, e->xattrs[i].value, e->xattrs[i].len);
+		x[i].value = vp;
+		x[i].len = e->xattrs[i].len;
+		vp += e->xattrs[i].len;
+		free(e->xattrs[i].name);
+		free(e->xattrs[i].value);
+	}
+	*np = '\0';
+	free(e->xattrs);
 	e->xattrs = NULL;
 	e->nxattrs = e->xattrs_cap = 0;
-	qsort(nd->xattrs, nd->nxattrs, sizeof(*nd->xattrs), cmp_xattrs);
-	nd->xattr_names_len = 0;
-	for (i = 0; i < nd->nxattrs; i++)
-		nd->xattr_names_len += strlen(nd->xattrs[i].name) + 1;
-	nd->xattr_names = malloc(nd->xattr_names_len + 1);
-	if (!nd->xattr_names)
-		return -ENOMEM;
-	for (i = 0; i < nd->nxattrs; i++) {
-		size_t l = strlen(nd->xattrs[i].name) + 1;
-
-		memcpy(nd->xattr_names + o, nd->xattrs[i].name, l);
-		o += l;
-	}
+	nd->xattrs = x;
+	nd->nxattrs = n;
+	nd->xattr_names = (char *)(x + n);
+	nd->xattr_names_len = names;
 	return 0;
 }
 
@@ -1594,8 +1620,9 @@ static void npy_flags(struct tfs_builder *b)
 	}
 }
 
-static int fill_tensor(struct tfs_builder *b, struct tfs_tensor *t,
-		       struct entry *e, const struct entry *group)
+static int fill_tensor(struct tfs_builder *b, struct tfs_tree *tree,
+		       struct tfs_tensor *t, struct entry *e,
+		       const struct entry *group)
 {
 	int ret = 0;
 
@@ -1606,32 +1633,34 @@ static int fill_tensor(struct tfs_builder *b, struct tfs_tensor *t,
 
 	if (ret)
 		return ret;
-	t->name = e->name;
+	/* copies in the tree's arena; the entry's own go with the builder */
+	t->name = tfs_tree_dup(tree, e->name, e->name_len);
 	t->name_len = e->name_len;
-	e->name = NULL;
-	t->path = e->path;
-	e->path = NULL;
-	t->dtype = e->dtype;
-	e->dtype = NULL;
+	t->path = tfs_tree_dup(tree, e->path, strlen(e->path));
+	t->dtype = e->dtype ? tfs_tree_dup(tree, e->dtype, strlen(e->dtype))
+			    : NULL;
 	t->dtype_id = e->dtype_id;
 	t->record_size = e->record_size;
 	t->source = e->source;
 	t->ndim = e->ndim;
-	t->shape = e->shape;
-	e->shape = NULL;
+	t->shape = tfs_tree_alloc(tree, e->ndim * sizeof(*t->shape));
+	if (!t->name || !t->path || (e->dtype && !t->dtype) || !t->shape)
+		return -ENOMEM;
+	if (e->ndim)
+		memcpy(t->shape, e->shape, e->ndim * sizeof(*t->shape));
 	t->offset = e->offset;
 	t->stored_length = e->length;
 	t->size = e->size;
 	t->encoding = e->encoding;
-	t->digest = e->digest;
-	e->digest = NULL;
+	t->digest = e->digest ? tfs_tree_dup(tree, e->digest,
+					     strlen(e->digest))
+			      : NULL;
 	t->node = e->node;
 	t->group = group ? group->node : TFS_NO_NODE;
-	if (group) {
-		t->role = e->comps[0];
-		e->comps[0] = NULL;
-		e->ncomps = 0;
-	}
+	t->role = group ? tfs_tree_dup(tree, e->comps[0], strlen(e->comps[0]))
+			: NULL;
+	if ((e->digest && !t->digest) || (group && !t->role))
+		return -ENOMEM;
 	return 0;
 }
 
@@ -1713,12 +1742,12 @@ static int build_nodes(struct tfs_builder *b, struct node_list *nl,
 
 		ret = standard_xattrs(e, format, b->sources[e->source].shard);
 		if (!ret)
-			ret = move_xattrs(&nl->v[e->node], e);
+			ret = move_xattrs(t, &nl->v[e->node], e);
 		if (ret)
 			goto out;
 		if (e->kind == ENTRY_TENSOR || e->kind == ENTRY_COMPONENT) {
 			nl->v[e->node].tensor = ti;
-			ret = fill_tensor(b, &t->tensors[ti++], e,
+			ret = fill_tensor(b, t, &t->tensors[ti++], e,
 					  e->kind == ENTRY_COMPONENT
 						  ? &b->e[e->group]
 						  : NULL);
@@ -1951,6 +1980,7 @@ int tfs_builder_finish(struct tfs_builder *b, const char *format,
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return tfs_diag_oom(d);
+	nl.tree = t;
 	t->format = format;
 	if (publish_warnings(b, t)) {
 		tfs_tree_free(t);

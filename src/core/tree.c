@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* Tree queries: see include/tensorfs/tree.h.  Lock-free: the tree is
  * immutable once built. */
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,41 +102,82 @@ uint64_t tfs_node_size(const struct tfs_tree *t, uint32_t node)
 	return 0;
 }
 
+#define ARENA_CHUNK (1u << 20)
+
+struct tfs_arena_chunk {
+	struct tfs_arena_chunk *next;
+	size_t used, cap;
+	max_align_t data[];
+};
+
+void *tfs_tree_alloc(struct tfs_tree *t, size_t n)
+{
+	struct tfs_arena_chunk *c = t->arena;
+	size_t cap;
+	void *p;
+
+	n = (n + 7) & ~(size_t)7;
+	if (n == 0)
+		n = 8;
+	if (!c || c->cap - c->used < n) {
+		cap = n > ARENA_CHUNK / 4 ? n : ARENA_CHUNK;
+		c = malloc(sizeof(*c) + cap);
+		if (!c)
+			return NULL;
+		c->cap = cap;
+		c->used = 0;
+		if (cap == n && t->arena) {
+			/* a big piece: behind the current chunk, which stays */
+			c->next = t->arena->next;
+			t->arena->next = c;
+		} else {
+			c->next = t->arena;
+			t->arena = c;
+		}
+	}
+	p = (char *)c->data + c->used;
+	c->used += n;
+	return p;
+}
+
+char *tfs_tree_dup(struct tfs_tree *t, const void *p, size_t n)
+{
+	char *d;
+
+	if (n == SIZE_MAX)
+		return NULL;
+	d = tfs_tree_alloc(t, n + 1);
+	if (!d)
+		return NULL;
+	if (n)
+		memcpy(d, p, n);
+	d[n] = '\0';
+	return d;
+}
+
 void tfs_tree_free(struct tfs_tree *t)
 {
-	uint32_t i, k;
+	uint32_t i;
 
 	if (!t)
 		return;
-	for (i = 0; i < t->nnodes; i++) {
-		struct tfs_node *n = &t->nodes[i];
-
-		free(n->name);
-		if (n->kind == TFS_NODE_MEMFILE)
-			free((char *)n->mem);
-		for (k = 0; k < n->nxattrs; k++) {
-			free(n->xattrs[k].name);
-			free(n->xattrs[k].value);
-		}
-		free(n->xattrs);
-		free(n->xattr_names);
-	}
-	for (i = 0; t->tensors && i < t->ntensors; i++) {
-		struct tfs_tensor *x = &t->tensors[i];
-
-		free(x->name);
-		free(x->path);
-		free(x->dtype);
-		free(x->shape);
-		free(x->digest);
-		free(x->role);
-		free(x->prefix);
-	}
+	/* names, xattrs and the tensors' strings live in the arena */
+	for (i = 0; i < t->nnodes; i++)
+		if (t->nodes[i].kind == TFS_NODE_MEMFILE)
+			free((char *)t->nodes[i].mem);
+	for (i = 0; t->tensors && i < t->ntensors; i++)
+		free(t->tensors[i].prefix);
 	free(t->tensors);
 	for (i = 0; i < t->nwarnings; i++)
 		free(t->warnings[i].msg);
 	free(t->warnings);
 	free(t->nodes);
 	free(t->children);
+	while (t->arena) {
+		struct tfs_arena_chunk *next = t->arena->next;
+
+		free(t->arena);
+		t->arena = next;
+	}
 	free(t);
 }
