@@ -61,6 +61,9 @@ struct tfs_tensor_spec {
 	uint64_t offset; /* stored bytes: absolute offset, length */
 	uint64_t length;
 	enum tfs_encoding encoding;
+	/* the encoding's parameters (copied), e.g. a gather's layout */
+	const void *codec_params;
+	size_t codec_params_len;
 	uint64_t size;	      /* decoded size (must equal length when raw) */
 	const char *digest;   /* or NULL */
 	uint64_t desc_offset; /* where the tensor is described (diagnostics) */

@@ -35,6 +35,11 @@ enum tfs_node_kind {
 enum tfs_encoding {
 	TFS_ENCODING_RAW,  /* the stored bytes are the file's bytes */
 	TFS_ENCODING_ZSTD, /* the stored bytes are zstd frame(s) */
+	/*
+	 * the file is the row-major gather of a strided view of the stored
+	 * bytes (codec_params: struct tfs_gather_params, codec.h)
+	 */
+	TFS_ENCODING_GATHER,
 };
 
 struct tfs_xattr {
@@ -63,6 +68,9 @@ struct tfs_tensor {
 	uint8_t *prefix;
 	uint32_t prefix_len;
 	enum tfs_encoding encoding;
+	/* the encoding's parameters (owned), or NULL */
+	void *codec_params;
+	size_t codec_params_len;
 	char *digest;	/* "crc32c:0x..." / "sha256:..." or NULL */
 	uint32_t source; /* which container (image->srcs index) */
 	uint32_t node;	/* its node */

@@ -6,12 +6,14 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "codec/gather.h"
 #include "codec/zstd.h"
 #include "tensorfs/codec.h"
 
 struct codec_ops {
 	const char *name;
-	int (*new)(void **st, const void *src, size_t len, bool stable);
+	int (*new)(void **st, const void *src, size_t len, const void *params,
+		   size_t params_len, bool stable);
 	void (*free)(void *st);
 	void (*reset)(void *st);
 	int (*decode)(void *st, void *dst, size_t cap, size_t *pos,
@@ -30,8 +32,11 @@ struct tfs_stream {
 };
 
 /* zstd: adapters from the typed functions */
-static int zstd_new(void **st, const void *src, size_t len, bool stable)
+static int zstd_new(void **st, const void *src, size_t len, const void *params,
+		    size_t params_len, bool stable)
 {
+	if (params_len)
+		return -EINVAL;
 	return tfs_zstd_new((struct tfs_zstd **)st, src, len, stable);
 }
 static void zstd_free(void *st)
@@ -76,6 +81,15 @@ static const struct codec_ops codecs[] = {
 			       .consumed = zstd_consumed,
 			       .message = zstd_message,
 			       .decoded_size = tfs_zstd_decoded_size},
+	[TFS_ENCODING_GATHER] = {.name = "gather",
+				 .new = tfs_gather_new,
+				 .free = tfs_gather_free,
+				 .reset = tfs_gather_reset,
+				 .decode = tfs_gather_decode,
+				 .expect_end = tfs_gather_expect_end,
+				 .finished = tfs_gather_finished,
+				 .consumed = tfs_gather_consumed,
+				 .message = tfs_gather_message},
 };
 
 static const struct codec_ops *ops_of(enum tfs_encoding e)
@@ -103,7 +117,8 @@ int tfs_codec_decoded_size(enum tfs_encoding e, const void *src, size_t src_len,
 }
 
 int tfs_stream_new(struct tfs_stream **out, enum tfs_encoding e,
-		   const void *src, size_t src_len, bool stable)
+		   const void *src, size_t src_len, const void *params,
+		   size_t params_len, bool stable)
 {
 	const struct codec_ops *o = ops_of(e);
 	struct tfs_stream *s;
@@ -115,7 +130,7 @@ int tfs_stream_new(struct tfs_stream **out, enum tfs_encoding e,
 	if (!s)
 		return -ENOMEM;
 	s->ops = o;
-	ret = o->new (&s->st, src, src_len, stable);
+	ret = o->new (&s->st, src, src_len, params, params_len, stable);
 	if (ret) {
 		free(s);
 		return ret;

@@ -505,7 +505,8 @@ static int whole_begin(struct tfs_image *img, uint32_t idx,
 		return -ENOMEM;
 	ret = tfs_stream_new(&ws->z, x->encoding,
 			     tfs_image_source(img, x)->data + x->offset,
-			     (size_t)x->stored_length, true);
+			     (size_t)x->stored_length, x->codec_params,
+			     x->codec_params_len, true);
 	if (ret) {
 		free(ws);
 		return ret;
@@ -625,7 +626,8 @@ static int window_restart(struct tfs_image *img, uint32_t idx)
 	else
 		ret = tfs_stream_new(&ts->stream, x->encoding,
 				     tfs_image_source(img, x)->data + x->offset,
-				     (size_t)x->stored_length, false);
+				     (size_t)x->stored_length, x->codec_params,
+				     x->codec_params_len, false);
 	ts->next_window = 0;
 	if (!ret)
 		atomic_fetch_add(&rs->decodes, 1);

@@ -64,6 +64,8 @@ struct entry {
 	uint64_t *shape;
 	uint64_t offset, length, size;
 	enum tfs_encoding encoding;
+	void *codec_params;
+	size_t codec_params_len;
 	char *digest;
 	uint32_t group;	   /* components: their group's handle */
 	uint32_t *members; /* groups: component handles */
@@ -170,6 +172,7 @@ static void entry_free(struct entry *e)
 	free(e->dtype);
 	free(e->shape);
 	free(e->digest);
+	free(e->codec_params);
 	free(e->members);
 	for (i = 0; i < e->nxattrs; i++) {
 		free(e->xattrs[i].name);
@@ -728,6 +731,15 @@ static int add_entry(struct tfs_builder *b, enum entry_kind kind,
 		ret = add_suffix(&e->comps[e->ncomps - 1], ".npy");
 	if (!ret && s->digest && !(e->digest = strdup(s->digest)))
 		ret = -ENOMEM;
+	if (!ret && s->codec_params_len) {
+		e->codec_params = malloc(s->codec_params_len);
+		if (e->codec_params)
+			memcpy(e->codec_params, s->codec_params,
+			       s->codec_params_len);
+		else
+			ret = -ENOMEM;
+		e->codec_params_len = s->codec_params_len;
+	}
 	if (ret) {
 		pop_entry(b);
 		return ret == -ENOMEM
@@ -1542,6 +1554,9 @@ static int fill_tensor(struct tfs_builder *b, struct tfs_tensor *t,
 	t->encoding = e->encoding;
 	t->digest = e->digest;
 	e->digest = NULL;
+	t->codec_params = e->codec_params;
+	t->codec_params_len = e->codec_params_len;
+	e->codec_params = NULL;
 	t->node = e->node;
 	t->group = group ? group->node : TFS_NO_NODE;
 	if (group) {

@@ -67,7 +67,8 @@ static int check_decode(struct check_ctx *c)
 		return -ENOMEM;
 	ret = tfs_stream_new(&z, x->encoding,
 			     tfs_image_source(c->img, x)->data + x->offset,
-			     (size_t)x->stored_length, false);
+			     (size_t)x->stored_length, x->codec_params,
+			     x->codec_params_len, false);
 	if (ret) {
 		free(scratch);
 		return ret;
@@ -89,8 +90,9 @@ static int check_decode(struct check_ctx *c)
 		total += pos;
 		if (total > x->size) {
 			snprintf(c->r->msg, sizeof(c->r->msg),
-				 "zstd: the data decodes to more than the "
+				 "%s: the data decodes to more than the "
 				 "expected %llu bytes",
+				 tfs_encoding_name(x->encoding),
 				 (unsigned long long)x->size);
 			ret = -EBADMSG;
 			break;
@@ -99,8 +101,9 @@ static int check_decode(struct check_ctx *c)
 	}
 	if (!ret && total != x->size) {
 		snprintf(c->r->msg, sizeof(c->r->msg),
-			 "zstd: the data decodes to %llu bytes, fewer than the "
+			 "%s: the data decodes to %llu bytes, fewer than the "
 			 "expected %llu",
+			 tfs_encoding_name(x->encoding),
 			 (unsigned long long)total,
 			 (unsigned long long)x->size);
 		ret = -EBADMSG;

@@ -1,0 +1,6 @@
+// SPDX-License-Identifier: MIT
+#include "testutil.h"
+int main(void)
+{
+	return 0;
+}
