@@ -916,10 +916,11 @@ static int pt_zip_find(const struct tfs_zip *zip, struct tfs_zip_entry *pkl,
 	       it.index <= max_entries) {
 		if (!is_data_pkl(&e, &pl))
 			continue;
+		if (!d) /* a probe: one is enough to claim the file */
+			return 0;
 		if (found)
-			return d ? tfs_diag_at(d, -EBADMSG, e.central_offset,
-					       "zip: a second data.pkl")
-				 : -EBADMSG;
+			return tfs_diag_at(d, -EBADMSG, e.central_offset,
+					   "zip: a second data.pkl");
 		found = true;
 		*pkl = e;
 		*plen = pl;
