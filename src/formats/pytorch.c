@@ -172,6 +172,8 @@ struct pt_ctx {
 	struct tfs_pkl pk;
 	struct pt_storage *st;
 	size_t nst, stcap;
+	uint32_t *slots; /* hash of storage keys: index + 1, 0 empty */
+	size_t nslots;
 	struct pt_tensor *t;
 	size_t nt, tcap;
 	json_t *info, *leaves, *states;
@@ -502,6 +504,66 @@ static int uint_of(struct pt_ctx *z, const struct tfs_pkl_value *v,
 	return 0;
 }
 
+/* ---- storages by key: an open-addressing hash of (pointer, length) ---- */
+
+static uint64_t key_hash(const char *p, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+
+	while (n--)
+		h = (h ^ (uint8_t)*p++) * 0x100000001b3ull;
+	return h;
+}
+
+/* the slot of key @p/@n: where it is, or the empty one it would take */
+static size_t slot_of(const struct pt_ctx *z, const char *p, size_t n)
+{
+	size_t i = (size_t)key_hash(p, n) & (z->nslots - 1);
+	const struct pt_storage *s;
+
+	while (z->slots[i]) {
+		s = &z->st[z->slots[i] - 1];
+		if (s->key_len == n && memcmp(s->key, p, n) == 0)
+			break;
+		i = (i + 1) & (z->nslots - 1);
+	}
+	return i;
+}
+
+static int storage_by_key(const struct pt_ctx *z, const char *k, size_t n)
+{
+	size_t i;
+
+	if (!z->nslots)
+		return -1;
+	i = slot_of(z, k, n);
+	return z->slots[i] ? (int)(z->slots[i] - 1) : -1;
+}
+
+/* index storage z->st[idx] (its key is new), growing the table at half */
+static int storage_index(struct pt_ctx *z, uint32_t idx)
+{
+	size_t i;
+
+	if ((idx + 1) * 2 > z->nslots) {
+		size_t cap = z->nslots ? z->nslots * 2 : 64;
+		uint32_t *old = z->slots;
+
+		z->slots = calloc(cap, sizeof(*z->slots));
+		if (!z->slots) {
+			z->slots = old;
+			return tfs_diag_oom(z->d);
+		}
+		free(old);
+		z->nslots = cap;
+		for (i = 0; i < idx; i++)
+			z->slots[slot_of(z, z->st[i].key, z->st[i].key_len)] =
+				(uint32_t)i + 1;
+	}
+	z->slots[slot_of(z, z->st[idx].key, z->st[idx].key_len)] = idx + 1;
+	return 0;
+}
+
 /* the storage a persistent id names, registered on first use */
 static int storage_of(struct pt_ctx *z, const struct tfs_pkl_value *pid,
 		      uint32_t *out)
@@ -510,8 +572,7 @@ static int storage_of(struct pt_ctx *z, const struct tfs_pkl_value *pid,
 	struct pt_storage *s;
 	enum tfs_dtype dt;
 	uint64_t numel = 0;
-	size_t i;
-	int ret;
+	int ret, si;
 
 	if (pid->kind != TFS_PKL_PERSID)
 		return tfs_diag_at(z->d, -EBADMSG, pid->offset,
@@ -544,11 +605,9 @@ static int storage_of(struct pt_ctx *z, const struct tfs_pkl_value *pid,
 	ret = uint_of(z, V(z, t->items[4]), "storage numel", &numel);
 	if (ret)
 		return ret;
-	for (i = 0; i < z->nst; i++) {
-		s = &z->st[i];
-		if (s->key_len != key->s.len ||
-		    memcmp(s->key, key->s.p, key->s.len))
-			continue;
+	si = storage_by_key(z, key->s.p, key->s.len);
+	if (si >= 0) {
+		s = &z->st[si];
 		if (s->dtype != dt || s->numel != numel)
 			return tfs_diag_at(
 				z->d, -EBADMSG, t->offset,
@@ -557,7 +616,7 @@ static int storage_of(struct pt_ctx *z, const struct tfs_pkl_value *pid,
 				tfs_name_printable((char[64]){0}, 64, s->key,
 						   s->key_len),
 				s->cls, (unsigned long long)s->numel);
-		*out = (uint32_t)i;
+		*out = (uint32_t)si;
 		return 0;
 	}
 	if (z->nst == z->stcap) {
@@ -578,7 +637,7 @@ static int storage_of(struct pt_ctx *z, const struct tfs_pkl_value *pid,
 	s->numel = numel;
 	s->at = t->offset;
 	*out = (uint32_t)z->nst++;
-	return 0;
+	return storage_index(z, *out);
 }
 
 /* a tuple of non-negative ints (or torch.Size of one) into @out */
@@ -955,16 +1014,6 @@ static int run_pickle(struct pt_ctx *z, uint64_t at, uint64_t len)
 	return ret;
 }
 
-static int storage_by_key(struct pt_ctx *z, const char *k, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < z->nst; i++)
-		if (z->st[i].key_len == n && memcmp(z->st[i].key, k, n) == 0)
-			return (int)i;
-	return -1;
-}
-
 /* P/data/<key>: where its storage's bytes are */
 static int zip_storage(struct pt_ctx *z, const struct tfs_zip_entry *e,
 		       size_t plen)
@@ -1262,6 +1311,7 @@ static int pt_load(const struct tfs_source *src, struct tfs_builder *b,
 	}
 	free(z.t);
 	free(z.st);
+	free(z.slots);
 	free(z.name);
 	json_decref(z.info);
 	json_decref(z.leaves);
