@@ -397,6 +397,11 @@ static void check_own_valid(const char *path, const char *name, void *arg)
 		ck_assert_msg(x != NULL, "%s: no '%s'", name, tname);
 		ck_assert_str_eq(x->dtype, json_string_value(json_object_get(
 						   t, "dtype")));
+		/* zero-copy exactly when torch calls it contiguous */
+		ck_assert_int_eq(x->encoding,
+				 json_is_true(json_object_get(t, "contiguous"))
+					 ? TFS_ENCODING_RAW
+					 : TFS_ENCODING_GATHER);
 		b = tu_read_node(img, x->node, &len);
 		tu_sha256_hex(b, len, hex);
 		ck_assert_msg(strcmp(hex, json_string_value(json_object_get(
