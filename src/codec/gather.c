@@ -109,22 +109,65 @@ static void advance(struct gather *x, uint64_t n)
 	}
 }
 
+/* @k whole elements @step bytes apart, from @p to @out */
+static void copy_strided(uint8_t *out, const uint8_t *p, uint64_t k,
+			 uint64_t step, uint32_t itemsize)
+{
+	uint64_t i;
+
+	/* constant sizes let the compiler make each copy one move */
+	switch (itemsize) {
+	case 2:
+		for (i = 0; i < k; i++, p += step, out += 2)
+			memcpy(out, p, 2);
+		break;
+	case 4:
+		for (i = 0; i < k; i++, p += step, out += 4)
+			memcpy(out, p, 4);
+		break;
+	case 8:
+		for (i = 0; i < k; i++, p += step, out += 8)
+			memcpy(out, p, 8);
+		break;
+	default:
+		for (i = 0; i < k; i++, p += step, out += itemsize)
+			memcpy(out, p, itemsize);
+	}
+}
+
 int tfs_gather_decode(void *st, void *dst, size_t cap, size_t *pos, size_t want)
 {
 	struct gather *x = st;
 	const struct tfs_gather_params *g = &x->g;
 	uint8_t *out = dst;
-	uint64_t in_elem, run, n, last;
+	uint64_t in_elem, run = 1, n, last = 0, k;
 
 	if (want > cap)
 		want = cap;
 	while (*pos < want && x->out < x->size) {
 		in_elem = x->out % g->itemsize;
-		run = 1;
-		if (g->ndim && g->stride[g->ndim - 1] == 1) {
+		if (g->ndim) {
 			last = g->ndim - 1;
 			run = g->shape[last] - x->idx[last];
 		}
+		if (g->ndim && g->stride[last] != 1 && !in_elem &&
+		    want - *pos >= g->itemsize) {
+			/* whole elements of the row, each a stride apart */
+			k = (want - *pos) / g->itemsize;
+			if (k > run)
+				k = run;
+			copy_strided(out + *pos, x->src + x->elem_off, k,
+				     g->stride[last] * g->itemsize,
+				     g->itemsize);
+			*pos += (size_t)(k * g->itemsize);
+			x->out += k * g->itemsize;
+			if (x->out < x->size)
+				advance(x, k);
+			continue;
+		}
+		/* the rest of a contiguous row, or (part of) one element */
+		if (!g->ndim || g->stride[last] != 1)
+			run = 1;
 		n = run * g->itemsize - in_elem;
 		if (n > want - *pos)
 			n = want - *pos;
