@@ -1141,7 +1141,14 @@ static int legacy_header(struct pt_ctx *z, uint64_t *pos, int which)
 	if (ret)
 		return ret;
 	v = V(z, z->pk.root);
-	if (which == 1 && (tfs_pkl_int64(v, &i) || i != PT_LEGACY_PROTOCOL))
+	if (which == 0 &&
+	    (v->kind != TFS_PKL_LONG || v->s.len != sizeof(legacy_magic) - 4 ||
+	     memcmp(v->s.p, legacy_magic + 4, v->s.len)))
+		ret = tfs_diag_at(z->d, -EBADMSG, v->offset,
+				  "legacy: the magic number pickle holds "
+				  "another value");
+	if (!ret && which == 1 &&
+	    (tfs_pkl_int64(v, &i) || i != PT_LEGACY_PROTOCOL))
 		ret = tfs_diag_at(z->d, -ENOTSUP, v->offset,
 				  "legacy: protocol version: not %d",
 				  PT_LEGACY_PROTOCOL);
