@@ -256,13 +256,50 @@ static int has_tensor(struct pt_ctx *z, uint32_t idx, int depth, bool *yes)
 
 /* ---- leaves as JSON ---------------------------------------------------- */
 
-static json_t *str_json(const struct tfs_pkl_value *v)
+/*
+ * Text that JSON readers take: UTF-8 without NUL bytes (jansson refuses
+ * "\u0000" unless asked).  Other text (a BINSTRING, a lone surrogate, a
+ * NUL) is written escaped like a path component (docs/tree.md).
+ */
+static bool json_plain(const char *p, size_t n)
 {
-	char nb[TFS_PRINTABLE_MAX];
-	json_t *j = json_stringn(v->s.p, v->s.len);
+	return !memchr(p, 0, n) && tfs_utf8_valid((const unsigned char *)p, n);
+}
 
-	/* not UTF-8 (BINSTRING, a lone surrogate): its escaped form */
-	return j ? j : json_string(PNAME(v->s.p, v->s.len));
+static json_t *text_json(const char *p, size_t n)
+{
+	char *esc;
+	json_t *j;
+
+	if (json_plain(p, n))
+		return json_stringn(p, n);
+	esc = tfs_name_escape(p, n, 3 * n + 16);
+	j = esc ? json_string(esc) : NULL;
+	free(esc);
+	return j;
+}
+
+/* @obj[@p/@n] = @v (a new reference, taken even on failure) */
+static int set_key(struct pt_ctx *z, json_t *obj, const char *p, size_t n,
+		   json_t *v)
+{
+	char *esc = NULL;
+	int ret;
+
+	if (!v)
+		return tfs_diag_oom(z->d);
+	if (!json_plain(p, n)) {
+		esc = tfs_name_escape(p, n, 3 * n + 16);
+		if (!esc) {
+			json_decref(v);
+			return tfs_diag_oom(z->d);
+		}
+		p = esc;
+		n = strlen(esc);
+	}
+	ret = json_object_setn_new(obj, p, n, v);
+	free(esc);
+	return ret ? tfs_diag_oom(z->d) : 0;
 }
 
 static json_t *bytes_json(const struct tfs_pkl_value *v)
@@ -340,8 +377,8 @@ static int dict_json(struct pt_ctx *z, const struct tfs_pkl_value *v, int depth,
 		ret = key_text(z, V(z, v->items[i]), kb, sizeof(kb), &kp, &kn);
 		if (!ret)
 			ret = to_json(z, v->items[i + 1], depth + 1, &x);
-		if (!ret && json_object_setn_new(o, kp, kn, x))
-			json_object_set_new(o, "?", x); /* not UTF-8 */
+		if (!ret)
+			ret = set_key(z, o, kp, kn, x);
 	}
 	if (ret)
 		json_decref(o);
@@ -391,7 +428,7 @@ static int to_json(struct pt_ctx *z, uint32_t idx, int depth, json_t **out)
 		*out = float_json(v->f);
 		break;
 	case TFS_PKL_STR:
-		*out = str_json(v);
+		*out = text_json(v->s.p, v->s.len);
 		break;
 	case TFS_PKL_BYTES:
 		*out = bytes_json(v);
@@ -758,17 +795,7 @@ static int leaf(struct pt_ctx *z, uint32_t idx, int depth)
 
 	if (ret)
 		return ret;
-	if (json_object_setn_new(z->leaves, z->name ? z->name : "", z->len, j))
-		/* a name that is not UTF-8: under its escaped form */
-		return json_object_set_new(
-			       z->leaves,
-			       tfs_name_printable((char[TFS_PRINTABLE_MAX]){0},
-						  TFS_PRINTABLE_MAX, z->name,
-						  z->len),
-			       j)
-			       ? tfs_diag_oom(z->d)
-			       : 0;
-	return 0;
+	return set_key(z, z->leaves, z->name ? z->name : "", z->len, j);
 }
 
 static int walk(struct pt_ctx *z, uint32_t idx, int depth);
@@ -805,10 +832,9 @@ static int walk_dict(struct pt_ctx *z, const struct tfs_pkl_value *v, int depth)
 	/* an OrderedDict's BUILD state (a state_dict's _metadata) */
 	if (!ret && v->state != TFS_PKL_NO_VALUE) {
 		ret = to_json(z, v->state, depth + 1, &state);
-		if (!ret &&
-		    json_object_setn_new(z->states, z->name ? z->name : "",
-					 z->len, state))
-			ret = 0; /* a name that is not UTF-8: left out */
+		if (!ret)
+			ret = set_key(z, z->states, z->name ? z->name : "",
+				      z->len, state);
 	}
 	return ret;
 }
@@ -1117,8 +1143,7 @@ static int load_zip(struct pt_ctx *z)
 				   "zip: data.pkl is compressed (method %u)",
 				   pkl.method);
 	if (json_object_set_new(z->info, "format", json_string("zip")) ||
-	    json_object_set_new(z->info, "folder",
-				json_stringn(pkl.name, plen)))
+	    json_object_set_new(z->info, "folder", text_json(pkl.name, plen)))
 		return tfs_diag_oom(z->d);
 	ret = run_pickle(z, pkl.data_offset, pkl.comp_size);
 	if (!ret)

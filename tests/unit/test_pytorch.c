@@ -378,7 +378,9 @@ END_TEST
 
 static void check_own_valid(const char *path, const char *name, void *arg)
 {
-	json_t *all = arg, *want = json_object_get(all, name), *t;
+	json_t *all = arg, *want = json_object_get(all, name), *t, *meta,
+	       *leaves;
+	size_t i;
 	struct tfs_image *img;
 	struct tfs_diag d;
 	const char *tname;
@@ -390,6 +392,15 @@ static void check_own_valid(const char *path, const char *name, void *arg)
 	ck_assert_msg(tu_load_file(path, &img, &d) == 0, "%s: %s", name, d.msg);
 	ck_assert_uint_eq(img->tree->ntensors,
 			  json_object_size(json_object_get(want, "tensors")));
+	/* metadata.json is JSON that readers take, whatever the keys held */
+	meta = metadata(img);
+	leaves = json_object_get(meta, "leaves");
+	ck_assert_uint_eq(json_object_size(leaves),
+			  json_array_size(json_object_get(want, "leaves")));
+	json_array_foreach(json_object_get(want, "leaves"), i, t)
+		ck_assert_msg(json_object_get(leaves, json_string_value(t)),
+			      "%s: no leaf %s", name, json_string_value(t));
+	json_decref(meta);
 	json_object_foreach(json_object_get(want, "tensors"), tname, t)
 	{
 		const struct tfs_tensor *x = tu_tensor(img, tname);
