@@ -64,7 +64,10 @@ struct entry {
 	uint64_t *shape;
 	uint64_t offset, length, size;
 	enum tfs_encoding encoding;
+	struct tfs_codec_params codec;
 	char *digest;
+	bool has_digest_extent;
+	uint64_t digest_offset, digest_length;
 	uint32_t group;	   /* components: their group's handle */
 	uint32_t *members; /* groups: component handles */
 	uint32_t nmembers, members_cap;
@@ -660,6 +663,21 @@ static int check_spec(struct tfs_builder *b, const struct tfs_tensor_spec *s,
 				   "stored length %llu",
 				   nm, (unsigned long long)s->size,
 				   (unsigned long long)s->length);
+	if (s->encoding == TFS_ENCODING_RAW &&
+	    (s->codec.skip || s->codec.check_crc32))
+		return tfs_diag_at(d, -EINVAL, s->desc_offset,
+				   "tensor '%s': codec parameters on a raw "
+				   "tensor",
+				   nm);
+	if (s->has_digest_extent &&
+	    (s->encoding != TFS_ENCODING_RAW ||
+	     !tfs_source_range_ok(b->src, s->digest_offset, s->digest_length)))
+		return tfs_diag_at(d, -EBADMSG, s->desc_offset,
+				   "tensor '%s': the digest's bytes [%llu, "
+				   "+%llu) are not inside the file, or the "
+				   "tensor is encoded",
+				   nm, (unsigned long long)s->digest_offset,
+				   (unsigned long long)s->digest_length);
 	return check_size(s, nm, d);
 }
 
@@ -738,6 +756,10 @@ static int add_entry(struct tfs_builder *b, enum entry_kind kind,
 	e->length = s->length;
 	e->size = s->size;
 	e->encoding = s->encoding;
+	e->codec = s->codec;
+	e->has_digest_extent = s->has_digest_extent;
+	e->digest_offset = s->digest_offset;
+	e->digest_length = s->digest_length;
 	if (handle)
 		*handle = idx;
 	return 0;
@@ -1540,6 +1562,10 @@ static int fill_tensor(struct tfs_builder *b, struct tfs_tensor *t,
 	t->stored_length = e->length;
 	t->size = e->size;
 	t->encoding = e->encoding;
+	t->codec = e->codec;
+	t->has_digest_extent = e->has_digest_extent;
+	t->digest_offset = e->digest_offset;
+	t->digest_length = e->digest_length;
 	t->digest = e->digest;
 	e->digest = NULL;
 	t->node = e->node;

@@ -10,6 +10,7 @@
 
 #include "parse/pyliteral.h"
 #include "tensorfs/diag.h"
+#include "tensorfs/names.h"
 
 #define DEFAULT_DEPTH 32
 
@@ -128,35 +129,6 @@ static int hex_digits(struct parser *ps, size_t pos, unsigned n, uint32_t *out)
 	return 0;
 }
 
-/* length of a valid UTF-8 sequence at p[0..n), 0 when invalid */
-static size_t utf8_seq(const uint8_t *p, size_t n)
-{
-	size_t len, i;
-	uint32_t cp;
-
-	if (p[0] < 0x80)
-		return 1;
-	if (p[0] >= 0xc2 && p[0] <= 0xdf)
-		len = 2, cp = p[0] & 0x1f;
-	else if (p[0] >= 0xe0 && p[0] <= 0xef)
-		len = 3, cp = p[0] & 0x0f;
-	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
-		len = 4, cp = p[0] & 0x07;
-	else
-		return 0;
-	if (n < len)
-		return 0;
-	for (i = 1; i < len; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (p[i] & 0x3f);
-	}
-	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
-	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
-		return 0;
-	return len;
-}
-
 static int parse_escape(struct parser *ps, struct strbuf *b)
 {
 	static const char simple[] = "\\\\''\"\"n\nr\rt\ta\ab\bf\fv\v";
@@ -216,8 +188,8 @@ static int parse_str(struct parser *ps, struct tfs_py *v)
 		} else if (ps->opt.latin1) {
 			ret = sb_utf8(&b, c);
 			ps->pos++;
-		} else if ((n = utf8_seq(ps->p + ps->pos, ps->len - ps->pos)) ==
-			   0) {
+		} else if ((n = tfs_utf8_seq(ps->p + ps->pos,
+					     ps->len - ps->pos)) == 0) {
 			ret = fail(ps, ps->pos, "str: invalid UTF-8");
 		} else {
 			ret = sb_put(&b, ps->p + ps->pos, n);
@@ -270,6 +242,7 @@ static int parse_int(struct parser *ps, struct tfs_py *v)
 }
 
 static int parse_value(struct parser *ps, struct tfs_py *v, unsigned depth);
+static int parse_one(struct parser *ps, struct tfs_py *v, unsigned depth);
 
 static int push(struct parser *ps, struct tfs_py *v, size_t *cap)
 {
@@ -373,7 +346,7 @@ static bool word(struct parser *ps, const char *w)
 	return true;
 }
 
-static int parse_value(struct parser *ps, struct tfs_py *v, unsigned depth)
+static int parse_one(struct parser *ps, struct tfs_py *v, unsigned depth)
 {
 	struct tfs_py inner;
 	bool comma;
@@ -426,6 +399,15 @@ static int parse_value(struct parser *ps, struct tfs_py *v, unsigned depth)
 	return fail(ps, ps->pos,
 		    "not a literal (dict, list, tuple, str, "
 		    "int, True, False or None)");
+}
+
+static int parse_value(struct parser *ps, struct tfs_py *v, unsigned depth)
+{
+	int ret = parse_one(ps, v, depth);
+
+	if (!ret && v->end == 0) /* (x) keeps x's own end */
+		v->end = ps->base + ps->pos;
+	return ret;
 }
 
 int tfs_py_parse(const void *text, size_t len, uint64_t base,

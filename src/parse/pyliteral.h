@@ -42,6 +42,7 @@ enum tfs_py_kind {
 struct tfs_py {
 	enum tfs_py_kind kind;
 	uint64_t offset; /* absolute offset of its first byte */
+	uint64_t end;	 /* absolute offset just past its last byte */
 	bool b;		 /* BOOL */
 	int64_t i;	 /* INT */
 	char *s;	 /* STR: decoded, UTF-8, NUL-terminated */

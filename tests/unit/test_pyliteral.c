@@ -40,6 +40,8 @@ START_TEST(numpy_header)
 	ck_assert_int_eq(descr->kind, TFS_PY_STR);
 	ck_assert_str_eq(descr->s, "<f4");
 	ck_assert_uint_eq(descr->offset, BASE + 10);
+	ck_assert_uint_eq(descr->end, BASE + 15);
+	ck_assert_uint_eq(v.end, BASE + 57);
 	fo = tfs_py_dict_get(&v, "fortran_order");
 	ck_assert_int_eq(fo->kind, TFS_PY_BOOL);
 	ck_assert(!fo->b);
