@@ -72,6 +72,12 @@ struct tfs_tensor_spec {
 	 */
 	bool has_digest_extent;
 	uint64_t digest_offset, digest_length;
+	/*
+	 * -o npy: the header's descr, a Python literal ("'<U5'", "[('x',
+	 * '<f4')]"), when the container is numpy's and knows the records
+	 * better than void<n>; ASCII only; NULL: derived from the dtype.
+	 */
+	const char *npy_descr;
 };
 
 int tfs_builder_new(struct tfs_builder **out, const struct tfs_source *src,

@@ -68,6 +68,7 @@ struct entry {
 	char *digest;
 	bool has_digest_extent;
 	uint64_t digest_offset, digest_length;
+	char *npy_descr;   /* -o npy: the header's descr literal, or NULL */
 	uint32_t group;	   /* components: their group's handle */
 	uint32_t *members; /* groups: component handles */
 	uint32_t nmembers, members_cap;
@@ -173,6 +174,7 @@ static void entry_free(struct entry *e)
 	free(e->dtype);
 	free(e->shape);
 	free(e->digest);
+	free(e->npy_descr);
 	free(e->members);
 	for (i = 0; i < e->nxattrs; i++) {
 		free(e->xattrs[i].name);
@@ -745,6 +747,9 @@ static int add_entry(struct tfs_builder *b, enum entry_kind kind,
 	if (!ret && kind == ENTRY_TENSOR && b->opts.npy)
 		ret = add_suffix(&e->comps[e->ncomps - 1], ".npy");
 	if (!ret && s->digest && !(e->digest = strdup(s->digest)))
+		ret = -ENOMEM;
+	if (!ret && s->npy_descr && b->opts.npy &&
+	    !(e->npy_descr = strdup(s->npy_descr)))
 		ret = -ENOMEM;
 	if (ret) {
 		pop_entry(b);
@@ -1539,9 +1544,9 @@ static int fill_tensor(struct tfs_builder *b, struct tfs_tensor *t,
 	int ret = 0;
 
 	if (b->opts.npy)
-		ret = tfs_npy_header(e->dtype_id, e->record_size, e->shape,
-				     e->ndim, e->size, e->big, e->fortran,
-				     &t->prefix, &t->prefix_len);
+		ret = tfs_npy_header(e->dtype_id, e->record_size, e->npy_descr,
+				     e->shape, e->ndim, e->size, e->big,
+				     e->fortran, &t->prefix, &t->prefix_len);
 
 	if (ret)
 		return ret;

@@ -273,6 +273,26 @@ static char *text_utf8(const uint8_t *p, uint64_t len, bool latin1)
 	return s;
 }
 
+/*
+ * Records (strings, voids, structured): the descr literal the -o npy view
+ * writes, so numpy reads them back as what they are; ASCII only (the view
+ * writes format 1.0/2.0 headers).  -ENOMEM or 0.
+ */
+static int view_descr(const struct tfs_py *descr, const uint8_t *text,
+		      uint64_t text_base, struct tfs_npy *h)
+{
+	const uint8_t *p = text + (descr->offset - text_base);
+	uint64_t i, n = descr->end - descr->offset;
+
+	if (h->dtype != TFS_DTYPE_VOID)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (p[i] >= 0x80 || p[i] < 0x20)
+			return 0;
+	h->view_descr = strndup((const char *)p, (size_t)n);
+	return h->view_descr ? 0 : -ENOMEM;
+}
+
 static int read_dict(const struct tfs_py *dict, const uint8_t *text,
 		     uint64_t text_base, struct tfs_npy *h, struct tfs_diag *d)
 {
@@ -353,7 +373,7 @@ static int read_dict(const struct tfs_py *dict, const uint8_t *text,
 	}
 	if (ret)
 		return ret;
-	if (!h->descr)
+	if (!h->descr || view_descr(descr, text, text_base, h))
 		return tfs_diag_oom(d);
 	if (!tfs_mul_u64(h->count, h->itemsize, &h->nbytes))
 		return tfs_diag_at(d, -EBADMSG, shape->offset,
@@ -419,6 +439,7 @@ void tfs_npy_free(struct tfs_npy *h)
 {
 	free(h->shape);
 	free(h->descr);
+	free(h->view_descr);
 	memset(h, 0, sizeof(*h));
 }
 
@@ -428,6 +449,7 @@ void tfs_npy_spec(const struct tfs_npy *h, struct tfs_tensor_spec *spec)
 	spec->record_size = h->dtype == TFS_DTYPE_VOID ? h->itemsize : 0;
 	spec->ndim = h->ndim;
 	spec->shape = h->shape;
+	spec->npy_descr = h->view_descr;
 }
 
 int tfs_npy_describe(struct tfs_builder *b, uint32_t handle,

@@ -33,8 +33,9 @@ struct tfs_npy {
 	bool fortran;	      /* fortran_order: True */
 	bool structured;      /* descr is a list (fields) */
 	size_t ndim;
-	uint64_t *shape; /* malloc'd */
-	char *descr;	 /* the descr as text, UTF-8 (malloc'd) */
+	uint64_t *shape;  /* malloc'd */
+	char *descr;	  /* the descr as text, UTF-8 (malloc'd) */
+	char *view_descr; /* records: the descr literal for -o npy, or NULL */
 };
 
 /*
@@ -48,7 +49,10 @@ int tfs_npy_parse(const uint8_t *p, uint64_t avail, uint64_t base,
 		  struct tfs_npy *h, struct tfs_diag *d);
 void tfs_npy_free(struct tfs_npy *h);
 
-/* the dtype, record size and shape of @h into @spec (pointers into @h) */
+/*
+ * The dtype, record size, shape and -o npy descr of @h into @spec
+ * (pointers into @h).
+ */
 void tfs_npy_spec(const struct tfs_npy *h, struct tfs_tensor_spec *spec);
 
 /* its xattrs on @handle: byte_order, order, npy.descr */

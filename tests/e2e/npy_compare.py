@@ -12,7 +12,8 @@ array np.load(ORIGINAL) returns (one for .npy, every key for .npz):
     dtypes, byte_order=big exactly for big-endian multi-byte types,
     order=F exactly for Fortran-ordered arrays;
   - the -o npy mount's NAME.npy loads (mmap_mode='r') to the same values,
-    dtype and shape (records: the same bytes).
+    dtype and shape, strings and structured records included (when their
+    descr is not ASCII, |V<n> records of the same bytes).
 Prints one line per failure; exits 1 on any.
 """
 import json
@@ -76,7 +77,8 @@ def main():
             bad.append(f"{key}: order {xattr(path, 'order')}")
         v = np.load(os.path.join(view, man[key]["path"] + ".npy"),
                     mmap_mode="r")
-        if simple:
+        # records keep numpy's descr, unless it is not ASCII (then |V<n>)
+        if simple or str(descr).isascii():
             if v.dtype != a.dtype or v.shape != a.shape or \
                     not np.array_equal(v, a):
                 bad.append(f"{key}: -o npy loads as {v.dtype} {v.shape}")

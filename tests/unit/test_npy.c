@@ -250,6 +250,42 @@ START_TEST(structured_and_strings)
 }
 END_TEST
 
+/* -o npy: records keep numpy's own descr, so np.load gets them back */
+START_TEST(view_keeps_record_descr)
+{
+	static const struct {
+		const char *file, *descr;
+	} v[] = {
+		{"str_U5.npy", "{'descr': '<U5', "},
+		{"struct_packed.npy",
+		 "{'descr': [('x', '<f4'), ('n', '<i2'), ('tag', '|S1')], "},
+		/* a non-ASCII field name: a 1.0 header cannot say it */
+		{"struct_unicode_v3.npy", "{'descr': '|V4', "},
+		{"le_f4.npy", "{'descr': '<f4', "},
+	};
+	struct tfs_build_options o = {.npy = true};
+	const struct tfs_tensor *t;
+	struct tfs_image *img;
+	struct tfs_diag d;
+	char rel[64];
+	size_t i;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		snprintf(rel, sizeof(rel), "npy/valid/%s", v[i].file);
+		ck_assert_int_eq(tfs_image_open(&img, tu_testdata(rel), &o, &d),
+				 0);
+		t = tu_tensor(img, "tensor");
+		ck_assert_str_eq(t->path, "tensor.npy");
+		ck_assert_uint_eq(t->prefix_len % 64, 0);
+		ck_assert_msg(t->prefix_len > 10 + strlen(v[i].descr) &&
+				      memcmp(t->prefix + 10, v[i].descr,
+					     strlen(v[i].descr)) == 0,
+			      "%s: %.60s", v[i].file, t->prefix + 10);
+		tfs_image_close(img);
+	}
+}
+END_TEST
+
 /* trailing bytes after the array: accepted, with a warning (spec 4) */
 START_TEST(trailing_bytes_warn)
 {
@@ -347,6 +383,7 @@ int main(void)
 	tcase_add_test(tc, descr_xattr_and_metadata);
 	tcase_add_test(tc, numpy_written);
 	tcase_add_test(tc, structured_and_strings);
+	tcase_add_test(tc, view_keeps_record_descr);
 	tcase_add_test(tc, trailing_bytes_warn);
 	tcase_add_test(tc, every_reject);
 	tcase_add_test(tc, every_truncation);
