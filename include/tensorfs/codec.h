@@ -36,15 +36,16 @@ int tfs_codec_decoded_size(enum tfs_encoding e, const void *src, size_t src_len,
 /* A resumable decoder over @src_len bytes at @src (borrowed). */
 struct tfs_stream;
 
+/* struct tfs_codec_params (what a codec needs besides the bytes): tree.h */
+
 /*
  * @stable: every decode call passes the same dst/cap, holding the whole
- * output.  @params/@params_len: the encoding's parameters (the tensor's
- * codec_params; NULL/0 for the stream codecs).  -EINVAL for RAW or
- * parameters the codec refuses, -ENOMEM.
+ * output.  @params may be NULL.  -EINVAL for RAW and for params the codec
+ * does not take, -ENOMEM.
  */
 int tfs_stream_new(struct tfs_stream **out, enum tfs_encoding e,
-		   const void *src, size_t src_len, const void *params,
-		   size_t params_len, bool stable);
+		   const void *src, size_t src_len, bool stable,
+		   const struct tfs_codec_params *params);
 void tfs_stream_free(struct tfs_stream *s);
 /* back to the first byte */
 void tfs_stream_reset(struct tfs_stream *s);

@@ -49,19 +49,19 @@ int tfs_gather_extent(const struct tfs_gather_params *g, uint64_t *span,
 	return 0;
 }
 
-int tfs_gather_new(void **st, const void *src, size_t len, const void *params,
-		   size_t params_len, bool stable)
+int tfs_gather_new(void **st, const void *src, size_t len, bool stable,
+		   const struct tfs_codec_params *p)
 {
 	struct gather *x;
 	uint64_t span, size;
 
 	(void)stable;
-	if (params_len != sizeof(struct tfs_gather_params))
+	if (!p || !p->gather || p->skip || p->check_crc32)
 		return -EINVAL;
 	x = calloc(1, sizeof(*x));
 	if (!x)
 		return -ENOMEM;
-	memcpy(&x->g, params, sizeof(x->g));
+	memcpy(&x->g, p->gather, sizeof(x->g));
 	if (tfs_gather_extent(&x->g, &span, &size) || span > len ||
 	    size > SIZE_MAX) {
 		free(x);

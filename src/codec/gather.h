@@ -12,12 +12,14 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+struct tfs_codec_params;
+
 /*
- * @params: a struct tfs_gather_params of exactly its size; the @len stored
- * bytes must hold the furthest element.  -EINVAL otherwise, -ENOMEM.
+ * @p->gather: the view's layout (copied); the @len stored bytes must hold
+ * its furthest element.  -EINVAL otherwise, -ENOMEM.
  */
-int tfs_gather_new(void **st, const void *src, size_t len, const void *params,
-		   size_t params_len, bool stable);
+int tfs_gather_new(void **st, const void *src, size_t len, bool stable,
+		   const struct tfs_codec_params *p);
 void tfs_gather_free(void *st);
 void tfs_gather_reset(void *st);
 int tfs_gather_decode(void *st, void *dst, size_t cap, size_t *pos,

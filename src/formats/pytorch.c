@@ -967,8 +967,7 @@ static int emit(struct pt_ctx *z, const struct pt_tensor *x)
 		sp.offset = s->data + start;
 		sp.length = span;
 		sp.encoding = TFS_ENCODING_GATHER;
-		sp.codec_params = &g;
-		sp.codec_params_len = sizeof(g);
+		sp.codec.gather = &g;
 	}
 	ret = tfs_builder_add_tensor(z->b, &sp, &h, z->d);
 	return ret ? ret : set_xattrs(z, h, x, s);

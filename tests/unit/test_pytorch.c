@@ -268,9 +268,12 @@ static uint8_t *gather_all(const void *src, size_t src_len,
 	size_t pos = 0;
 
 	ck_assert_int_eq(tfs_gather_extent(g, &span, &size), 0);
-	ck_assert_int_eq(tfs_stream_new(&s, TFS_ENCODING_GATHER, src, src_len,
-					g, sizeof(*g), false),
-			 0);
+	ck_assert_int_eq(
+		tfs_stream_new(
+			&s, TFS_ENCODING_GATHER, src, src_len, false,
+			&(struct tfs_codec_params){
+				.gather = (struct tfs_gather_params *)g}),
+		0);
 	out = malloc(size + 1);
 	ck_assert_ptr_nonnull(out);
 	while (pos < size) {
@@ -361,12 +364,22 @@ START_TEST(gather_codec)
 	ck_assert_int_eq(tfs_gather_extent(&t, &span, &size), 0);
 	ck_assert_uint_eq(span, 12);
 	ck_assert_uint_eq(size, 12);
-	ck_assert_int_eq(tfs_stream_new(&s, TFS_ENCODING_GATHER, m, 11, &t,
-					sizeof(t), false),
+	ck_assert_int_eq(
+		tfs_stream_new(&s, TFS_ENCODING_GATHER, m, 11, false,
+			       &(struct tfs_codec_params){.gather = &t}),
+		-EINVAL);
+	/* no layout, or parameters of another codec */
+	ck_assert_int_eq(
+		tfs_stream_new(&s, TFS_ENCODING_GATHER, m, 12, false, NULL),
+		-EINVAL);
+	ck_assert_int_eq(tfs_stream_new(&s, TFS_ENCODING_GATHER, m, 12, false,
+					&(struct tfs_codec_params){.gather = &t,
+								   .skip = 1}),
 			 -EINVAL);
-	ck_assert_int_eq(tfs_stream_new(&s, TFS_ENCODING_GATHER, m, 12, &t,
-					sizeof(t) - 1, false),
-			 -EINVAL);
+	ck_assert_int_eq(
+		tfs_stream_new(&s, TFS_ENCODING_ZSTD, m, 12, false,
+			       &(struct tfs_codec_params){.gather = &t}),
+		-EINVAL);
 	bad.stride[0] = UINT64_MAX / 2;
 	ck_assert_int_eq(tfs_gather_extent(&bad, &span, &size), -EOVERFLOW);
 	bad.ndim = TFS_GATHER_MAX_DIMS + 1;

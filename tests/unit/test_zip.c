@@ -708,7 +708,7 @@ static void inflate_raw(const uint8_t *in, size_t in_len, uint8_t *out,
 
 START_TEST(python_zipfile)
 {
-	FILE *f = fopen(tu_testdata("zip/valid/expected.txt"), "r");
+	FILE *f = fopen(tu_testdata("zip/archives/expected.txt"), "r");
 	char archive[64], name[64], cur[64] = "", path[128];
 	unsigned method, idx = 0, lines = 0;
 	unsigned long crc;
@@ -728,7 +728,7 @@ START_TEST(python_zipfile)
 				ck_assert_int_eq(tfs_zip_next(&z, &it, &e, &d),
 						 0);
 			free(buf);
-			snprintf(path, sizeof(path), "zip/valid/%s", archive);
+			snprintf(path, sizeof(path), "zip/archives/%s", archive);
 			buf = tu_read_file(tu_testdata(path), &len);
 			tfs_diag_clear(&d);
 			ck_assert_msg(tfs_zip_open(&z, buf, len, &d) == 0,
@@ -768,7 +768,7 @@ START_TEST(python_zipfile)
 	fclose(f);
 	ck_assert_uint_eq(lines, 13);
 	/* the empty archive has no line: zero entries */
-	buf = tu_read_file(tu_testdata("zip/valid/empty.zip"), &len);
+	buf = tu_read_file(tu_testdata("zip/archives/empty.zip"), &len);
 	ck_assert_int_eq(walk(buf, len, NULL, 0, &d), 0);
 	free(buf);
 }
