@@ -64,6 +64,23 @@ struct tfs_tensor_spec {
 	uint64_t size;	      /* decoded size (must equal length when raw) */
 	const char *digest;   /* or NULL */
 	uint64_t desc_offset; /* where the tensor is described (diagnostics) */
+	/*
+	 * for the decoder of an encoded tensor (tree.h); zeros: none.  A
+	 * gather's layout is copied.
+	 */
+	struct tfs_codec_params codec;
+	/*
+	 * The digest covers [digest_offset, +digest_length) instead of the
+	 * stored extent (raw tensors only; inside the file).
+	 */
+	bool has_digest_extent;
+	uint64_t digest_offset, digest_length;
+	/*
+	 * -o npy: the header's descr, a Python literal ("'<U5'", "[('x',
+	 * '<f4')]"), when the container is numpy's and knows the records
+	 * better than void<n>; ASCII only; NULL: derived from the dtype.
+	 */
+	const char *npy_descr;
 };
 
 int tfs_builder_new(struct tfs_builder **out, const struct tfs_source *src,
@@ -182,8 +199,8 @@ void tfs_builder_abort_source(struct tfs_builder *b);
  * returned.  The name is the builder's until finish.
  */
 int tfs_builder_each_tensor(struct tfs_builder *b,
-			    int (*fn)(void *arg, const char *name,
-				      size_t len, uint32_t source),
+			    int (*fn)(void *arg, const char *name, size_t len,
+				      uint32_t source),
 			    void *arg);
 /* the bytes of every tensor file added so far (decoded sizes) */
 uint64_t tfs_builder_total_bytes(const struct tfs_builder *b);

@@ -36,12 +36,16 @@ int tfs_codec_decoded_size(enum tfs_encoding e, const void *src, size_t src_len,
 /* A resumable decoder over @src_len bytes at @src (borrowed). */
 struct tfs_stream;
 
+/* struct tfs_codec_params (what a codec needs besides the bytes): tree.h */
+
 /*
  * @stable: every decode call passes the same dst/cap, holding the whole
- * output.  -EINVAL for RAW, -ENOMEM.
+ * output.  @params may be NULL.  -EINVAL for RAW and for params the codec
+ * does not take, -ENOMEM.
  */
 int tfs_stream_new(struct tfs_stream **out, enum tfs_encoding e,
-		   const void *src, size_t src_len, bool stable);
+		   const void *src, size_t src_len, bool stable,
+		   const struct tfs_codec_params *params);
 void tfs_stream_free(struct tfs_stream *s);
 /* back to the first byte */
 void tfs_stream_reset(struct tfs_stream *s);
@@ -57,5 +61,29 @@ bool tfs_stream_finished(const struct tfs_stream *s);
 /* stored bytes consumed so far */
 size_t tfs_stream_consumed(const struct tfs_stream *s);
 const char *tfs_stream_message(const struct tfs_stream *s);
+
+/*
+ * TFS_ENCODING_GATHER: a strided view of the stored bytes, served as its
+ * row-major copy (a transposed or sliced PyTorch tensor).  Element
+ * (i0, i1, ...) of the output is the @itemsize bytes at
+ * sum(i_k x stride_k) x @itemsize from the start of the stored bytes;
+ * strides count elements and may be 0 (a broadcast).  The stored bytes
+ * must hold the furthest element (checked when the stream is made).
+ */
+#define TFS_GATHER_MAX_DIMS 64
+struct tfs_gather_params {
+	uint32_t itemsize;
+	uint32_t ndim;
+	uint64_t shape[TFS_GATHER_MAX_DIMS];
+	uint64_t stride[TFS_GATHER_MAX_DIMS];
+};
+
+/*
+ * The stored bytes a gather needs: (the furthest element's index + 1) x
+ * itemsize into *span (0 for an empty view), and the output bytes into
+ * *size.  -EINVAL for a bad itemsize or ndim, -EOVERFLOW.
+ */
+int tfs_gather_extent(const struct tfs_gather_params *g, uint64_t *span,
+		      uint64_t *size);
 
 #endif

@@ -2,7 +2,8 @@
 /*
  * Digests of stored bytes: CRC-32C (Castagnoli) and SHA-256.
  *
- * Containers name a digest as text ("crc32c:0x3302B302", "sha256:<64 hex>");
+ * Containers name a digest as text ("crc32c:0x3302B302", "sha256:<64 hex>",
+ * "crc32:0xF4EAB33D" for zip members' CRC-32, zlib's);
  * tfs_digest_parse() turns that into an algorithm and an expected value.
  * Algorithms tensorfs does not know are reported as TFS_DIGEST_UNKNOWN (not
  * an error: they are shown, never checked).  A known algorithm with a
@@ -24,6 +25,7 @@ enum tfs_digest_alg {
 	TFS_DIGEST_UNKNOWN,  /* an algorithm we do not check */
 	TFS_DIGEST_CRC32C,
 	TFS_DIGEST_SHA256,
+	TFS_DIGEST_CRC32, /* zlib/IEEE CRC-32 (zip members) */
 };
 
 #define TFS_DIGEST_MAX 32 /* bytes of the largest value (SHA-256) */
@@ -32,12 +34,13 @@ enum tfs_digest_alg {
 
 struct tfs_digest {
 	enum tfs_digest_alg alg;
-	uint8_t value[TFS_DIGEST_MAX]; /* CRC-32C: big-endian u32 */
+	uint8_t value[TFS_DIGEST_MAX]; /* CRC-32(C): big-endian u32 */
 	unsigned len;		       /* bytes in value */
 };
 
 /*
- * Parse @text.  "crc32c:0x" / "crc32c:0X" + 1..8 significant hex digits
+ * Parse @text.  "crc32c:0x" / "crc32c:0X" (or "crc32:0x") + 1..8
+ * significant hex digits
  * (either case; leading zeros allowed), "sha256:" + exactly 64 hex digits
  * (either case).  Anything else with a different prefix is
  * TFS_DIGEST_UNKNOWN.  Returns 0, or -EBADMSG for a malformed value of a

@@ -34,10 +34,4 @@ const struct tfs_format *tfs_format_detect(const struct tfs_source *src);
 /* The reader named @name, or NULL. */
 const struct tfs_format *tfs_format_by_name(const char *name);
 
-/*
- * For a container no reader claims: a one-line description of what it looks
- * like ("GGUF (not supported yet)"), or NULL when unknown.
- */
-const char *tfs_format_guess_unsupported(const struct tfs_source *src);
-
 #endif

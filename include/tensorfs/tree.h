@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <stdbool.h>
+
 #include "tensorfs/dtype.h"
 
 #define TFS_ROOT_NODE 0u
@@ -33,8 +35,29 @@ enum tfs_node_kind {
 };
 
 enum tfs_encoding {
-	TFS_ENCODING_RAW,  /* the stored bytes are the file's bytes */
-	TFS_ENCODING_ZSTD, /* the stored bytes are zstd frame(s) */
+	TFS_ENCODING_RAW,     /* the stored bytes are the file's bytes */
+	TFS_ENCODING_ZSTD,    /* the stored bytes are zstd frame(s) */
+	TFS_ENCODING_DEFLATE, /* a raw deflate stream (a zip member) */
+	/*
+	 * the file is the row-major gather of a strided view of the stored
+	 * bytes (its layout: tfs_codec_params.gather)
+	 */
+	TFS_ENCODING_GATHER,
+};
+
+/*
+ * What a codec needs besides the stored bytes, from the tensor record
+ * (struct tfs_tensor.codec).  Deflate (src/codec/deflate.h): zip members
+ * carry their CRC-32, and an .npz member's first bytes are its .npy header,
+ * not the tensor's.  Gather (src/codec/gather.h): the view's layout.  All
+ * zero: none.
+ */
+struct tfs_codec_params {
+	uint64_t skip;	  /* decoded bytes before the output: dropped */
+	bool check_crc32; /* check the CRC-32 of all decoded bytes at the end */
+	uint32_t crc32;
+	/* TFS_ENCODING_GATHER: the view's layout (codec.h), else NULL */
+	struct tfs_gather_params *gather;
 };
 
 struct tfs_xattr {
@@ -47,8 +70,8 @@ struct tfs_xattr {
 struct tfs_tensor {
 	char *name; /* stored name as in the container (may be raw bytes) */
 	size_t name_len;
-	char *path; /* its path in the mount, "/"-separated, no leading "/" */
-	char *dtype;		/* its name: "float32", "void12" (tree-owned) */
+	char *path;  /* its path in the mount, "/"-separated, no leading "/" */
+	char *dtype; /* its name: "float32", "void12" (tree-owned) */
 	enum tfs_dtype dtype_id;
 	uint32_t record_size; /* TFS_DTYPE_VOID: bytes per record */
 	uint32_t ndim;
@@ -63,11 +86,19 @@ struct tfs_tensor {
 	uint8_t *prefix;
 	uint32_t prefix_len;
 	enum tfs_encoding encoding;
-	char *digest;	/* "crc32c:0x..." / "sha256:..." or NULL */
+	struct tfs_codec_params codec; /* for the decoder (codec.h) */
+	char *digest; /* "crc32c:0x..." / "sha256:..." or NULL */
+	/*
+	 * has_digest_extent: the digest covers [digest_offset, +digest_length)
+	 * of the container instead of the stored extent (a stored zip
+	 * member's CRC-32 covers its whole .npy file, header included).
+	 */
+	bool has_digest_extent;
+	uint64_t digest_offset, digest_length;
 	uint32_t source; /* which container (image->srcs index) */
-	uint32_t node;	/* its node */
-	uint32_t group; /* the tensor's group node, or TFS_NO_NODE */
-	char *role;	/* component role inside its group, or NULL */
+	uint32_t node;	 /* its node */
+	uint32_t group;	 /* the tensor's group node, or TFS_NO_NODE */
+	char *role;	 /* component role inside its group, or NULL */
 };
 
 struct tfs_node {

@@ -453,6 +453,8 @@ int tfs_cmd_verify(int argc, char **argv)
 			       : r.digest == TFS_DIGEST_UNKNOWN
 				       ? "digest of an unknown algorithm, not "
 					 "checked"
+			       : v[k]->codec.check_crc32
+				       ? "crc32 of the decoded bytes matches"
 				       : "no digest",
 			       r.digest_checked ? " matches" : "",
 			       v[k]->encoding != TFS_ENCODING_RAW ? "; "

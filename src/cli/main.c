@@ -51,7 +51,7 @@ void tfs_usage(FILE *f)
 		"  -o flat          as --flat\n"
 		"  -o npy           as --npy: np.load(PATH.npy, mmap_mode='r') works\n"
 		"  -o cache_size=SIZE\n"
-		"                   memory for decoded (zstd) tensor data, least\n"
+		"                   memory for decoded (zstd, deflate) tensor data, least\n"
 		"                   recently used evicted first; bytes or with\n"
 		"                   K/M/G/T (default 1G, or a quarter of the RAM\n"
 		"                   if less; at least 1M)\n"

@@ -6,12 +6,15 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "codec/deflate.h"
+#include "codec/gather.h"
 #include "codec/zstd.h"
 #include "tensorfs/codec.h"
 
 struct codec_ops {
 	const char *name;
-	int (*new)(void **st, const void *src, size_t len, bool stable);
+	int (*new)(void **st, const void *src, size_t len, bool stable,
+		   const struct tfs_codec_params *p);
 	void (*free)(void *st);
 	void (*reset)(void *st);
 	int (*decode)(void *st, void *dst, size_t cap, size_t *pos,
@@ -30,8 +33,11 @@ struct tfs_stream {
 };
 
 /* zstd: adapters from the typed functions */
-static int zstd_new(void **st, const void *src, size_t len, bool stable)
+static int zstd_new(void **st, const void *src, size_t len, bool stable,
+		    const struct tfs_codec_params *p)
 {
+	if (p && (p->skip || p->check_crc32 || p->gather))
+		return -EINVAL;
 	return tfs_zstd_new((struct tfs_zstd **)st, src, len, stable);
 }
 static void zstd_free(void *st)
@@ -64,6 +70,42 @@ static const char *zstd_message(const void *st)
 	return tfs_zstd_message(st);
 }
 
+/* deflate: the same, with its parameters */
+static int deflate_new(void **st, const void *src, size_t len, bool stable,
+		       const struct tfs_codec_params *p)
+{
+	return tfs_deflate_new((struct tfs_deflate **)st, src, len, p);
+}
+static void deflate_free(void *st)
+{
+	tfs_deflate_free(st);
+}
+static void deflate_reset(void *st)
+{
+	tfs_deflate_reset(st);
+}
+static int deflate_decode(void *st, void *dst, size_t cap, size_t *pos,
+			  size_t want)
+{
+	return tfs_deflate_decode(st, dst, cap, pos, want);
+}
+static int deflate_expect_end(void *st, void *dst, size_t cap)
+{
+	return tfs_deflate_expect_end(st, dst, cap);
+}
+static bool deflate_finished(const void *st)
+{
+	return tfs_deflate_finished(st);
+}
+static size_t deflate_consumed(const void *st)
+{
+	return tfs_deflate_consumed(st);
+}
+static const char *deflate_message(const void *st)
+{
+	return tfs_deflate_message(st);
+}
+
 static const struct codec_ops codecs[] = {
 	[TFS_ENCODING_RAW] = {.name = "raw"},
 	[TFS_ENCODING_ZSTD] = {.name = "zstd",
@@ -76,6 +118,24 @@ static const struct codec_ops codecs[] = {
 			       .consumed = zstd_consumed,
 			       .message = zstd_message,
 			       .decoded_size = tfs_zstd_decoded_size},
+	[TFS_ENCODING_DEFLATE] = {.name = "deflate",
+				  .new = deflate_new,
+				  .free = deflate_free,
+				  .reset = deflate_reset,
+				  .decode = deflate_decode,
+				  .expect_end = deflate_expect_end,
+				  .finished = deflate_finished,
+				  .consumed = deflate_consumed,
+				  .message = deflate_message},
+	[TFS_ENCODING_GATHER] = {.name = "gather",
+				 .new = tfs_gather_new,
+				 .free = tfs_gather_free,
+				 .reset = tfs_gather_reset,
+				 .decode = tfs_gather_decode,
+				 .expect_end = tfs_gather_expect_end,
+				 .finished = tfs_gather_finished,
+				 .consumed = tfs_gather_consumed,
+				 .message = tfs_gather_message},
 };
 
 static const struct codec_ops *ops_of(enum tfs_encoding e)
@@ -103,7 +163,8 @@ int tfs_codec_decoded_size(enum tfs_encoding e, const void *src, size_t src_len,
 }
 
 int tfs_stream_new(struct tfs_stream **out, enum tfs_encoding e,
-		   const void *src, size_t src_len, bool stable)
+		   const void *src, size_t src_len, bool stable,
+		   const struct tfs_codec_params *params)
 {
 	const struct codec_ops *o = ops_of(e);
 	struct tfs_stream *s;
@@ -115,7 +176,7 @@ int tfs_stream_new(struct tfs_stream **out, enum tfs_encoding e,
 	if (!s)
 		return -ENOMEM;
 	s->ops = o;
-	ret = o->new (&s->st, src, src_len, stable);
+	ret = o->new (&s->st, src, src_len, stable, params);
 	if (ret) {
 		free(s);
 		return ret;

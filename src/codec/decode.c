@@ -218,14 +218,17 @@ static int digest_verify(struct tfs_image *img, uint32_t idx)
 	char want_s[TFS_DIGEST_TEXT_MAX], got_s[TFS_DIGEST_TEXT_MAX];
 	int ret;
 
-	if (!stored_live(img, x))
+	uint64_t off = x->has_digest_extent ? x->digest_offset : x->offset;
+	uint64_t len =
+		x->has_digest_extent ? x->digest_length : x->stored_length;
+
+	if (!tfs_source_live_range_ok(tfs_image_source(img, x), off, len))
 		return -EIO;
 	atomic_fetch_add(&rs->digest_checks, 1);
-	ret = tfs_digest_check(
-		&rs->ts[idx].digest,
-		x->stored_length ? tfs_image_source(img, x)->data + x->offset
-				 : (const uint8_t *)"",
-		(size_t)x->stored_length, &got);
+	ret = tfs_digest_check(&rs->ts[idx].digest,
+			       len ? tfs_image_source(img, x)->data + off
+				   : (const uint8_t *)"",
+			       (size_t)len, &got);
 	if (ret != -EBADMSG)
 		return ret;
 	atomic_fetch_add(&rs->digest_failures, 1);
@@ -304,8 +307,9 @@ static int short_output(struct tfs_image *img, uint32_t idx, uint64_t got,
 	char why[160];
 
 	snprintf(why, sizeof(why),
-		 "zstd: the data decodes to %llu bytes, fewer than the "
+		 "%s: the data decodes to %llu bytes, fewer than the "
 		 "expected %llu",
+		 tfs_encoding_name(img->tree->tensors[idx].encoding),
 		 (unsigned long long)got, (unsigned long long)want);
 	return fail_tensor(img, idx, why);
 }
@@ -505,7 +509,7 @@ static int whole_begin(struct tfs_image *img, uint32_t idx,
 		return -ENOMEM;
 	ret = tfs_stream_new(&ws->z, x->encoding,
 			     tfs_image_source(img, x)->data + x->offset,
-			     (size_t)x->stored_length, true);
+			     (size_t)x->stored_length, true, &x->codec);
 	if (ret) {
 		free(ws);
 		return ret;
@@ -625,7 +629,8 @@ static int window_restart(struct tfs_image *img, uint32_t idx)
 	else
 		ret = tfs_stream_new(&ts->stream, x->encoding,
 				     tfs_image_source(img, x)->data + x->offset,
-				     (size_t)x->stored_length, false);
+				     (size_t)x->stored_length, false,
+				     &x->codec);
 	ts->next_window = 0;
 	if (!ret)
 		atomic_fetch_add(&rs->decodes, 1);

@@ -64,7 +64,11 @@ struct entry {
 	uint64_t *shape;
 	uint64_t offset, length, size;
 	enum tfs_encoding encoding;
+	struct tfs_codec_params codec;
 	char *digest;
+	bool has_digest_extent;
+	uint64_t digest_offset, digest_length;
+	char *npy_descr;   /* -o npy: the header's descr literal, or NULL */
 	uint32_t group;	   /* components: their group's handle */
 	uint32_t *members; /* groups: component handles */
 	uint32_t nmembers, members_cap;
@@ -170,6 +174,8 @@ static void entry_free(struct entry *e)
 	free(e->dtype);
 	free(e->shape);
 	free(e->digest);
+	free(e->npy_descr);
+	free(e->codec.gather);
 	free(e->members);
 	for (i = 0; i < e->nxattrs; i++) {
 		free(e->xattrs[i].name);
@@ -660,6 +666,21 @@ static int check_spec(struct tfs_builder *b, const struct tfs_tensor_spec *s,
 				   "stored length %llu",
 				   nm, (unsigned long long)s->size,
 				   (unsigned long long)s->length);
+	if (s->encoding == TFS_ENCODING_RAW &&
+	    (s->codec.skip || s->codec.check_crc32 || s->codec.gather))
+		return tfs_diag_at(d, -EINVAL, s->desc_offset,
+				   "tensor '%s': codec parameters on a raw "
+				   "tensor",
+				   nm);
+	if (s->has_digest_extent &&
+	    (s->encoding != TFS_ENCODING_RAW ||
+	     !tfs_source_range_ok(b->src, s->digest_offset, s->digest_length)))
+		return tfs_diag_at(d, -EBADMSG, s->desc_offset,
+				   "tensor '%s': the digest's bytes [%llu, "
+				   "+%llu) are not inside the file, or the "
+				   "tensor is encoded",
+				   nm, (unsigned long long)s->digest_offset,
+				   (unsigned long long)s->digest_length);
 	return check_size(s, nm, d);
 }
 
@@ -709,6 +730,7 @@ static int add_entry(struct tfs_builder *b, enum entry_kind kind,
 		     const struct tfs_tensor_spec *s, uint32_t *handle,
 		     struct tfs_diag *d)
 {
+	struct tfs_gather_params *gather = NULL;
 	struct entry *e;
 	uint32_t idx;
 	int ret;
@@ -728,6 +750,17 @@ static int add_entry(struct tfs_builder *b, enum entry_kind kind,
 		ret = add_suffix(&e->comps[e->ncomps - 1], ".npy");
 	if (!ret && s->digest && !(e->digest = strdup(s->digest)))
 		ret = -ENOMEM;
+	if (!ret && s->npy_descr && b->opts.npy &&
+	    !(e->npy_descr = strdup(s->npy_descr)))
+		ret = -ENOMEM;
+	if (!ret && s->codec.gather) {
+		/* the view's layout is the reader's: keep a copy */
+		gather = malloc(sizeof(*gather));
+		if (gather)
+			memcpy(gather, s->codec.gather, sizeof(*gather));
+		else
+			ret = -ENOMEM;
+	}
 	if (ret) {
 		pop_entry(b);
 		return ret == -ENOMEM
@@ -738,6 +771,11 @@ static int add_entry(struct tfs_builder *b, enum entry_kind kind,
 	e->length = s->length;
 	e->size = s->size;
 	e->encoding = s->encoding;
+	e->codec = s->codec;
+	e->codec.gather = gather;
+	e->has_digest_extent = s->has_digest_extent;
+	e->digest_offset = s->digest_offset;
+	e->digest_length = s->digest_length;
 	if (handle)
 		*handle = idx;
 	return 0;
@@ -1627,9 +1665,9 @@ static int fill_tensor(struct tfs_builder *b, struct tfs_tree *tree,
 	int ret = 0;
 
 	if (b->opts.npy)
-		ret = tfs_npy_header(e->dtype_id, e->record_size, e->shape,
-				     e->ndim, e->size, e->big, e->fortran,
-				     &t->prefix, &t->prefix_len);
+		ret = tfs_npy_header(e->dtype_id, e->record_size, e->npy_descr,
+				     e->shape, e->ndim, e->size, e->big,
+				     e->fortran, &t->prefix, &t->prefix_len);
 
 	if (ret)
 		return ret;
@@ -1652,6 +1690,11 @@ static int fill_tensor(struct tfs_builder *b, struct tfs_tree *tree,
 	t->stored_length = e->length;
 	t->size = e->size;
 	t->encoding = e->encoding;
+	t->codec = e->codec;
+	e->codec.gather = NULL; /* the tree frees it */
+	t->has_digest_extent = e->has_digest_extent;
+	t->digest_offset = e->digest_offset;
+	t->digest_length = e->digest_length;
 	t->digest = e->digest ? tfs_tree_dup(tree, e->digest,
 					     strlen(e->digest))
 			      : NULL;

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "tensorfs/digest.h"
 #include "tensorfs/source.h"
@@ -119,7 +120,8 @@ static int hexval(char c)
 	return -1;
 }
 
-static int parse_crc32c(const char *hex, struct tfs_digest *out)
+static int parse_crc32c(const char *hex, struct tfs_digest *out,
+			enum tfs_digest_alg alg)
 {
 	uint32_t v = 0;
 	unsigned sig = 0;
@@ -137,7 +139,7 @@ static int parse_crc32c(const char *hex, struct tfs_digest *out)
 			return -EBADMSG;
 		v = v << 4 | (uint32_t)h;
 	}
-	out->alg = TFS_DIGEST_CRC32C;
+	out->alg = alg;
 	out->len = 4;
 	out->value[0] = (uint8_t)(v >> 24);
 	out->value[1] = (uint8_t)(v >> 16);
@@ -173,7 +175,12 @@ int tfs_digest_parse(const char *text, struct tfs_digest *out)
 	if (strncmp(text, "crc32c:", 7) == 0) {
 		if (text[7] != '0' || (text[8] != 'x' && text[8] != 'X'))
 			return -EBADMSG;
-		return parse_crc32c(text + 9, out);
+		return parse_crc32c(text + 9, out, TFS_DIGEST_CRC32C);
+	}
+	if (strncmp(text, "crc32:", 6) == 0) {
+		if (text[6] != '0' || (text[7] != 'x' && text[7] != 'X'))
+			return -EBADMSG;
+		return parse_crc32c(text + 8, out, TFS_DIGEST_CRC32);
 	}
 	if (strncmp(text, "sha256:", 7) == 0)
 		return parse_sha256(text + 7, out);
@@ -186,6 +193,8 @@ const char *tfs_digest_alg_name(enum tfs_digest_alg alg)
 	switch (alg) {
 	case TFS_DIGEST_CRC32C:
 		return "crc32c";
+	case TFS_DIGEST_CRC32:
+		return "crc32";
 	case TFS_DIGEST_SHA256:
 		return "sha256";
 	case TFS_DIGEST_UNKNOWN:
@@ -204,7 +213,9 @@ void tfs_digest_format(const struct tfs_digest *dg, char *buf, size_t len)
 		return;
 	switch (dg->alg) {
 	case TFS_DIGEST_CRC32C:
-		snprintf(buf, len, "crc32c:0x%02X%02X%02X%02X", dg->value[0],
+	case TFS_DIGEST_CRC32:
+		snprintf(buf, len, "%s:0x%02X%02X%02X%02X",
+			 tfs_digest_alg_name(dg->alg), dg->value[0],
 			 dg->value[1], dg->value[2], dg->value[3]);
 		break;
 	case TFS_DIGEST_SHA256:
@@ -219,6 +230,20 @@ void tfs_digest_format(const struct tfs_digest *dg, char *buf, size_t len)
 
 /* ---- computing ----------------------------------------------------------- */
 
+/* zlib's CRC-32 over any length (its length argument is 32-bit) */
+static uint32_t crc32_any(uint32_t crc, const uint8_t *p, size_t len)
+{
+	uInt n;
+
+	while (len) {
+		n = len > (1u << 30) ? (1u << 30) : (uInt)len;
+		crc = (uint32_t)crc32(crc, p, n);
+		p += n;
+		len -= n;
+	}
+	return crc;
+}
+
 struct tfs_digest_ctx {
 	enum tfs_digest_alg alg;
 	uint32_t crc;
@@ -229,7 +254,8 @@ int tfs_digest_begin(struct tfs_digest_ctx **out, enum tfs_digest_alg alg)
 {
 	struct tfs_digest_ctx *c;
 
-	if (alg != TFS_DIGEST_CRC32C && alg != TFS_DIGEST_SHA256)
+	if (alg != TFS_DIGEST_CRC32C && alg != TFS_DIGEST_CRC32 &&
+	    alg != TFS_DIGEST_SHA256)
 		return -EINVAL;
 	c = calloc(1, sizeof(*c));
 	if (!c)
@@ -261,6 +287,10 @@ static int update_fn(void *arg)
 		a->c->crc = tfs_crc32c(a->c->crc, a->p, a->len);
 		return 0;
 	}
+	if (a->c->alg == TFS_DIGEST_CRC32) {
+		a->c->crc = crc32_any(a->c->crc, a->p, a->len);
+		return 0;
+	}
 	return EVP_DigestUpdate(a->c->md, a->p, a->len) == 1 ? 0 : -ENOMEM;
 }
 
@@ -284,7 +314,7 @@ int tfs_digest_final(struct tfs_digest_ctx *c, struct tfs_digest *out)
 
 	memset(out, 0, sizeof(*out));
 	out->alg = c->alg;
-	if (c->alg == TFS_DIGEST_CRC32C) {
+	if (c->alg == TFS_DIGEST_CRC32C || c->alg == TFS_DIGEST_CRC32) {
 		out->len = 4;
 		out->value[0] = (uint8_t)(c->crc >> 24);
 		out->value[1] = (uint8_t)(c->crc >> 16);

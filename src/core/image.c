@@ -33,7 +33,6 @@ int tfs_image_load_format(struct tfs_image **out, struct tfs_source *src,
 {
 	struct tfs_builder *b = NULL;
 	struct tfs_image *img;
-	const char *guess;
 	int ret;
 
 	tfs_diag_clear(d);
@@ -55,11 +54,9 @@ int tfs_image_load_format(struct tfs_image **out, struct tfs_source *src,
 	}
 	img->format = format ? format : tfs_format_detect(&img->srcs[0]);
 	if (!img->format) {
-		guess = tfs_format_guess_unsupported(&img->srcs[0]);
-		ret = guess ? tfs_diag_at(d, -ENOTSUP, 0, "magic: %s", guess)
-			    : tfs_diag_at(d, -ENOEXEC, 0,
-					  "magic: not a container format "
-					  "tensorfs recognises");
+		ret = tfs_diag_at(d, -ENOEXEC, 0,
+				  "magic: not a container format tensorfs "
+				  "recognises");
 		goto out;
 	}
 	ret = tfs_builder_new(&b, &img->srcs[0], opts);

@@ -73,6 +73,7 @@ static inline bool stored_live(const struct tfs_image *img,
 static inline bool digest_known(const struct tensor_state *ts)
 {
 	return ts->digest.alg == TFS_DIGEST_CRC32C ||
+	       ts->digest.alg == TFS_DIGEST_CRC32 ||
 	       ts->digest.alg == TFS_DIGEST_SHA256;
 }
 

@@ -32,6 +32,18 @@ static char kind_char(const struct tfs_dtype_info *di, enum tfs_dtype t)
 	}
 }
 
+/* decimal digits of @v */
+static size_t digits(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >= 10) {
+		v /= 10;
+		n++;
+	}
+	return n;
+}
+
 /* "(2, 3)", "(5,)", "()" into @buf */
 static int shape_tuple(char *buf, size_t cap, const uint64_t *shape,
 		       uint32_t ndim)
@@ -55,13 +67,14 @@ static int shape_tuple(char *buf, size_t cap, const uint64_t *shape,
 }
 
 int tfs_npy_header(enum tfs_dtype dtype, uint32_t record_size,
-		   const uint64_t *shape, uint32_t ndim, uint64_t size,
-		   bool big_endian, bool fortran, uint8_t **out, uint32_t *len)
+		   const char *descr_literal, const uint64_t *shape,
+		   uint32_t ndim, uint64_t size, bool big_endian, bool fortran,
+		   uint8_t **out, uint32_t *len)
 {
 	const struct tfs_dtype_info *di = tfs_dtype_info(dtype);
 	uint64_t *dims = NULL, one;
-	char descr[32], *tuple = NULL, *dict = NULL;
-	size_t cap, dlen, total, pre;
+	char descr[32], *tuple = NULL, *dict = NULL, quoted[40];
+	size_t cap, dlen, total, pre, spare;
 	uint32_t nd = ndim, bytes = di->block_bytes;
 	char kc = kind_char(di, dtype);
 	uint8_t *h;
@@ -102,19 +115,29 @@ int tfs_npy_header(enum tfs_dtype dtype, uint32_t record_size,
 	tuple = malloc(cap);
 	if (!tuple || shape_tuple(tuple, cap, dims, nd))
 		goto out;
-	if (asprintf(&dict,
-		     "{'descr': '%s', 'fortran_order': %s, 'shape': %s, }",
-		     descr, fortran ? "True" : "False", tuple) < 0) {
+	snprintf(quoted, sizeof(quoted), "'%s'", descr);
+	if (asprintf(&dict, "{'descr': %s, 'fortran_order': %s, 'shape': %s, }",
+		     descr_literal ? descr_literal : quoted,
+		     fortran ? "True" : "False", tuple) < 0) {
 		dict = NULL;
 		goto out;
 	}
 	dlen = strlen(dict);
-	/* magic(6) + version(2) + length(2 or 4) + dict + padding + '\n' */
+	/*
+	 * numpy >= 1.24 (_write_array_header, _wrap_header): spare spaces so
+	 * the growing axis (the first, the last in Fortran order) can take
+	 * 21 digits in place, then 1..64 spaces and '\n' so that magic(6) +
+	 * version(2) + length(2, or 4 from 2.0) + text ends at a multiple
+	 * of 64: a full 64 when it already would.
+	 */
+	spare = nd ? 21 - digits(dims[fortran ? nd - 1 : 0]) : 0;
 	pre = 10;
-	total = (pre + dlen + 1 + 63) / 64 * 64;
+	total = pre + dlen + spare + 1;
+	total += 64 - total % 64;
 	if (total - pre > 65535) { /* version 2.0: a 4-byte length */
 		pre = 12;
-		total = (pre + dlen + 1 + 63) / 64 * 64;
+		total = pre + dlen + spare + 1;
+		total += 64 - total % 64;
 	}
 	ret = -E2BIG;
 	if (total > UINT32_MAX)

@@ -23,10 +23,13 @@
  * are records '|V<n>' of the dtype's block size, the last dimension
  * divided by the elements per block (or, when it does not divide, one
  * dimension of blocks); opaque ones are bytes ('|u1', [size]).
+ * @descr (or NULL) is the descr to write instead, as a Python literal: a
+ * numpy container's own ("'<U5'", a structured list).
  * *out is malloc'd; 0 or -ENOMEM / -E2BIG.
  */
 int tfs_npy_header(enum tfs_dtype dtype, uint32_t record_size,
-		   const uint64_t *shape, uint32_t ndim, uint64_t size,
-		   bool big_endian, bool fortran, uint8_t **out, uint32_t *len);
+		   const char *descr, const uint64_t *shape, uint32_t ndim,
+		   uint64_t size, bool big_endian, bool fortran, uint8_t **out,
+		   uint32_t *len);
 
 #endif

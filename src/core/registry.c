@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * The format registry: every reader, in probe order (cheap, specific magics
- * first; formats without a magic last; the list is in meson.build), and the
- * magics of formats we recognise but cannot read yet, so a user gets a
- * useful refusal.
+ * first; formats without a magic last; the list is in meson.build).  A
+ * reader's probe also claims the variants of its format it refuses (a
+ * damaged zip, an .npy of an unsupported version), so the user gets that
+ * reader's reason rather than "not a container format".
  */
 #include <string.h>
 
@@ -42,27 +43,5 @@ const struct tfs_format *tfs_format_by_name(const char *name)
 	for (i = 0; tfs_formats[i]; i++)
 		if (strcmp(tfs_formats[i]->name, name) == 0)
 			return tfs_formats[i];
-	return NULL;
-}
-
-static const struct {
-	const char *magic;
-	size_t len;
-	const char *what;
-} unsupported[] = {
-	{"GGUF", 4, "GGUF (not supported yet)"},
-	{"\x93NUMPY", 6, "NumPy .npy (not supported yet)"},
-	{"PK\x03\x04", 4, "ZIP / NumPy .npz (not supported yet)"},
-};
-
-const char *tfs_format_guess_unsupported(const struct tfs_source *src)
-{
-	size_t i;
-
-	for (i = 0; i < sizeof(unsupported) / sizeof(unsupported[0]); i++)
-		if (src->size >= unsupported[i].len &&
-		    memcmp(src->data, unsupported[i].magic,
-			   unsupported[i].len) == 0)
-			return unsupported[i].what;
 	return NULL;
 }

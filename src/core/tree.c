@@ -165,8 +165,10 @@ void tfs_tree_free(struct tfs_tree *t)
 	for (i = 0; i < t->nnodes; i++)
 		if (t->nodes[i].kind == TFS_NODE_MEMFILE)
 			free((char *)t->nodes[i].mem);
-	for (i = 0; t->tensors && i < t->ntensors; i++)
+	for (i = 0; t->tensors && i < t->ntensors; i++) {
+		free(t->tensors[i].codec.gather);
 		free(t->tensors[i].prefix);
+	}
 	free(t->tensors);
 	for (i = 0; i < t->nwarnings; i++)
 		free(t->warnings[i].msg);

@@ -24,7 +24,8 @@ struct check_ctx {
 	const struct tfs_tensor *x;
 	struct tfs_check_result *r;
 	struct tfs_digest_ctx *dg;
-	uint64_t hashed;
+	uint64_t base;	 /* what the digest covers: the stored extent, or */
+	uint64_t hashed; /* the tensor's own digest extent */
 	void (*progress)(void *arg, uint64_t done);
 	void *arg;
 };
@@ -39,12 +40,12 @@ static int check_hash_to(struct check_ctx *c, uint64_t upto)
 		if (n > CHECK_SLICE)
 			n = CHECK_SLICE;
 		if (!tfs_source_live_range_ok(tfs_image_source(c->img, c->x),
-					      c->x->offset + c->hashed, n))
+					      c->base + c->hashed, n))
 			return -EIO;
 		if (c->dg &&
 		    tfs_digest_update(c->dg,
 				      tfs_image_source(c->img, c->x)->data +
-					      c->x->offset + c->hashed,
+					      c->base + c->hashed,
 				      (size_t)n))
 			return -ENOMEM;
 		c->hashed += n;
@@ -67,7 +68,7 @@ static int check_decode(struct check_ctx *c)
 		return -ENOMEM;
 	ret = tfs_stream_new(&z, x->encoding,
 			     tfs_image_source(c->img, x)->data + x->offset,
-			     (size_t)x->stored_length, false);
+			     (size_t)x->stored_length, false, &x->codec);
 	if (ret) {
 		free(scratch);
 		return ret;
@@ -89,8 +90,9 @@ static int check_decode(struct check_ctx *c)
 		total += pos;
 		if (total > x->size) {
 			snprintf(c->r->msg, sizeof(c->r->msg),
-				 "zstd: the data decodes to more than the "
+				 "%s: the data decodes to more than the "
 				 "expected %llu bytes",
+				 tfs_encoding_name(x->encoding),
 				 (unsigned long long)x->size);
 			ret = -EBADMSG;
 			break;
@@ -99,8 +101,9 @@ static int check_decode(struct check_ctx *c)
 	}
 	if (!ret && total != x->size) {
 		snprintf(c->r->msg, sizeof(c->r->msg),
-			 "zstd: the data decodes to %llu bytes, fewer than the "
+			 "%s: the data decodes to %llu bytes, fewer than the "
 			 "expected %llu",
+			 tfs_encoding_name(x->encoding),
 			 (unsigned long long)total,
 			 (unsigned long long)x->size);
 		ret = -EBADMSG;
@@ -126,6 +129,7 @@ int tfs_image_check_tensor(struct tfs_image *img, uint32_t tensor,
 	if (tensor >= img->tree->ntensors)
 		return r->err = -ENOENT;
 	c.x = &img->tree->tensors[tensor];
+	c.base = c.x->has_digest_extent ? c.x->digest_offset : c.x->offset;
 	ts = &img->rs->ts[tensor];
 	r->digest = ts->digest.alg;
 	if (!stored_live(img, c.x)) {
@@ -140,8 +144,9 @@ int tfs_image_check_tensor(struct tfs_image *img, uint32_t tensor,
 		return r->err = -ENOMEM;
 	if (c.x->encoding != TFS_ENCODING_RAW)
 		ret = check_decode(&c);
-	/* the digest covers all stored bytes, even after a decode error */
-	dret = check_hash_to(&c, c.x->stored_length);
+	/* the digest covers all its bytes, even after a decode error */
+	dret = check_hash_to(&c, c.x->has_digest_extent ? c.x->digest_length
+							: c.x->stored_length);
 	if (dret == -EIO || (!ret && dret))
 		ret = dret;
 	if (ret == -EIO)

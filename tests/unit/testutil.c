@@ -268,3 +268,97 @@ size_t tu_each_fixture(const char *dir,
 	free(base);
 	return files;
 }
+
+void tu_expect_tensor_json(struct tfs_image *img, const char *name,
+			   const json_t *want)
+{
+	const struct tfs_tensor *t = tu_tensor(img, name);
+	const json_t *shape = json_object_get(want, "shape");
+	const char *dtype = json_string_value(json_object_get(want, "dtype"));
+	const char *sha = json_string_value(json_object_get(want, "sha256"));
+	const char *bo, *order;
+	char hex[65];
+	uint8_t *bytes;
+	size_t len, i;
+
+	ck_assert_msg(t != NULL, "no tensor '%s'", name);
+	ck_assert_ptr_nonnull(dtype);
+	ck_assert_msg(strcmp(t->dtype, dtype) == 0, "%s: dtype %s, want %s",
+		      name, t->dtype, dtype);
+	ck_assert_uint_eq(t->ndim, json_array_size(shape));
+	for (i = 0; i < t->ndim; i++)
+		ck_assert_uint_eq(
+			t->shape[i],
+			(uint64_t)json_integer_value(json_array_get(shape, i)));
+	bytes = tu_read_node(img, t->node, &len);
+	ck_assert_msg(len == (size_t)json_integer_value(
+				     json_object_get(want, "nbytes")),
+		      "%s: %zu bytes", name, len);
+	tu_sha256_hex(bytes, len, hex);
+	free(bytes);
+	if (sha)
+		ck_assert_msg(strcmp(hex, sha) == 0, "%s: sha256 %s, want %s",
+			      name, hex, sha);
+	bo = tu_xattr(img, t->path, "byte_order");
+	if (json_is_true(json_object_get(want, "big_endian")))
+		ck_assert_msg(bo && strcmp(bo, "big") == 0,
+			      "%s: no byte_order=big", name);
+	else
+		ck_assert_msg(bo == NULL, "%s: byte_order %s", name, bo);
+	order = tu_xattr(img, t->path, "order");
+	if (json_is_true(json_object_get(want, "fortran_order")))
+		ck_assert_msg(order && strcmp(order, "F") == 0,
+			      "%s: no order=F", name);
+	else
+		ck_assert_msg(order == NULL, "%s: order %s", name, order);
+}
+
+struct reject_walk {
+	const char *ext;
+	const struct tu_reject *v;
+	size_t n, seen;
+};
+
+static void reject_listed(const char *path, const char *name, void *arg)
+{
+	struct reject_walk *w = arg;
+	size_t i, n = strlen(name), e = strlen(w->ext);
+	char want[160];
+
+	(void)path;
+	if (n < e || strcmp(name + n - e, w->ext) != 0)
+		return; /* another suite's */
+	for (i = 0; i < w->n; i++) {
+		snprintf(want, sizeof(want), "%s%s", w->v[i].file, w->ext);
+		if (strcmp(name, want) == 0) {
+			w->seen++;
+			return;
+		}
+	}
+	ck_abort_msg("%s has no row in the rejects table", name);
+}
+
+void tu_check_rejects(const char *dir, const char *ext,
+		      const struct tu_reject *v, size_t n)
+{
+	struct reject_walk w = {ext, v, n, 0};
+	char rel[256];
+	uint8_t *b, *p;
+	size_t len, i;
+	uint64_t at;
+
+	for (i = 0; i < n; i++) {
+		snprintf(rel, sizeof(rel), "%s/%s%s", dir, v[i].file, ext);
+		b = tu_read_file(tu_testdata(rel), &len);
+		at = v[i].at;
+		if (v[i].needle) {
+			p = memmem(b, len, v[i].needle, strlen(v[i].needle));
+			ck_assert_msg(p != NULL, "%s: needle", v[i].file);
+			at = (uint64_t)(p - b);
+		}
+		tu_expect_reject(b, len, v[i].err, v[i].word, at);
+		free(b);
+	}
+	tu_each_fixture(tu_testdata(dir), reject_listed, &w);
+	ck_assert_uint_eq(w.seen, n);
+}

@@ -4,6 +4,7 @@
 #define TFS_TESTUTIL_H
 
 #include <check.h>
+#include <jansson.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -64,6 +65,29 @@ size_t tu_each_fixture(const char *dir,
 		       void (*fn)(const char *path, const char *name,
 				  void *arg),
 		       void *arg);
+/*
+ * The tensor stored as @name must match @want, an object with "dtype"
+ * (tensorfs name), "shape", "nbytes", "sha256" of its bytes as served,
+ * and optional "big_endian" / "fortran_order" booleans: then the xattrs
+ * byte_order=big / order=F must be there, else absent.  (numpy-written
+ * expectations: tests/fixtures/npy/generate.py.)
+ */
+void tu_expect_tensor_json(struct tfs_image *img, const char *name,
+			   const json_t *want);
+/* one reject sample and its refusal */
+struct tu_reject {
+	const char *file; /* name without @ext */
+	int err;
+	const char *word;   /* in the message */
+	const char *needle; /* the refusal's offset is its first byte; or */
+	uint64_t at;	    /* NULL: this offset (or TU_ANY_OFFSET) */
+};
+/*
+ * Every row's file (TFS_TESTDATA/@dir/FILE@ext) is refused as the row
+ * says, and every file of @dir ending in @ext has a row.
+ */
+void tu_check_rejects(const char *dir, const char *ext,
+		      const struct tu_reject *v, size_t n);
 /* run one suite; returns the process exit status */
 int tu_run(Suite *s);
 /* the same for a suite that reads ../shared/fixtures: 77 (skipped, with a

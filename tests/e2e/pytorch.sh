@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# PyTorch checkpoints through real mounts: every tensor of every shared
+# fixture (zip and legacy, written by torch 1.13) cmp'd against its bytes as
+# numpy gathers them from the file at the offsets of expected.json
+# (tests/e2e/pytorch_expect.py), and against expected.json's sha256; views
+# flagged as gathered; the big-endian file flagged; leaves in metadata.json;
+# a sharded pytorch_model.bin.index.json directory as one tree; the rejects
+# refused with their exit status, naming why, with nothing mounted.
+. "$(dirname "$0")/lib.sh"
+need_fixtures
+need_fuse
+if ! /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+	echo "SKIP: Debian's python3-numpy is not installed"
+	exit 77
+fi
+P="$TFS_FIXTURES/pytorch"
+EXP="$P/expected.json"
+GEN="$(dirname "$0")/pytorch_expect.py"
+count=0
+for f in "$P"/*.pt; do
+	name=$(basename "$f")
+	/usr/bin/python3 "$GEN" "$EXP" "$P" "$name" "$WORK/want-$name" ||
+		{ fail "expected bytes of $name"; continue; }
+	M=$(mount_container "$f") || { fail "mount $name"; continue; }
+	eq "$name: format" "$(getfattr --only-values -n user.tensorfs.format "$M")" pytorch
+	n=0
+	for want in "$WORK/want-$name"/*; do
+		case "$want" in *.sha256) continue ;; esac
+		t=$(basename "$want")
+		path="$M/${t//.//}"
+		if cmp -s "$path" "$want" && [ "$(sha "$path")" = "$(cat "$want.sha256")" ]; then
+			n=$((n + 1))
+		else
+			fail "$name: bytes of $t"
+		fi
+	done
+	eq "$name: every tensor" "$n" "$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["valid"][sys.argv[2]]["tensors"]))' "$EXP" "$name")"
+	count=$((count + n))
+	unmount "$M"
+done
+check "tensors compared" test "$count" -gt 100
+
+M=$(mount_container "$P/shared_and_views_zip.pt") || fail "mount views"
+eq "w_t is gathered" "$(getfattr --only-values -n user.tensorfs.encoding "$M/w_t")" gather
+eq "w_t stride" "$(getfattr --only-values -n user.tensorfs.pytorch.stride "$M/w_t")" "[1,5]"
+eq "w is zero-copy" "$(getfattr --only-values -n user.tensorfs.encoding "$M/w")" raw
+check "tied weights: same bytes" cmp -s "$M/embed/weight" "$M/lm_head/weight"
+eq "w_t size" "$(stat -c %s "$M/w_t")" 60
+unmount "$M"
+M=$(mount_container "$P/bigendian_zip.pt") || fail "mount big-endian"
+eq "byte_order=big" "$(getfattr --only-values -n user.tensorfs.byte_order "$M/float32")" big
+unmount "$M"
+M=$(mount_container "$P/training_ckpt_zip.pt") || fail "mount training checkpoint"
+eq "leaf epoch" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["leaves"]["epoch"])' "$M/.tensorfs/metadata.json")" 3
+eq "leaf betas" "$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["leaves"]["optimizer.param_groups.0.betas"])' "$M/.tensorfs/metadata.json")" "[0.9, 0.999]"
+unmount "$M"
+
+# a sharded model: pytorch_model.bin.index.json and two zip shards
+D="$WORK/sharded"
+mkdir -p "$D"
+cp "$P/state_dict_zip.pt" "$D/pytorch_model-00001-of-00002.bin"
+cp "$P/parameters_proto4_zip.pt" "$D/pytorch_model-00002-of-00002.bin"
+python3 - "$EXP" "$D" <<'PY'
+import json, sys
+e = json.load(open(sys.argv[1]))['valid']
+wm, total = {}, 0
+for f, shard in (('state_dict_zip.pt', 'pytorch_model-00001-of-00002.bin'),
+                 ('parameters_proto4_zip.pt', 'pytorch_model-00002-of-00002.bin')):
+    for t in e[f]['tensors']:
+        wm[t['name']] = shard
+        total += t['nbytes']
+json.dump({'metadata': {'total_size': total}, 'weight_map': wm},
+          open(sys.argv[2] + '/pytorch_model.bin.index.json', 'w'))
+PY
+M=$(mount_container "$D") || fail "mount the sharded directory"
+check "shard 1 tensor" cmp -s "$M/4/weight" "$WORK/want-state_dict_zip.pt/4.weight"
+check "shard 2 tensor" cmp -s "$M/buffers/0" "$WORK/want-parameters_proto4_zip.pt/buffers.0"
+eq "its shard" "$(getfattr --only-values -n user.tensorfs.shard "$M/weight")" pytorch_model-00002-of-00002.bin
+check "no warning" sh -c "! grep -q warnings '$M/.tensorfs/metadata.json'"
+unmount "$M"
+
+refused() { # FILE STATUS WORD
+	local mnt
+	mnt=$(mktemp -d "$WORK/mnt.XXXXXX")
+	"$TENSORFS" "$P/reject/$1" "$mnt" 2>"$WORK/err"
+	eq "$1: refused with $2" "$?" "$2"
+	check "$1: names $3" grep -qF "$3" "$WORK/err"
+	check "$1: nothing mounted" sh -c "! mountpoint -q '$mnt'"
+}
+refused evil_global_zip.pt 3 "global os.system: not loadable without executing code"
+refused evil_builtins_eval_legacy.pt 3 "builtins.eval"
+refused bad_pickle_zip.pt 2 "memo index 250"
+refused truncated_legacy.pt 2 "runs past the end of the file"
+refused truncated_storage_zip.pt 2 "holds 300 bytes"
+finish

@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: MIT
+/*
+ * NumPy .npz (src/formats/npz.c): the shared fixtures against the members,
+ * offsets, CRCs and sha256s documented in shared/specs/npy.md section 7,
+ * numpy's own archives (the .npz files of tests/fixtures/npy/valid) against
+ * numpy's reading of them (tests/fixtures/npy/expected.json), stored and deflated members
+ * whose CRC-32 is wrong (EIO on read, a log line, `verify` says why), and a
+ * refusal for every rule (the .npz files of tests/fixtures/npy/reject).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "tensorfs/format.h"
+#include "testutil.h"
+
+static char logged[4][600];
+static int nlogged;
+
+static void capture(void *arg, const char *line)
+{
+	(void)arg;
+	if (nlogged < 4)
+		snprintf(logged[nlogged], sizeof(logged[0]), "%s", line);
+	nlogged++;
+}
+
+static void configure(struct tfs_image *img, uint64_t cache)
+{
+	struct tfs_image_options o = {.cache_size = cache,
+				      .verify = TFS_VERIFY_FIRST,
+				      .log = capture};
+
+	nlogged = 0;
+	ck_assert_int_eq(tfs_image_configure(img, &o), 0);
+}
+
+static const char W_SHA[] =
+	"baed642339816affb3fe8719792d0e4ce82f12db72b7373d244eaa65445800fe";
+static const char F4_SHA[] =
+	"8e628779e6a74ee0b36991c10158f63cafec7d340ad4e075592502c8708524dd";
+
+static void expect_sha(struct tfs_image *img, const char *name, const char *sha)
+{
+	const struct tfs_tensor *t = tu_tensor(img, name);
+	uint8_t *bytes;
+	size_t len;
+	char hex[65];
+
+	ck_assert_msg(t != NULL, "no tensor %s", name);
+	bytes = tu_read_node(img, t->node, &len);
+	tu_sha256_hex(bytes, len, hex);
+	ck_assert_msg(strcmp(hex, sha) == 0, "%s: %s", name, hex);
+	free(bytes);
+}
+
+START_TEST(shared_stored)
+{
+	struct tfs_image *img;
+	struct tfs_diag d;
+	const struct tfs_tensor *w, *a;
+	uint8_t *file;
+	size_t flen;
+
+	file = tu_read_file(tu_fixture("npy/stored.npz"), &flen);
+	ck_assert_uint_eq(flen, 526);
+	ck_assert_msg(tu_load_mem(file, flen, &img, &d) == 0, "%s", d.msg);
+	ck_assert_str_eq(img->tree->format, "npz");
+	tu_expect_xattr(img, "", "format", "npz");
+	ck_assert_uint_eq(img->tree->ntensors, 2);
+	w = tu_tensor(img, "w");
+	a = tu_tensor(img, "arr_0");
+	ck_assert_ptr_nonnull(w);
+	ck_assert_ptr_nonnull(a);
+	/* member data at 55 and 258, each a .npy with its array at 128 */
+	ck_assert_uint_eq(w->offset, 55 + 128);
+	ck_assert_uint_eq(a->offset, 258 + 128);
+	ck_assert_int_eq(w->encoding, TFS_ENCODING_RAW);
+	ck_assert_str_eq(w->dtype, "int32");
+	ck_assert_uint_eq(w->ndim, 2);
+	ck_assert_uint_eq(w->shape[0], 2);
+	ck_assert_uint_eq(w->shape[1], 2);
+	ck_assert_str_eq(a->dtype, "float32");
+	ck_assert_uint_eq(a->shape[0], 3);
+	tu_expect_xattr(img, "w", "digest", "crc32:0xF4EAB33D");
+	tu_expect_xattr(img, "arr_0", "digest", "crc32:0xD140A677");
+	tu_expect_xattr(img, "w", "npz.member", "w.npy");
+	tu_expect_xattr(img, "arr_0", "npy.descr", "<f4");
+	configure(img, 0);
+	expect_sha(img, "w", W_SHA);
+	expect_sha(img, "arr_0", F4_SHA);
+	ck_assert_int_eq(nlogged, 0);
+	tfs_image_close(img);
+	free(file);
+}
+END_TEST
+
+START_TEST(shared_deflated)
+{
+	struct tfs_check_result r;
+	struct tfs_image *img;
+	struct tfs_diag d;
+	const struct tfs_tensor *w;
+	uint8_t *file;
+	size_t flen;
+
+	file = tu_read_file(tu_fixture("npy/deflated.npz"), &flen);
+	ck_assert_uint_eq(flen, 208);
+	ck_assert_msg(tu_load_mem(file, flen, &img, &d) == 0, "%s", d.msg);
+	ck_assert_uint_eq(img->tree->ntensors, 1);
+	w = tu_tensor(img, "w");
+	ck_assert_int_eq(w->encoding, TFS_ENCODING_DEFLATE);
+	ck_assert_uint_eq(w->offset, 55);
+	ck_assert_uint_eq(w->stored_length, 80);
+	ck_assert_uint_eq(w->size, 16);
+	tu_expect_xattr(img, "w", "encoding", "deflate");
+	tu_expect_xattr(img, "w", "npz.crc32", "0xF4EAB33D");
+	configure(img, 0);
+	expect_sha(img, "w", W_SHA);
+	ck_assert_int_eq(tfs_image_check_tensor(img, 0, &r, NULL, NULL), 0);
+	ck_assert_int_eq(nlogged, 0);
+	tfs_image_close(img);
+	free(file);
+}
+END_TEST
+
+/* ---- numpy's archives against numpy's reading of them ---- */
+
+static void check_valid(const char *path, const char *name, void *arg)
+{
+	json_t *expected = arg, *want, *v;
+	struct tfs_check_result r;
+	struct tfs_image *img;
+	struct tfs_diag d;
+	const char *key;
+	size_t n = strlen(name);
+	uint32_t i;
+
+	if (n < 4 || strcmp(name + n - 4, ".npz") != 0)
+		return;
+	want = json_object_get(expected, name);
+	ck_assert_msg(want != NULL, "%s: not in expected.json", name);
+	ck_assert_msg(tu_load_file(path, &img, &d) == 0, "%s: %s", name, d.msg);
+	ck_assert_str_eq(img->tree->format, "npz");
+	ck_assert_uint_eq(img->tree->ntensors, json_object_size(want));
+	json_object_foreach(want, key, v) tu_expect_tensor_json(img, key, v);
+	for (i = 0; i < img->tree->ntensors; i++) {
+		ck_assert_int_eq(tfs_image_check_tensor(img, i, &r, NULL, NULL),
+				 0);
+		ck_assert(r.digest_checked || img->tree->tensors[i].encoding ==
+						      TFS_ENCODING_DEFLATE);
+	}
+	tfs_image_close(img);
+}
+
+START_TEST(numpy_written)
+{
+	json_error_t err;
+	json_t *expected =
+		json_load_file(tu_testdata("npy/expected.json"), 0, &err);
+
+	ck_assert_msg(expected != NULL, "expected.json: %s", err.text);
+	tu_each_fixture(tu_testdata("npy/valid"), check_valid, expected);
+	json_decref(expected);
+}
+END_TEST
+
+START_TEST(paths_and_skipped_members)
+{
+	struct tfs_image *img;
+	struct tfs_diag d;
+
+	ck_assert_int_eq(
+		tu_load_file(tu_testdata("npy/valid/savez_many.npz"), &img, &d),
+		0);
+	/* member NAME.npy is tensor NAME, split at '.' and '/' */
+	ck_assert_str_eq(tu_tensor(img, "encoder.layers.0.weight")->path,
+			 "encoder/layers/0/weight");
+	ck_assert_str_eq(tu_tensor(img, "encoder/layers/1/bias")->path,
+			 "encoder/layers/1/bias");
+	tfs_image_close(img);
+	ck_assert_int_eq(
+		tu_load_file(tu_testdata("npy/valid/with_extra_member.npz"),
+			     &img, &d),
+		0);
+	ck_assert_uint_eq(img->tree->ntensors, 1);
+	ck_assert_uint_eq(img->tree->nwarnings, 1);
+	ck_assert_ptr_nonnull(strstr(img->tree->warnings[0].msg,
+				     "'README.txt' is not an .npy"));
+	tfs_image_close(img);
+	ck_assert_int_eq(tu_load_file(tu_testdata("npy/valid/savez_empty.npz"),
+				      &img, &d),
+			 0);
+	ck_assert_uint_eq(img->tree->ntensors, 0);
+	tfs_image_close(img);
+}
+END_TEST
+
+/* a deflated member bigger than the cache: decoded in windows */
+START_TEST(deflated_windows)
+{
+	struct tfs_image *img;
+	struct tfs_diag d;
+	json_error_t err;
+	json_t *expected =
+		json_load_file(tu_testdata("npy/expected.json"), 0, &err);
+
+	ck_assert_ptr_nonnull(expected);
+	ck_assert_int_eq(
+		tu_load_file(tu_testdata("npy/valid/compressed_big.npz"), &img,
+			     &d),
+		0);
+	configure(img, 1u << 20);
+	tu_expect_tensor_json(
+		img, "zeros",
+		json_object_get(json_object_get(expected, "compressed_big.npz"),
+				"zeros"));
+	tu_expect_tensor_json(
+		img, "ramp",
+		json_object_get(json_object_get(expected, "compressed_big.npz"),
+				"ramp"));
+	ck_assert_int_eq(nlogged, 0);
+	tfs_image_close(img);
+	json_decref(expected);
+}
+END_TEST
+
+/* ---- CRC-32 mismatches: found on read and by verify ---- */
+
+static void corrupt_case(const char *file, const char *word)
+{
+	struct tfs_check_result r;
+	struct tfs_image *img;
+	struct tfs_view v;
+	struct tfs_diag d;
+	char rel[96];
+	uint32_t node;
+
+	snprintf(rel, sizeof(rel), "npy/corrupt/%s", file);
+	ck_assert_msg(tu_load_file(tu_testdata(rel), &img, &d) == 0, "%s",
+		      d.msg);
+	configure(img, 0);
+	node = tu_tensor(img, "w")->node;
+	ck_assert_int_eq(tfs_image_read(img, node, 0, 16, &v), -EIO);
+	ck_assert(tfs_image_node_failed(img, node));
+	ck_assert_int_eq(nlogged, 1);
+	ck_assert_msg(strstr(logged[0], word), "%s: %s", file, logged[0]);
+	ck_assert_msg(strstr(logged[0], "'w'"), "%s", logged[0]);
+	ck_assert_int_eq(tfs_image_check_tensor(img, 0, &r, NULL, NULL),
+			 -EBADMSG);
+	ck_assert_msg(strstr(r.msg, word), "%s: verify: %s", file, r.msg);
+	tfs_image_close(img);
+}
+
+START_TEST(crc_mismatch)
+{
+	/* the digest of the whole stored member */
+	corrupt_case("stored_crc_mismatch.npz", "digest mismatch");
+	/* checked by the deflate codec at the end of the stream */
+	corrupt_case("deflated_crc_mismatch.npz", "CRC-32 mismatch");
+}
+END_TEST
+
+/* ---- one refusal per rule ---- */
+
+static const struct tu_reject rejects[] = {
+	{"encrypted", -ENOTSUP, "encrypted", NULL, TU_ANY_OFFSET},
+	{"method_bzip2", -ENOTSUP, "compression method 12", NULL,
+	 TU_ANY_OFFSET},
+	{"local_name_differs", -EBADMSG, "name differs", NULL, 30},
+	/* member data at 30 + 5 + 20 = 55 */
+	{"member_trailing_bytes", -EBADMSG, "take 144", NULL, 55},
+	{"member_cut_short", -EBADMSG,
+	 "143 bytes, its header and array take 144", NULL, 55},
+	{"member_bad_header", -ENOTSUP, "member 'w.npy': descr: '|O4'", "'|O4'",
+	 0},
+	{"deflated_bad_header", -EBADMSG, "of the inflated member", NULL, 55},
+	{"deflated_corrupt", -EBADMSG, "deflate: corrupt data", NULL, 55},
+	{"duplicate_member", -EBADMSG, "'w'", NULL, TU_ANY_OFFSET},
+	{"torch_checkpoint", -ENOTSUP, "PyTorch checkpoint", NULL,
+	 TU_ANY_OFFSET},
+	{"not_npz", -ENOTSUP, "not an .npz", NULL, TU_ANY_OFFSET},
+	{"truncated_zip", -EBADMSG, "end of central directory", NULL,
+	 TU_ANY_OFFSET},
+};
+
+/* with the PyTorch reader built, it takes torch_checkpoint (whose data.pkl
+ * holds no object) */
+static bool torch_reader(void)
+{
+	return tfs_format_by_name("pytorch") != NULL;
+}
+
+START_TEST(every_reject)
+{
+	struct tu_reject v[sizeof(rejects) / sizeof(rejects[0])];
+	size_t i;
+
+	memcpy(v, rejects, sizeof(v));
+	for (i = 0; i < sizeof(v) / sizeof(v[0]) && torch_reader(); i++)
+		if (strcmp(v[i].file, "torch_checkpoint") == 0) {
+			v[i].err = -EBADMSG;
+			v[i].word = "pickle: STOP";
+		}
+	tu_check_rejects("npy/reject", ".npz", v, sizeof(v) / sizeof(v[0]));
+}
+END_TEST
+
+/* a PyTorch-like zip is not the npz reader's: it names the PyTorch
+ * reader, or that reader (when built) takes it */
+START_TEST(detection)
+{
+	struct tfs_image *img;
+	struct tfs_diag d;
+	uint8_t *b;
+	size_t len;
+
+	b = tu_read_file(tu_testdata("npy/reject/torch_checkpoint.npz"), &len);
+	ck_assert_int_eq(tu_load_mem(b, len, &img, &d),
+			 torch_reader() ? -EBADMSG : -ENOTSUP);
+	ck_assert_str_eq(d.format, torch_reader() ? "pytorch" : "npz");
+	free(b);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("npz");
+	TCase *tc = tcase_create("npz");
+
+	tcase_add_test(tc, shared_stored);
+	tcase_add_test(tc, shared_deflated);
+	tcase_add_test(tc, numpy_written);
+	tcase_add_test(tc, paths_and_skipped_members);
+	tcase_add_test(tc, deflated_windows);
+	tcase_add_test(tc, crc_mismatch);
+	tcase_add_test(tc, every_reject);
+	tcase_add_test(tc, detection);
+	suite_add_tcase(s, tc);
+	return tu_run_with_fixtures(s);
+}
