@@ -17,6 +17,7 @@
 #ifndef TENSORFS_TREE_H
 #define TENSORFS_TREE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -64,6 +65,8 @@ struct tfs_tensor {
 	uint32_t prefix_len;
 	enum tfs_encoding encoding;
 	char *digest;	/* "crc32c:0x..." / "sha256:..." or NULL */
+	char *unreadable; /* why reads are refused, or NULL (builder.h) */
+	bool unreadable_is_fault;
 	uint32_t source; /* which container (image->srcs index) */
 	uint32_t node;	/* its node */
 	uint32_t group; /* the tensor's group node, or TFS_NO_NODE */

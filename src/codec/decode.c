@@ -140,6 +140,9 @@ int tfs_rs_new(struct tfs_image *img, struct tfs_diag *d)
 					    t->tensors[i].path,
 					    t->tensors[i].digest);
 		}
+		/* bytes that cannot be served: every read is refused */
+		if (t->tensors[i].unreadable)
+			atomic_store(&rs->ts[i].failed, true);
 	}
 	img->rs = rs;
 	return 0;

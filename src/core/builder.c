@@ -65,6 +65,8 @@ struct entry {
 	uint64_t offset, length, size;
 	enum tfs_encoding encoding;
 	char *digest;
+	char *unreadable; /* spec->unreadable */
+	bool unreadable_is_fault;
 	uint32_t group;	   /* components: their group's handle */
 	uint32_t *members; /* groups: component handles */
 	uint32_t nmembers, members_cap;
@@ -170,6 +172,7 @@ static void entry_free(struct entry *e)
 	free(e->dtype);
 	free(e->shape);
 	free(e->digest);
+	free(e->unreadable);
 	free(e->members);
 	for (i = 0; i < e->nxattrs; i++) {
 		free(e->xattrs[i].name);
@@ -643,6 +646,8 @@ static int check_spec(struct tfs_builder *b, const struct tfs_tensor_spec *s,
 	    (s->dtype == TFS_DTYPE_VOID && !s->record_size))
 		return tfs_diag_at(d, -EINVAL, s->desc_offset,
 				   "tensor '%s': no dtype", nm);
+	if (s->unreadable) /* no bytes of this file are served */
+		return check_size(s, nm, d);
 	if (!tfs_source_range_ok(b->src, s->offset, s->length))
 		return tfs_diag_at(d, -EBADMSG, s->desc_offset,
 				   "tensor '%s': data [%llu, +%llu) extends "
@@ -728,6 +733,8 @@ static int add_entry(struct tfs_builder *b, enum entry_kind kind,
 		ret = add_suffix(&e->comps[e->ncomps - 1], ".npy");
 	if (!ret && s->digest && !(e->digest = strdup(s->digest)))
 		ret = -ENOMEM;
+	if (!ret && s->unreadable && !(e->unreadable = strdup(s->unreadable)))
+		ret = -ENOMEM;
 	if (ret) {
 		pop_entry(b);
 		return ret == -ENOMEM
@@ -738,6 +745,7 @@ static int add_entry(struct tfs_builder *b, enum entry_kind kind,
 	e->length = s->length;
 	e->size = s->size;
 	e->encoding = s->encoding;
+	e->unreadable_is_fault = s->unreadable_is_fault;
 	if (handle)
 		*handle = idx;
 	return 0;
@@ -1279,6 +1287,9 @@ static int standard_xattrs(struct entry *e, const char *format,
 	if (!ret && e->digest)
 		ret = entry_set_xattr(e, "digest", e->digest, strlen(e->digest),
 				      false);
+	if (!ret && e->unreadable)
+		ret = entry_set_xattr(e, "unreadable", e->unreadable,
+				      strlen(e->unreadable), false);
 	return ret;
 }
 
@@ -1370,6 +1381,9 @@ static json_t *json_file_entry(const struct entry *e, const char *path)
 		if (e->digest)
 			json_object_set_new(o, "digest",
 					    json_string(e->digest));
+		if (e->unreadable)
+			json_object_set_new(o, "unreadable",
+					    json_string(e->unreadable));
 	}
 	if (e->extra)
 		json_object_update(o, e->extra);
@@ -1542,6 +1556,9 @@ static int fill_tensor(struct tfs_builder *b, struct tfs_tensor *t,
 	t->encoding = e->encoding;
 	t->digest = e->digest;
 	e->digest = NULL;
+	t->unreadable = e->unreadable;
+	e->unreadable = NULL;
+	t->unreadable_is_fault = e->unreadable_is_fault;
 	t->node = e->node;
 	t->group = group ? group->node : TFS_NO_NODE;
 	if (group) {
@@ -1771,7 +1788,8 @@ static void entry_label(const struct tfs_builder *b, const struct entry *e,
 		snprintf(buf + n, len - n, "/%s", e->comps[0]);
 }
 
-/* stored extents of files do not overlap (TFS_OVERLAP_FORBID / _WARN) */
+/* stored extents of files do not overlap (TFS_OVERLAP_FORBID / _WARN), or
+ * only as exact copies (_IDENTICAL) */
 static int check_overlaps(struct tfs_builder *b, uint32_t from,
 			  struct tfs_diag *d)
 {
@@ -1785,7 +1803,7 @@ static int check_overlaps(struct tfs_builder *b, uint32_t from,
 	for (i = from; i < b->n; i++)
 		if ((b->e[i].kind == ENTRY_TENSOR ||
 		     b->e[i].kind == ENTRY_COMPONENT) &&
-		    b->e[i].length &&
+		    b->e[i].length && !b->e[i].unreadable &&
 		    b->sources[b->e[i].source].overlap != TFS_OVERLAP_ALLOW)
 			v[n++] = i;
 	qsort_r(v, n, sizeof(*v), cmp_extents, b->e);
@@ -1800,9 +1818,13 @@ static int check_overlaps(struct tfs_builder *b, uint32_t from,
 			far = i;
 			continue;
 		}
+		/* the same extent again: shared bytes (tied weights) */
+		if (rule == TFS_OVERLAP_IDENTICAL && c->offset == a->offset &&
+		    c->length == a->length)
+			continue;
 		entry_label(b, c, nb, sizeof(nb));
 		entry_label(b, a, na, sizeof(na));
-		if (rule == TFS_OVERLAP_FORBID)
+		if (rule == TFS_OVERLAP_FORBID || rule == TFS_OVERLAP_IDENTICAL)
 			ret = tfs_diag_at(
 				d, -EBADMSG, c->desc_offset,
 				"tensor '%s': data [%llu, %llu) overlaps "

@@ -127,6 +127,7 @@ void tfs_tree_free(struct tfs_tree *t)
 		free(x->dtype);
 		free(x->shape);
 		free(x->digest);
+		free(x->unreadable);
 		free(x->role);
 		free(x->prefix);
 	}

@@ -128,6 +128,11 @@ int tfs_image_check_tensor(struct tfs_image *img, uint32_t tensor,
 	c.x = &img->tree->tensors[tensor];
 	ts = &img->rs->ts[tensor];
 	r->digest = ts->digest.alg;
+	if (c.x->unreadable) {
+		snprintf(r->msg, sizeof(r->msg), "%s", c.x->unreadable);
+		r->skipped = !c.x->unreadable_is_fault;
+		return r->err = r->skipped ? 0 : -EBADMSG;
+	}
 	if (!stored_live(img, c.x)) {
 		snprintf(r->msg, sizeof(r->msg),
 			 "the stored bytes [%llu, +%llu) are no longer in the "
