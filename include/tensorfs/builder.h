@@ -63,6 +63,7 @@ struct tfs_tensor_spec {
 	enum tfs_encoding encoding;
 	uint64_t size;	      /* decoded size (must equal length when raw) */
 	const char *digest;   /* or NULL */
+	bool digest_decoded;  /* @digest covers the decoded bytes (zTensor 2) */
 	uint64_t desc_offset; /* where the tensor is described (diagnostics) */
 	/*
 	 * Non-NULL: the file is listed with its decoded @size, but its bytes
@@ -197,8 +198,8 @@ void tfs_builder_abort_source(struct tfs_builder *b);
  * returned.  The name is the builder's until finish.
  */
 int tfs_builder_each_tensor(struct tfs_builder *b,
-			    int (*fn)(void *arg, const char *name,
-				      size_t len, uint32_t source),
+			    int (*fn)(void *arg, const char *name, size_t len,
+				      uint32_t source),
 			    void *arg);
 /* the bytes of every tensor file added so far (decoded sizes) */
 uint64_t tfs_builder_total_bytes(const struct tfs_builder *b);

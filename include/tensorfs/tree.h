@@ -48,8 +48,8 @@ struct tfs_xattr {
 struct tfs_tensor {
 	char *name; /* stored name as in the container (may be raw bytes) */
 	size_t name_len;
-	char *path; /* its path in the mount, "/"-separated, no leading "/" */
-	char *dtype;		/* its name: "float32", "void12" (tree-owned) */
+	char *path;  /* its path in the mount, "/"-separated, no leading "/" */
+	char *dtype; /* its name: "float32", "void12" (tree-owned) */
 	enum tfs_dtype dtype_id;
 	uint32_t record_size; /* TFS_DTYPE_VOID: bytes per record */
 	uint32_t ndim;
@@ -64,13 +64,15 @@ struct tfs_tensor {
 	uint8_t *prefix;
 	uint32_t prefix_len;
 	enum tfs_encoding encoding;
-	char *digest;	/* "crc32c:0x..." / "sha256:..." or NULL */
-	char *unreadable; /* why reads are refused, or NULL (builder.h) */
+	char *digest;	     /* "crc32c:0x..." / "sha256:..." or NULL */
+	bool digest_decoded; /* @digest covers the decoded bytes, not the
+				stored ones (encoded tensors only) */
+	char *unreadable;    /* why reads are refused, or NULL (builder.h) */
 	bool unreadable_is_fault;
 	uint32_t source; /* which container (image->srcs index) */
-	uint32_t node;	/* its node */
-	uint32_t group; /* the tensor's group node, or TFS_NO_NODE */
-	char *role;	/* component role inside its group, or NULL */
+	uint32_t node;	 /* its node */
+	uint32_t group;	 /* the tensor's group node, or TFS_NO_NODE */
+	char *role;	 /* component role inside its group, or NULL */
 };
 
 struct tfs_node {

@@ -65,6 +65,7 @@ struct entry {
 	uint64_t offset, length, size;
 	enum tfs_encoding encoding;
 	char *digest;
+	bool digest_decoded;
 	char *unreadable; /* spec->unreadable */
 	bool unreadable_is_fault;
 	uint32_t group;	   /* components: their group's handle */
@@ -746,6 +747,7 @@ static int add_entry(struct tfs_builder *b, enum entry_kind kind,
 	e->size = s->size;
 	e->encoding = s->encoding;
 	e->unreadable_is_fault = s->unreadable_is_fault;
+	e->digest_decoded = s->digest_decoded && s->encoding != TFS_ENCODING_RAW;
 	if (handle)
 		*handle = idx;
 	return 0;
@@ -1559,6 +1561,7 @@ static int fill_tensor(struct tfs_builder *b, struct tfs_tensor *t,
 	t->unreadable = e->unreadable;
 	e->unreadable = NULL;
 	t->unreadable_is_fault = e->unreadable_is_fault;
+	t->digest_decoded = e->digest_decoded;
 	t->node = e->node;
 	t->group = group ? group->node : TFS_NO_NODE;
 	if (group) {

@@ -41,7 +41,7 @@ static int check_hash_to(struct check_ctx *c, uint64_t upto)
 		if (!tfs_source_live_range_ok(tfs_image_source(c->img, c->x),
 					      c->x->offset + c->hashed, n))
 			return -EIO;
-		if (c->dg &&
+		if (c->dg && !c->x->digest_decoded &&
 		    tfs_digest_update(c->dg,
 				      tfs_image_source(c->img, c->x)->data +
 					      c->x->offset + c->hashed,
@@ -84,6 +84,11 @@ static int check_decode(struct check_ctx *c)
 		if (ret) {
 			snprintf(c->r->msg, sizeof(c->r->msg), "%s",
 				 tfs_stream_message(z));
+			break;
+		}
+		if (c->dg && x->digest_decoded &&
+		    tfs_digest_update(c->dg, scratch, pos)) {
+			ret = -ENOMEM;
 			break;
 		}
 		total += pos;
@@ -164,8 +169,10 @@ int tfs_image_check_tensor(struct tfs_image *img, uint32_t tensor,
 			tfs_digest_format(&got, got_s, sizeof(got_s));
 			snprintf(r->msg, sizeof(r->msg),
 				 "digest mismatch: the container says %s, the "
-				 "stored bytes have %s",
-				 want_s, got_s);
+				 "%s bytes have %s",
+				 want_s,
+				 c.x->digest_decoded ? "decoded" : "stored",
+				 got_s);
 			ret = -EBADMSG;
 		}
 	}

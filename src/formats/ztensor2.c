@@ -62,13 +62,14 @@
 #define RULES(X)                                                               \
 	X(FileTooSmall)                                                        \
 	X(HeaderMagic)                                                         \
-	X(FooterMagic) X(Version) X(ManifestBounds) X(ManifestTooLarge) X(     \
-		ManifestHash) X(CborSyntax) X(CborDeterminism)                 \
-		X(CborDuplicateKey) X(CborDepth) X(Schema) X(Name) X(Shape)    \
-			X(BlobAlignment) X(BlobBounds) X(BlobOverlap)          \
-				X(ShardRef) X(ShardName) X(LayoutRule)         \
-					X(LayoutData) X(DenseSize) X(Encoding) \
-						X(Digest)
+	X(FooterMagic)                                                         \
+	X(Version) X(ManifestBounds) X(ManifestTooLarge) X(ManifestHash)       \
+		X(CborSyntax) X(CborDeterminism) X(CborDuplicateKey)           \
+			X(CborDepth) X(Schema) X(Name) X(Shape)                \
+				X(BlobAlignment) X(BlobBounds) X(BlobOverlap)  \
+					X(ShardRef) X(ShardName) X(LayoutRule) \
+						X(LayoutData) X(DenseSize)     \
+							X(Encoding) X(Digest)
 #define RULE_ENUM(n) R_##n,
 #define RULE_NAME(n) #n,
 enum z2_rule { RULES(RULE_ENUM) };
@@ -1303,15 +1304,16 @@ static int z2_spec(struct z2_ctx *z, const struct z2_obj *o,
 	s->length = p->len;
 	s->encoding = p->encoding && !p->unreadable ? TFS_ENCODING_ZSTD
 						    : TFS_ENCODING_RAW;
-	/* the read path checks digests of the stored bytes: raw parts only
-	 * (a zTensor digest covers the decoded bytes) */
-	if (!p->digest || p->encoding || p->unreadable)
+	/* a zTensor digest covers the decoded bytes */
+	if (!p->digest || p->unreadable)
 		return 0;
-	if (strncmp(p->digest, "crc32c:", 7) == 0)
+	s->digest_decoded = p->encoding != NULL;
+	/* crc32c in the project's spelling; the others as written */
+	s->digest = p->digest;
+	if (strncmp(p->digest, "crc32c:", 7) == 0) {
 		snprintf(digest, dlen, "crc32c:0x%s", p->digest + 7);
-	else
-		snprintf(digest, dlen, "%s", p->digest);
-	s->digest = digest;
+		s->digest = digest;
+	}
 	return 0;
 }
 
@@ -1326,6 +1328,7 @@ static int z2_decorate_part(struct z2_ctx *z, const struct z2_part *p,
 			    uint32_t h)
 {
 	json_t *extra = tfs_builder_manifest_extra(z->b, h);
+	struct tfs_digest dg;
 	int ret;
 
 	ret = tfs_builder_set_xattr_str(z->b, h, "ztensor.dtype", p->dtype_s);
@@ -1340,10 +1343,14 @@ static int z2_decorate_part(struct z2_ctx *z, const struct z2_part *p,
 	if (!ret && p->digest)
 		ret = tfs_builder_set_xattr_str(z->b, h, "ztensor.digest",
 						p->digest);
-	if (!ret && p->digest && (p->encoding || p->shard))
+	if (!ret && p->digest && p->unreadable)
 		ret = tfs_builder_set_xattr_str(
 			z->b, h, "digest_unverified",
-			"covers the decoded bytes of an encoded or foreign part");
+			"the bytes are not readable here");
+	else if (!ret && p->digest && !tfs_digest_parse(p->digest, &dg) &&
+		 dg.alg == TFS_DIGEST_UNKNOWN)
+		ret = tfs_builder_set_xattr_str(z->b, h, "digest_unverified",
+						"unknown algorithm");
 	if (ret || !extra)
 		return tfs_diag_oom(z->d);
 	json_object_set_new(extra, "ztensor_dtype", json_string(p->dtype_s));
