@@ -1339,7 +1339,8 @@ static int z2_decorate_part(struct z2_ctx *z, const struct z2_part *p,
 		ret = tfs_builder_set_xattr_str(z->b, h, "ztensor.encoding",
 						p->encoding);
 	if (!ret && p->shard)
-		ret = tfs_builder_set_xattr_str(z->b, h, "shard", p->shard);
+		ret = tfs_builder_set_xattr_str(z->b, h, "ztensor.shard",
+						p->shard);
 	if (!ret && p->digest)
 		ret = tfs_builder_set_xattr_str(z->b, h, "ztensor.digest",
 						p->digest);

@@ -241,7 +241,7 @@ static void check_object(const char *file, struct tfs_image *img, json_t *c,
 				: (uint64_t)json_integer_value(json_array_get(
 					  json_object_get(p, "blob"), 1)));
 		if (jstr(p, "shard"))
-			ck_assert_str_eq(txattr(img, x, "shard"),
+			ck_assert_str_eq(txattr(img, x, "ztensor.shard"),
 					 jstr(p, "shard"));
 		if (jstr(p, "shard") ||
 		    (strcmp(expect, "unsupported") == 0 &&
