@@ -1154,10 +1154,10 @@ static int z2_reading(struct z2_ctx *z, struct z2_part *p)
 	hex = strlen(c);
 	if ((strncmp(p->digest, "xxh3:", 5) == 0 && hex != 16) ||
 	    (strncmp(p->digest, "sha256:", 7) == 0 && hex != 64) ||
-	    (strncmp(p->digest, "crc32c:", 7) == 0 && hex != 8))
+	    (strncmp(p->digest, "crc32c:", 7) == 0 && hex > 8))
 		return z2_unreadable(z, p, true,
-				     "Digest: '%.80s' has the wrong length: "
-				     "it can never match",
+				     "Digest: '%.80s' has the wrong number of "
+				     "hex digits: it can never match",
 				     p->digest);
 	return 0;
 }

@@ -10,10 +10,12 @@ need_fixtures
 need_fuse
 
 CHECK="$(dirname "$0")/ztensor2_check.py"
-# DIR: each file of DIR/{valid,reject} with its case in DIR/expected.json
+# DIR: each file of DIR/{valid,reject,read_eio} with its case in
+# DIR/expected.json
 walk() {
 	local dir=$1 f rel opens expect op mnt want
-	for f in "$dir"/valid/*.zt "$dir"/reject/*.zt; do
+	for f in "$dir"/valid/*.zt "$dir"/reject/*.zt "$dir"/read_eio/*.zt; do
+		[ -f "$f" ] || continue
 		rel=${f#"$dir"/}
 		read -r opens expect op < <(python3 -c '
 import json, sys
