@@ -63,13 +63,14 @@
 	X(FileTooSmall)                                                        \
 	X(HeaderMagic)                                                         \
 	X(FooterMagic)                                                         \
-	X(Version) X(ManifestBounds) X(ManifestTooLarge) X(ManifestHash)       \
-		X(CborSyntax) X(CborDeterminism) X(CborDuplicateKey)           \
-			X(CborDepth) X(Schema) X(Name) X(Shape)                \
-				X(BlobAlignment) X(BlobBounds) X(BlobOverlap)  \
-					X(ShardRef) X(ShardName) X(LayoutRule) \
-						X(LayoutData) X(DenseSize)     \
-							X(Encoding) X(Digest)
+	X(Version)                                                             \
+	X(ManifestBounds) X(ManifestTooLarge) X(ManifestHash) X(CborSyntax)    \
+		X(CborDeterminism) X(CborDuplicateKey) X(CborDepth) X(Schema)  \
+			X(Name) X(Shape) X(BlobAlignment) X(BlobBounds)        \
+				X(BlobOverlap) X(ShardRef) X(ShardName)        \
+					X(LayoutRule) X(LayoutData)            \
+						X(DenseSize) X(Encoding)       \
+							X(Digest)
 #define RULE_ENUM(n) R_##n,
 #define RULE_NAME(n) #n,
 enum z2_rule { RULES(RULE_ENUM) };
@@ -1287,9 +1288,10 @@ static void z2_view(const struct z2_part *p, const uint64_t *shape, size_t ndim,
 	s->ndim = 1;
 }
 
-static int z2_spec(struct z2_ctx *z, const struct z2_obj *o,
-		   const struct z2_part *p, struct tfs_tensor_spec *s,
-		   char *digest, size_t dlen)
+/* the builder's description of part @p of @o (@digest: scratch text) */
+static void z2_spec(struct z2_ctx *z, const struct z2_obj *o,
+		    const struct z2_part *p, struct tfs_tensor_spec *s,
+		    char *digest, size_t dlen)
 {
 	memset(s, 0, sizeof(*s));
 	s->name = o->name;
@@ -1299,14 +1301,14 @@ static int z2_spec(struct z2_ctx *z, const struct z2_obj *o,
 	s->unreadable = p->unreadable;
 	s->unreadable_is_fault = p->fault;
 	if (p->shard)
-		return 0; /* nothing of this file */
+		return; /* nothing of this file */
 	s->offset = p->off;
 	s->length = p->len;
 	s->encoding = p->encoding && !p->unreadable ? TFS_ENCODING_ZSTD
 						    : TFS_ENCODING_RAW;
 	/* a zTensor digest covers the decoded bytes */
 	if (!p->digest || p->unreadable)
-		return 0;
+		return;
 	s->digest_decoded = p->encoding != NULL;
 	/* crc32c in the project's spelling; the others as written */
 	s->digest = p->digest;
@@ -1314,7 +1316,6 @@ static int z2_spec(struct z2_ctx *z, const struct z2_obj *o,
 		snprintf(digest, dlen, "crc32c:0x%s", p->digest + 7);
 		s->digest = digest;
 	}
-	return 0;
 }
 
 /* small scalar attributes as user.tensorfs.attr.<key> on @handle */
