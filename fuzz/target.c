@@ -128,7 +128,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			tfs_fuzz_fail("tfs_image_configure refused a %llu-byte "
 				      "cache",
 				      (unsigned long long)io.cache_size);
-		tfs_fuzz_walk(img, img->format->name, size);
+		tfs_fuzz_walk(img, tfs_format_shown(img->format), size);
 		tfs_image_close(img);
 		img = NULL;
 	}

@@ -250,7 +250,7 @@ static void check_tensors(const struct tfs_tree *t, uint64_t input_size)
 				      x->path, (unsigned long long)x->offset,
 				      (unsigned long long)x->stored_length,
 				      (unsigned long long)input_size);
-		if (x->encoding == TFS_ENCODING_RAW &&
+		if (x->encoding == TFS_ENCODING_RAW && !x->unreadable &&
 		    x->size != x->stored_length)
 			tfs_fuzz_fail("tensor '%s': raw, size %llu but stored "
 				      "length %llu",
@@ -396,6 +396,19 @@ static int check_verify(struct tfs_image *img, uint32_t idx, int first_read)
 			      ret, r.err);
 	if (ret == -EBADMSG && !r.msg[0])
 		tfs_fuzz_fail("'%s': verify failed without a message", x->path);
+	/* bytes the reader refused to serve: failed or skipped, said why */
+	if (x->unreadable) {
+		if (r.skipped == x->unreadable_is_fault ||
+		    ret != (x->unreadable_is_fault ? -EBADMSG : 0) ||
+		    (x->size && first_read != -EIO) || !r.msg[0])
+			tfs_fuzz_fail("'%s': unreadable (%s), but read %d, "
+				      "verify %d%s",
+				      x->path, x->unreadable, first_read, ret,
+				      r.skipped ? " (skipped)" : "");
+		return ret;
+	}
+	if (r.skipped)
+		tfs_fuzz_fail("'%s': verify skipped a readable file", x->path);
 	if (x->encoding == TFS_ENCODING_RAW && x->size &&
 	    (first_read == -EIO) != (ret == -EBADMSG))
 		tfs_fuzz_fail("'%s': the first read returned %d but verify "
@@ -436,7 +449,7 @@ static void check_reads(struct tfs_image *img)
 		 * Memory files and raw tensors without a digest always read;
 		 * a digest mismatch or bad zstd data fails with an errno.
 		 */
-		must = !x || (!encoded && !x->digest);
+		must = !x || (!encoded && !x->digest && !x->unreadable);
 		first = 0;
 		if (size) {
 			first = read_byte(img, i, 0, must);

@@ -63,6 +63,7 @@ struct tfs_tensor_spec {
 	enum tfs_encoding encoding;
 	uint64_t size;	      /* decoded size (must equal length when raw) */
 	const char *digest;   /* or NULL */
+	bool digest_decoded;  /* @digest covers the decoded bytes (zTensor 2) */
 	uint64_t desc_offset; /* where the tensor is described (diagnostics) */
 	/*
 	 * for the decoder of an encoded tensor (tree.h); zeros: none.  A
@@ -81,6 +82,19 @@ struct tfs_tensor_spec {
 	 * better than void<n>; ASCII only; NULL: derived from the dtype.
 	 */
 	const char *npy_descr;
+	/*
+	 * Non-NULL: the file is listed with its decoded @size, but its bytes
+	 * cannot be served (they are in another file, their encoding is not
+	 * supported, or the reader already found them breaking a rule of the
+	 * format): every read fails with EIO, `tensorfs verify` reports this
+	 * text, and it is the file's "unreadable" xattr.  The extent checks
+	 * (inside the file, raw size == length) are skipped and the extent
+	 * takes no part in the overlap rule; @offset/@length may be 0.
+	 */
+	const char *unreadable;
+	/* with @unreadable: the container is at fault (verify counts the file
+	 * as FAILED); false: a capability is missing (verify skips it) */
+	bool unreadable_is_fault;
 };
 
 int tfs_builder_new(struct tfs_builder **out, const struct tfs_source *src,
@@ -148,13 +162,15 @@ int tfs_builder_finish(struct tfs_builder *b, const char *format,
 /*
  * Stored extents: may they overlap?  ALLOW (the default: formats that
  * alias bytes, e.g. shared storages), FORBID (refused at finish, naming
- * both tensors), WARN (a warning naming both).  Zero-length extents never
- * overlap anything.
+ * both tensors), WARN (a warning naming both), IDENTICAL (several files may
+ * share exactly the same extent, e.g. tied weights; any other overlap is
+ * refused as with FORBID).  Zero-length extents never overlap anything.
  */
 enum tfs_overlap_rule {
 	TFS_OVERLAP_ALLOW = 0,
 	TFS_OVERLAP_FORBID,
 	TFS_OVERLAP_WARN,
+	TFS_OVERLAP_IDENTICAL,
 };
 void tfs_builder_set_overlap_rule(struct tfs_builder *b,
 				  enum tfs_overlap_rule rule);

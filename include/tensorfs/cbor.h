@@ -31,6 +31,29 @@ int tfs_cbor_decode(const uint8_t *p, uint64_t len, uint64_t base,
 		    unsigned max_depth, cbor_item_t **out, uint64_t *used,
 		    struct tfs_diag *d);
 
+/*
+ * RFC 8949 "core deterministic encoding", checked on the bytes before
+ * decoding (zTensor 2.x; shared/specs/ztensor-v2.md section 2): definite
+ * lengths only, shortest heads, no tags, simple values false/true/null
+ * only, floats in their shortest exact width with F9 7E00 the only NaN,
+ * map keys strictly ascending by their encoded bytes, valid UTF-8, counts
+ * that fit the bytes left, item depth (root 0) at most @max_depth, and
+ * nothing after the one item.  The first violation in byte order is
+ * reported in @d (exact offset) and its class returned in *violation.
+ * Returns 0, -EBADMSG or -ENOMEM.  Recursion is bounded by @max_depth.
+ */
+enum tfs_cbor_violation {
+	TFS_CBOR_OK = 0,
+	TFS_CBOR_SYNTAX,	/* not well-formed, or outside the subset */
+	TFS_CBOR_DETERMINISM,	/* not the deterministic encoding */
+	TFS_CBOR_DUPLICATE_KEY, /* a map key equal to the previous one */
+	TFS_CBOR_DEPTH,		/* nested deeper than allowed */
+};
+int tfs_cbor_check_deterministic(const uint8_t *p, uint64_t len, uint64_t base,
+				 unsigned max_depth,
+				 enum tfs_cbor_violation *violation,
+				 struct tfs_diag *d);
+
 /* The item under any tags. */
 cbor_item_t *tfs_cbor_untag(cbor_item_t *item);
 
@@ -67,5 +90,22 @@ int tfs_cbor_keys_check(cbor_item_t *map, char **bad);
  * NULL on invalid UTF-8 or allocation failure.  Caller owns the result.
  */
 json_t *tfs_cbor_to_json(cbor_item_t *item);
+
+/*
+ * A scalar (unsigned or negative int, UTF-8 text without NUL, bool, null,
+ * float in the shortest text that reads back as its width) as text in @buf
+ * of @len bytes; false for anything else or text that does not fit.
+ */
+bool tfs_cbor_scalar_text(cbor_item_t *v, char *buf, size_t len);
+
+/*
+ * The attributes map @m (text keys; others skipped) as xattrs
+ * "user.tensorfs.attr.<key>" on builder handle @handle: scalar values of up
+ * to 1024 bytes of text, keys of up to 200 bytes without NUL.  0 or
+ * -ENOMEM (the caller records the diagnostic).
+ */
+struct tfs_builder;
+int tfs_cbor_attr_xattrs(struct tfs_builder *b, uint32_t handle,
+			 cbor_item_t *m);
 
 #endif

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Digests of stored bytes: CRC-32C (Castagnoli) and SHA-256.
+ * Digests of stored bytes: CRC-32C (Castagnoli), SHA-256 and XXH3-64.
  *
  * Containers name a digest as text ("crc32c:0x3302B302", "sha256:<64 hex>",
  * "crc32:0xF4EAB33D" for zip members' CRC-32, zlib's);
@@ -26,6 +26,7 @@ enum tfs_digest_alg {
 	TFS_DIGEST_CRC32C,
 	TFS_DIGEST_SHA256,
 	TFS_DIGEST_CRC32, /* zlib/IEEE CRC-32 (zip members) */
+	TFS_DIGEST_XXH3, /* XXH3-64, seed 0 (zTensor 2.x) */
 };
 
 #define TFS_DIGEST_MAX 32 /* bytes of the largest value (SHA-256) */
@@ -34,7 +35,7 @@ enum tfs_digest_alg {
 
 struct tfs_digest {
 	enum tfs_digest_alg alg;
-	uint8_t value[TFS_DIGEST_MAX]; /* CRC-32(C): big-endian u32 */
+	uint8_t value[TFS_DIGEST_MAX]; /* CRC-32(C), XXH3: big-endian */
 	unsigned len;		       /* bytes in value */
 };
 
@@ -42,16 +43,18 @@ struct tfs_digest {
  * Parse @text.  "crc32c:0x" / "crc32c:0X" (or "crc32:0x") + 1..8
  * significant hex digits
  * (either case; leading zeros allowed), "sha256:" + exactly 64 hex digits
- * (either case).  Anything else with a different prefix is
+ * (either case), "xxh3:" + exactly 16 hex digits (either case; the u64
+ * value as printed by "%016" PRIx64).  Anything else with a different prefix is
  * TFS_DIGEST_UNKNOWN.  Returns 0, or -EBADMSG for a malformed value of a
  * known algorithm.
  */
 int tfs_digest_parse(const char *text, struct tfs_digest *out);
 
-/* short algorithm name: "crc32c", "sha256", "unknown", "none" */
+/* short algorithm name: "crc32c", "sha256", "xxh3", "unknown", "none" */
 const char *tfs_digest_alg_name(enum tfs_digest_alg alg);
 
-/* The canonical text of @dg ("crc32c:0x%08X" / "sha256:<lowercase>"). */
+/* The canonical text of @dg ("crc32c:0x%08X", "sha256:" / "xxh3:" +
+ * lowercase hex). */
 void tfs_digest_format(const struct tfs_digest *dg, char *buf, size_t len);
 
 /* CRC-32C of @len bytes continuing from @crc (start with 0). */

@@ -18,7 +18,13 @@ struct tfs_diag;
 struct tfs_source;
 
 struct tfs_format {
-	const char *name; /* short name: user.tensorfs.format */
+	const char *name; /* short name: tfs_format_by_name, fuzz targets */
+	/*
+	 * The format users see (user.tensorfs.format, metadata.json, info)
+	 * when one format has several readers (zTensor 1.x and 2.x are both
+	 * "ztensor"); NULL: @name.  Use tfs_format_shown().
+	 */
+	const char *family;
 	const char *description;
 	int (*probe)(const struct tfs_source *src);
 	int (*load)(const struct tfs_source *src, struct tfs_builder *b,
@@ -30,6 +36,12 @@ extern const struct tfs_format *const tfs_formats[];
 
 /* The reader with the highest confidence for @src, or NULL. */
 const struct tfs_format *tfs_format_detect(const struct tfs_source *src);
+
+/* the name users see: @f->family, else @f->name */
+static inline const char *tfs_format_shown(const struct tfs_format *f)
+{
+	return f->family ? f->family : f->name;
+}
 
 /* The reader named @name, or NULL. */
 const struct tfs_format *tfs_format_by_name(const char *name);

@@ -222,12 +222,16 @@ bool tfs_image_node_failed(const struct tfs_image *img, uint32_t node);
  * What `tensorfs verify` does for one tensor record (img->tree->tensors
  * index): the stored range is still in the file, its digest (any known
  * algorithm) matches, and a zstd component decodes to exactly its size.
+ * A file the reader marked unreadable fails with its reason (-EBADMSG)
+ * when that is a fault of the container, else it is skipped.
  * It runs in one pass over the stored bytes with bounded memory, whatever
  * the verify mode, and leaves the cache alone.  @progress (may be NULL) is
  * called now and then with the stored bytes of this tensor done so far.
  */
 struct tfs_check_result {
-	int err;		    /* 0, -EBADMSG (mismatch, bad data), -EIO */
+	int err;      /* 0, -EBADMSG (mismatch, bad data), -EIO */
+	bool skipped; /* not checkable here (tfs_tensor.unreadable, not a
+			 fault): err is 0, msg says why */
 	enum tfs_digest_alg digest; /* the digest's algorithm (NONE: none) */
 	bool digest_checked;
 	char msg[256]; /* why it failed, or "" */

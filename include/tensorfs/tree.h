@@ -17,6 +17,7 @@
 #ifndef TENSORFS_TREE_H
 #define TENSORFS_TREE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -95,6 +96,10 @@ struct tfs_tensor {
 	 */
 	bool has_digest_extent;
 	uint64_t digest_offset, digest_length;
+	bool digest_decoded; /* @digest covers the decoded bytes, not the
+				stored ones (encoded tensors only) */
+	char *unreadable;    /* why reads are refused, or NULL (builder.h) */
+	bool unreadable_is_fault;
 	uint32_t source; /* which container (image->srcs index) */
 	uint32_t node;	 /* its node */
 	uint32_t group;	 /* the tensor's group node, or TFS_NO_NODE */

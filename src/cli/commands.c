@@ -297,7 +297,7 @@ int tfs_cmd_info(int argc, char **argv)
 		return OPENED(ret);
 	printf("file:     %s\n", argv[i]);
 	if (img->format)
-		printf("format:   %s (%s)\n", img->format->name,
+		printf("format:   %s (%s)\n", tfs_format_shown(img->format),
 		       img->format->description);
 	else
 		printf("format:   %s (%u containers)\n", img->tree->format,
@@ -414,7 +414,8 @@ int tfs_cmd_verify(int argc, char **argv)
 	struct progress p = {0};
 	const struct tfs_tensor **v;
 	static const struct cmd_args a = {.tail = ""};
-	unsigned failed = 0, digests = 0, unknown = 0, decoded = 0, warnings;
+	unsigned failed = 0, digests = 0, unknown = 0, decoded = 0, skipped = 0,
+		 warnings;
 	uint32_t k, idx;
 	int i, ni, ret;
 
@@ -444,7 +445,10 @@ int tfs_cmd_verify(int argc, char **argv)
 			unknown++;
 		if (v[k]->encoding != TFS_ENCODING_RAW)
 			decoded++;
-		if (r.err) {
+		if (r.skipped) {
+			skipped++;
+			printf("skipped  %s: %s\n", v[k]->path, r.msg);
+		} else if (r.err) {
 			failed++;
 			printf("FAILED   %s: %s\n", v[k]->path, r.msg);
 		} else {
@@ -469,11 +473,11 @@ int tfs_cmd_verify(int argc, char **argv)
 	}
 	if (p.on)
 		fprintf(stderr, "\r\033[K");
-	printf("%s: %u %s, %u ok, %u failed; %u %s checked, %u with an "
-	       "unknown algorithm (not checked), %u decoded; %u %s\n",
+	printf("%s: %u %s, %u ok, %u failed, %u skipped; %u %s checked, %u "
+	       "with an unknown algorithm (not checked), %u decoded; %u %s\n",
 	       argv[i], img->tree->ntensors,
 	       img->tree->ntensors == 1 ? "tensor" : "tensors",
-	       img->tree->ntensors - failed, failed, digests,
+	       img->tree->ntensors - failed - skipped, failed, skipped, digests,
 	       digests == 1 ? "digest" : "digests", unknown, decoded, warnings,
 	       warnings == 1 ? "warning" : "warnings");
 	free(v);

@@ -140,6 +140,9 @@ int tfs_rs_new(struct tfs_image *img, struct tfs_diag *d)
 					    t->tensors[i].path,
 					    t->tensors[i].digest);
 		}
+		/* bytes that cannot be served: every read is refused */
+		if (t->tensors[i].unreadable)
+			atomic_store(&rs->ts[i].failed, true);
 	}
 	img->rs = rs;
 	return 0;
@@ -280,7 +283,9 @@ int tfs_digest_gate(struct tfs_image *img, uint32_t idx)
 
 	if (atomic_load(&rs->ts[idx].failed))
 		return -EIO;
-	if (!digest_known(&rs->ts[idx]))
+	/* a digest of the decoded bytes is checked when they are complete */
+	if (!digest_known(&rs->ts[idx]) ||
+	    img->tree->tensors[idx].digest_decoded)
 		return 0;
 	switch (rs->opts.verify) {
 	case TFS_VERIFY_OFF:
@@ -294,6 +299,42 @@ int tfs_digest_gate(struct tfs_image *img, uint32_t idx)
 }
 
 /* ---- zstd: one buffer for the whole tensor ------------------------------- */
+
+/*
+ * The digest of the decoded bytes of @idx, all of them in @p: 0, or -EIO
+ * (reported, the tensor failed) on a mismatch.
+ */
+static int decoded_digest_check(struct tfs_image *img, uint32_t idx,
+				const uint8_t *p, size_t len)
+{
+	struct tfs_read_state *rs = img->rs;
+	struct tfs_digest got;
+	char want_s[TFS_DIGEST_TEXT_MAX], got_s[TFS_DIGEST_TEXT_MAX];
+	int ret;
+
+	atomic_fetch_add(&rs->digest_checks, 1);
+	ret = tfs_digest_check(&rs->ts[idx].digest,
+			       len ? p : (const uint8_t *)"", len, &got);
+	if (ret != -EBADMSG)
+		return ret ? -EIO : 0;
+	atomic_fetch_add(&rs->digest_failures, 1);
+	tfs_digest_format(&rs->ts[idx].digest, want_s, sizeof(want_s));
+	tfs_digest_format(&got, got_s, sizeof(got_s));
+	atomic_store(&rs->ts[idx].failed, true);
+	report(img, idx,
+	       "digest mismatch: the container says %s, the decoded bytes "
+	       "have %s",
+	       want_s, got_s);
+	return -EIO;
+}
+
+/* does @idx wait for its whole decode to check a digest of the output? */
+static bool digest_after_decode(const struct tfs_image *img, uint32_t idx)
+{
+	return img->tree->tensors[idx].digest_decoded &&
+	       digest_known(&img->rs->ts[idx]) &&
+	       img->rs->opts.verify != TFS_VERIFY_OFF;
+}
 
 static int decode_failed(struct tfs_image *img, uint32_t idx,
 			 struct tfs_stream *z)
@@ -379,6 +420,16 @@ static void whole_run(struct tfs_image *img, uint32_t idx,
 			whole_fail(rs, e, ws, ret);
 		else if (ws->verified)
 			tfs_cache_set_valid(e, atomic_load(&ws->decoded));
+		else if (atomic_load(&ws->decoded) == e->len &&
+			 digest_after_decode(img, idx)) {
+			/* nothing was served: check the output, publish */
+			if (decoded_digest_check(img, idx, e->data, e->len)) {
+				whole_fail(rs, e, ws, -EIO);
+			} else {
+				ws->verified = true;
+				tfs_cache_set_valid(e, e->len);
+			}
+		}
 		pthread_cond_broadcast(&ts->progress);
 	}
 	if (atomic_load(&ws->decoded) == e->len && ws->z) {
@@ -519,14 +570,15 @@ static int whole_begin(struct tfs_image *img, uint32_t idx,
 	atomic_fetch_add(&rs->decodes, 1);
 	if (e->len >= PREFAULT_MIN)
 		bg_launch(img, idx, e, bg_prefault);
-	ws->want = STEP;
+	/* a digest of the decoded bytes: decode all of it before serving */
+	ws->want = digest_after_decode(img, idx) ? e->len : STEP;
 	whole_start(img, idx, e, ws);
 	pthread_mutex_unlock(&ts->fill);
 	ret = tfs_digest_gate(img, idx);
 	pthread_mutex_lock(&ts->fill);
 	if (ret) {
 		whole_fail(rs, e, ws, ret);
-	} else {
+	} else if (!digest_after_decode(img, idx)) {
 		ws->verified = true;
 		tfs_cache_set_valid(e, atomic_load(&ws->decoded));
 	}

@@ -69,6 +69,9 @@ struct entry {
 	bool has_digest_extent;
 	uint64_t digest_offset, digest_length;
 	char *npy_descr;   /* -o npy: the header's descr literal, or NULL */
+	bool digest_decoded;
+	char *unreadable; /* spec->unreadable */
+	bool unreadable_is_fault;
 	uint32_t group;	   /* components: their group's handle */
 	uint32_t *members; /* groups: component handles */
 	uint32_t nmembers, members_cap;
@@ -176,6 +179,7 @@ static void entry_free(struct entry *e)
 	free(e->digest);
 	free(e->npy_descr);
 	free(e->codec.gather);
+	free(e->unreadable);
 	free(e->members);
 	for (i = 0; i < e->nxattrs; i++) {
 		free(e->xattrs[i].name);
@@ -649,6 +653,8 @@ static int check_spec(struct tfs_builder *b, const struct tfs_tensor_spec *s,
 	    (s->dtype == TFS_DTYPE_VOID && !s->record_size))
 		return tfs_diag_at(d, -EINVAL, s->desc_offset,
 				   "tensor '%s': no dtype", nm);
+	if (s->unreadable) /* no bytes of this file are served */
+		return check_size(s, nm, d);
 	if (!tfs_source_range_ok(b->src, s->offset, s->length))
 		return tfs_diag_at(d, -EBADMSG, s->desc_offset,
 				   "tensor '%s': data [%llu, +%llu) extends "
@@ -761,6 +767,8 @@ static int add_entry(struct tfs_builder *b, enum entry_kind kind,
 		else
 			ret = -ENOMEM;
 	}
+	if (!ret && s->unreadable && !(e->unreadable = strdup(s->unreadable)))
+		ret = -ENOMEM;
 	if (ret) {
 		pop_entry(b);
 		return ret == -ENOMEM
@@ -776,6 +784,8 @@ static int add_entry(struct tfs_builder *b, enum entry_kind kind,
 	e->has_digest_extent = s->has_digest_extent;
 	e->digest_offset = s->digest_offset;
 	e->digest_length = s->digest_length;
+	e->unreadable_is_fault = s->unreadable_is_fault;
+	e->digest_decoded = s->digest_decoded && s->encoding != TFS_ENCODING_RAW;
 	if (handle)
 		*handle = idx;
 	return 0;
@@ -1318,6 +1328,9 @@ static int standard_xattrs(struct entry *e, const char *format,
 	if (!ret && e->digest)
 		ret = entry_set_xattr(e, "digest", e->digest, strlen(e->digest),
 				      false);
+	if (!ret && e->unreadable)
+		ret = entry_set_xattr(e, "unreadable", e->unreadable,
+				      strlen(e->unreadable), false);
 	return ret;
 }
 
@@ -1434,6 +1447,9 @@ static json_t *json_file_entry(const struct entry *e, const char *path)
 		if (e->digest)
 			json_object_set_new(o, "digest",
 					    json_string(e->digest));
+		if (e->unreadable)
+			json_object_set_new(o, "unreadable",
+					    json_string(e->unreadable));
 	}
 	if (e->extra)
 		json_object_update(o, e->extra);
@@ -1698,6 +1714,13 @@ static int fill_tensor(struct tfs_builder *b, struct tfs_tree *tree,
 	t->digest = e->digest ? tfs_tree_dup(tree, e->digest,
 					     strlen(e->digest))
 			      : NULL;
+	t->unreadable = e->unreadable ? tfs_tree_dup(tree, e->unreadable,
+						     strlen(e->unreadable))
+				      : NULL;
+	if (e->unreadable && !t->unreadable)
+		return -ENOMEM;
+	t->unreadable_is_fault = e->unreadable_is_fault;
+	t->digest_decoded = e->digest_decoded;
 	t->node = e->node;
 	t->group = group ? group->node : TFS_NO_NODE;
 	t->role = group ? tfs_tree_dup(tree, e->comps[0], strlen(e->comps[0]))
@@ -1926,7 +1949,8 @@ static void entry_label(const struct tfs_builder *b, const struct entry *e,
 		snprintf(buf + n, len - n, "/%s", e->comps[0]);
 }
 
-/* stored extents of files do not overlap (TFS_OVERLAP_FORBID / _WARN) */
+/* stored extents of files do not overlap (TFS_OVERLAP_FORBID / _WARN), or
+ * only as exact copies (_IDENTICAL) */
 static int check_overlaps(struct tfs_builder *b, uint32_t from,
 			  struct tfs_diag *d)
 {
@@ -1940,7 +1964,7 @@ static int check_overlaps(struct tfs_builder *b, uint32_t from,
 	for (i = from; i < b->n; i++)
 		if ((b->e[i].kind == ENTRY_TENSOR ||
 		     b->e[i].kind == ENTRY_COMPONENT) &&
-		    b->e[i].length &&
+		    b->e[i].length && !b->e[i].unreadable &&
 		    b->sources[b->e[i].source].overlap != TFS_OVERLAP_ALLOW)
 			v[n++] = i;
 	qsort_r(v, n, sizeof(*v), cmp_extents, b->e);
@@ -1955,9 +1979,13 @@ static int check_overlaps(struct tfs_builder *b, uint32_t from,
 			far = i;
 			continue;
 		}
+		/* the same extent again: shared bytes (tied weights) */
+		if (rule == TFS_OVERLAP_IDENTICAL && c->offset == a->offset &&
+		    c->length == a->length)
+			continue;
 		entry_label(b, c, nb, sizeof(nb));
 		entry_label(b, a, na, sizeof(na));
-		if (rule == TFS_OVERLAP_FORBID)
+		if (rule == TFS_OVERLAP_FORBID || rule == TFS_OVERLAP_IDENTICAL)
 			ret = tfs_diag_at(
 				d, -EBADMSG, c->desc_offset,
 				"tensor '%s': data [%llu, %llu) overlaps "

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 /* CBOR helpers: see include/tensorfs/cbor.h and shared/specs/cbor.md. */
 #include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "tensorfs/builder.h"
 #include "tensorfs/cbor.h"
 #include "tensorfs/cursor.h"
 #include "tensorfs/diag.h"
@@ -185,6 +187,220 @@ int tfs_cbor_decode(const uint8_t *p, uint64_t len, uint64_t base,
 	}
 out:
 	free(stack);
+	return ret;
+}
+
+/* ---- core deterministic encoding (tfs_cbor_check_deterministic) ---------- */
+
+struct det {
+	const uint8_t *p;
+	uint64_t len, pos, base;
+	unsigned max_depth;
+	enum tfs_cbor_violation v;
+	struct tfs_diag *d;
+};
+
+static int det_fail(struct det *k, enum tfs_cbor_violation v, uint64_t at,
+		    const char *what)
+{
+	k->v = v;
+	return tfs_diag_at(k->d, -EBADMSG, k->base + at, "CBOR: %s", what);
+}
+
+/* the value of an IEEE half @h */
+static double half_value(uint16_t h)
+{
+	int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+	double v;
+
+	if (e == 0)
+		v = ldexp(m, -24);
+	else if (e == 31)
+		v = m ? NAN : INFINITY;
+	else
+		v = ldexp(m + 1024, e - 25);
+	return (h & 0x8000) ? -v : v;
+}
+
+/*
+ * Does finite or infinite @v fit exactly in a float of @mant significand
+ * bits (implicit one included), minimum normal exponent @emin (as frexp
+ * gives it, minus one), largest finite value @max?
+ */
+static bool fits_float(double v, int mant, int emin, double max)
+{
+	double m;
+	int e;
+
+	if (isinf(v) || v == 0)
+		return true;
+	v = fabs(v);
+	if (v > max)
+		return false;
+	m = frexp(v, &e);
+	if (e - 1 >= emin)
+		return ldexp(m, mant) == floor(ldexp(m, mant));
+	/* subnormal: a multiple of the smallest step */
+	m = ldexp(v, mant - 1 - emin);
+	return m == floor(m);
+}
+
+static int det_item(struct det *k, unsigned depth);
+
+static int det_map(struct det *k, uint64_t n, unsigned depth)
+{
+	uint64_t i, pk = 0, pklen = 0, kstart, klen, m;
+	int cmp, ret;
+
+	for (i = 0; i < n; i++) {
+		kstart = k->pos;
+		ret = det_item(k, depth + 1);
+		if (ret)
+			return ret;
+		klen = k->pos - kstart;
+		if (i) {
+			m = klen < pklen ? klen : pklen;
+			cmp = memcmp(k->p + pk, k->p + kstart, (size_t)m);
+			if (!cmp && klen == pklen)
+				return det_fail(k, TFS_CBOR_DUPLICATE_KEY,
+						kstart,
+						"map key given twice in a row");
+			if (cmp > 0 || (!cmp && klen < pklen))
+				return det_fail(k, TFS_CBOR_DETERMINISM, kstart,
+						"map keys not in ascending "
+						"order of their encoded bytes");
+		}
+		pk = kstart;
+		pklen = klen;
+		ret = det_item(k, depth + 1);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int det_float(struct det *k, uint64_t at, unsigned ai, uint64_t bits)
+{
+	union {
+		uint32_t u;
+		float f;
+	} f32;
+	union {
+		uint64_t u;
+		double f;
+	} f64;
+
+	if (ai == 25) {
+		if (isnan(half_value((uint16_t)bits)) && bits != 0x7e00)
+			return det_fail(k, TFS_CBOR_DETERMINISM, at,
+					"a half-float NaN other than 7E00");
+		return 0;
+	}
+	if (ai == 26) {
+		f32.u = (uint32_t)bits;
+		if (isnan(f32.f) || fits_float(f32.f, 11, -14, 65504.0))
+			return det_fail(k, TFS_CBOR_DETERMINISM, at,
+					"a single float that is NaN or fits "
+					"a half float exactly");
+		return 0;
+	}
+	f64.u = bits;
+	if (isnan(f64.f) || fits_float(f64.f, 24, -126, FLT_MAX))
+		return det_fail(k, TFS_CBOR_DETERMINISM, at,
+				"a double float that is NaN or fits a single "
+				"float exactly");
+	return 0;
+}
+
+static int det_item(struct det *k, unsigned depth)
+{
+	uint64_t at = k->pos, arg, i, left;
+	unsigned mt, ai, n;
+	int ret;
+
+	if (depth > k->max_depth)
+		return det_fail(k, TFS_CBOR_DEPTH, at, "nesting too deep");
+	if (k->pos >= k->len)
+		return det_fail(k, TFS_CBOR_SYNTAX, at,
+				"truncated (item expected)");
+	mt = k->p[k->pos] >> 5;
+	ai = k->p[k->pos] & 0x1f;
+	k->pos++;
+	if (mt == 6)
+		return det_fail(k, TFS_CBOR_SYNTAX, at, "a tag");
+	if (mt == 7 && (ai < 20 || ai == 23 || ai == 24 || ai > 27))
+		return det_fail(k, TFS_CBOR_SYNTAX, at,
+				"a simple value other than false, true, null "
+				"or a float");
+	if (ai >= 28)
+		return det_fail(k, TFS_CBOR_SYNTAX, at,
+				"reserved or indefinite-length item");
+	arg = ai;
+	if (ai >= 24) {
+		n = 1u << (ai - 24);
+		if (k->len - k->pos < n)
+			return det_fail(k, TFS_CBOR_SYNTAX, at,
+					"truncated item head");
+		arg = tfs_load_be(k->p + k->pos, n);
+		k->pos += n;
+		if (mt == 7)
+			return det_float(k, at, ai, arg);
+		if ((ai == 24 && arg < 24) || (ai == 25 && arg <= 0xff) ||
+		    (ai == 26 && arg <= 0xffff) ||
+		    (ai == 27 && arg <= 0xffffffffull))
+			return det_fail(k, TFS_CBOR_DETERMINISM, at,
+					"argument not in its shortest form");
+	}
+	left = k->len - k->pos;
+	switch (mt) {
+	case 2:
+	case 3:
+		if (arg > left)
+			return det_fail(k, TFS_CBOR_SYNTAX, at,
+					"string runs past the end");
+		if (mt == 3 && !tfs_utf8_valid(k->p + k->pos, (size_t)arg))
+			return det_fail(k, TFS_CBOR_SYNTAX, at,
+					"text string is not valid UTF-8");
+		k->pos += arg;
+		return 0;
+	case 4:
+		if (arg > left)
+			return det_fail(k, TFS_CBOR_SYNTAX, at,
+					"array count larger than the bytes "
+					"left");
+		for (i = 0; i < arg; i++) {
+			ret = det_item(k, depth + 1);
+			if (ret)
+				return ret;
+		}
+		return 0;
+	case 5:
+		if (arg > left / 2)
+			return det_fail(k, TFS_CBOR_SYNTAX, at,
+					"map count larger than the bytes left "
+					"can hold");
+		return det_map(k, arg, depth);
+	default:
+		return 0;
+	}
+}
+
+int tfs_cbor_check_deterministic(const uint8_t *p, uint64_t len, uint64_t base,
+				 unsigned max_depth,
+				 enum tfs_cbor_violation *violation,
+				 struct tfs_diag *d)
+{
+	struct det k = {.p = p,
+			.len = len,
+			.base = base,
+			.max_depth = max_depth,
+			.d = d};
+	int ret = det_item(&k, 0);
+
+	if (!ret && k.pos != len)
+		ret = det_fail(&k, TFS_CBOR_SYNTAX, k.pos,
+			       "bytes left after the top-level item");
+	*violation = k.v;
 	return ret;
 }
 
@@ -486,4 +702,90 @@ json_t *tfs_cbor_to_json(cbor_item_t *item)
 	default:
 		return NULL;
 	}
+}
+
+bool tfs_cbor_scalar_text(cbor_item_t *v, char *buf, size_t len)
+{
+	char *s;
+	size_t n;
+	double d;
+	int prec;
+
+	v = tfs_cbor_untag(v);
+	if (!v)
+		return false;
+	switch (cbor_typeof(v)) {
+	case CBOR_TYPE_UINT:
+		snprintf(buf, len, "%llu", (unsigned long long)cbor_get_int(v));
+		return true;
+	case CBOR_TYPE_NEGINT:
+		if (cbor_get_int(v) == UINT64_MAX)
+			snprintf(buf, len, "-18446744073709551616");
+		else
+			snprintf(buf, len, "-%llu",
+				 (unsigned long long)cbor_get_int(v) + 1);
+		return true;
+	case CBOR_TYPE_STRING:
+		if (tfs_cbor_text(v, &s, &n))
+			return false;
+		if (n >= len || memchr(s, '\0', n)) {
+			free(s);
+			return false;
+		}
+		memcpy(buf, s, n + 1);
+		free(s);
+		return true;
+	case CBOR_TYPE_FLOAT_CTRL:
+		if (cbor_float_get_width(v) == CBOR_FLOAT_0) {
+			if (cbor_is_bool(v))
+				snprintf(buf, len, "%s",
+					 cbor_get_bool(v) ? "true" : "false");
+			else if (cbor_is_null(v))
+				snprintf(buf, len, "null");
+			else
+				return false;
+			return true;
+		}
+		d = cbor_float_get_float(v);
+		/* the shortest text that reads back as the stored width */
+		for (prec = 1; prec <= 17; prec++) {
+			snprintf(buf, len, "%.*g", prec, d);
+			if (cbor_float_get_width(v) == CBOR_FLOAT_64
+				    ? strtod(buf, NULL) == d
+				    : (float)strtod(buf, NULL) == (float)d)
+				break;
+		}
+		return true;
+	default:
+		return false;
+	}
+}
+
+#define ATTR_XATTR_MAX 1024 /* longest attribute value as xattr */
+#define ATTR_KEY_MAX 200
+
+int tfs_cbor_attr_xattrs(struct tfs_builder *b, uint32_t handle, cbor_item_t *m)
+{
+	char buf[ATTR_XATTR_MAX + 1], key[ATTR_KEY_MAX + 8];
+	struct cbor_pair *pairs;
+	size_t i, n, klen;
+	char *k;
+	int ret = 0;
+
+	m = tfs_cbor_untag(m);
+	if (!m || !cbor_isa_map(m))
+		return 0;
+	pairs = cbor_map_handle(m);
+	n = cbor_map_size(m);
+	for (i = 0; i < n && !ret; i++) {
+		if (tfs_cbor_text(pairs[i].key, &k, &klen))
+			continue;
+		if (klen && klen <= ATTR_KEY_MAX && !memchr(k, '\0', klen) &&
+		    tfs_cbor_scalar_text(pairs[i].value, buf, sizeof(buf))) {
+			snprintf(key, sizeof(key), "attr.%s", k);
+			ret = tfs_builder_set_xattr_str(b, handle, key, buf);
+		}
+		free(k);
+	}
+	return ret ? -ENOMEM : 0;
 }

@@ -301,9 +301,10 @@ static const char *common_format(const struct walk *w)
 	size_t i;
 
 	for (i = 1; i < w->n; i++)
-		if (w->v[i].fmt != w->v[0].fmt)
+		if (strcmp(tfs_format_shown(w->v[i].fmt),
+			   tfs_format_shown(w->v[0].fmt)))
 			return "directory";
-	return w->n ? w->v[0].fmt->name : "directory";
+	return w->n ? tfs_format_shown(w->v[0].fmt) : "directory";
 }
 
 /* Load the probed candidates into one builder, as @p says. */
@@ -354,7 +355,7 @@ static int load_all(struct tfs_image **out, struct walk *w, const char *top,
 		}
 		tfs_builder_abort_source(b);
 		if (!cd.format)
-			cd.format = c->fmt->name;
+			cd.format = tfs_format_shown(c->fmt);
 		if (!p->skip_bad) {
 			/* the message names the file */
 			*d = cd;

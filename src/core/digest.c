@@ -6,7 +6,8 @@
  * 0xFFFFFFFF).  No Debian library exposes it conveniently, so it is here:
  * the SSE4.2 crc32 instruction on x86-64 CPUs that have it (about 8 bytes
  * per 3 cycles), slicing-by-8 tables otherwise.  The tables are built once,
- * on first use, under pthread_once.
+ * on first use, under pthread_once.  XXH3-64 (seed 0) is Debian's
+ * libxxhash; SHA-256 OpenSSL's.
  */
 #include <errno.h>
 #include <openssl/evp.h>
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+#include <xxhash.h>
 
 #include "tensorfs/digest.h"
 #include "tensorfs/source.h"
@@ -148,22 +150,24 @@ static int parse_crc32c(const char *hex, struct tfs_digest *out,
 	return 0;
 }
 
-static int parse_sha256(const char *hex, struct tfs_digest *out)
+/* exactly 2 x @n hex digits (either case), the value's bytes in order */
+static int parse_hex(const char *hex, unsigned n, enum tfs_digest_alg alg,
+		     struct tfs_digest *out)
 {
 	unsigned i;
 	int hi, lo;
 
-	if (strlen(hex) != 64)
+	if (strlen(hex) != 2 * n)
 		return -EBADMSG;
-	for (i = 0; i < 32; i++) {
+	for (i = 0; i < n; i++) {
 		hi = hexval(hex[2 * i]);
 		lo = hexval(hex[2 * i + 1]);
 		if (hi < 0 || lo < 0)
 			return -EBADMSG;
 		out->value[i] = (uint8_t)(hi << 4 | lo);
 	}
-	out->alg = TFS_DIGEST_SHA256;
-	out->len = 32;
+	out->alg = alg;
+	out->len = n;
 	return 0;
 }
 
@@ -183,7 +187,9 @@ int tfs_digest_parse(const char *text, struct tfs_digest *out)
 		return parse_crc32c(text + 8, out, TFS_DIGEST_CRC32);
 	}
 	if (strncmp(text, "sha256:", 7) == 0)
-		return parse_sha256(text + 7, out);
+		return parse_hex(text + 7, 32, TFS_DIGEST_SHA256, out);
+	if (strncmp(text, "xxh3:", 5) == 0)
+		return parse_hex(text + 5, 8, TFS_DIGEST_XXH3, out);
 	out->alg = TFS_DIGEST_UNKNOWN;
 	return 0;
 }
@@ -197,6 +203,8 @@ const char *tfs_digest_alg_name(enum tfs_digest_alg alg)
 		return "crc32";
 	case TFS_DIGEST_SHA256:
 		return "sha256";
+	case TFS_DIGEST_XXH3:
+		return "xxh3";
 	case TFS_DIGEST_UNKNOWN:
 		return "unknown";
 	default:
@@ -219,8 +227,10 @@ void tfs_digest_format(const struct tfs_digest *dg, char *buf, size_t len)
 			 dg->value[1], dg->value[2], dg->value[3]);
 		break;
 	case TFS_DIGEST_SHA256:
-		o = (size_t)snprintf(buf, len, "sha256:");
-		for (i = 0; i < 32 && o + 2 < len; i++, o += 2)
+	case TFS_DIGEST_XXH3:
+		o = (size_t)snprintf(buf, len,
+				     "%s:", tfs_digest_alg_name(dg->alg));
+		for (i = 0; i < dg->len && o + 2 < len; i++, o += 2)
 			snprintf(buf + o, len - o, "%02x", dg->value[i]);
 		break;
 	default:
@@ -248,6 +258,7 @@ struct tfs_digest_ctx {
 	enum tfs_digest_alg alg;
 	uint32_t crc;
 	EVP_MD_CTX *md;
+	XXH3_state_t *xxh;
 };
 
 int tfs_digest_begin(struct tfs_digest_ctx **out, enum tfs_digest_alg alg)
@@ -255,7 +266,7 @@ int tfs_digest_begin(struct tfs_digest_ctx **out, enum tfs_digest_alg alg)
 	struct tfs_digest_ctx *c;
 
 	if (alg != TFS_DIGEST_CRC32C && alg != TFS_DIGEST_CRC32 &&
-	    alg != TFS_DIGEST_SHA256)
+	    alg != TFS_DIGEST_SHA256 && alg != TFS_DIGEST_XXH3)
 		return -EINVAL;
 	c = calloc(1, sizeof(*c));
 	if (!c)
@@ -265,6 +276,13 @@ int tfs_digest_begin(struct tfs_digest_ctx **out, enum tfs_digest_alg alg)
 		c->md = EVP_MD_CTX_new();
 		if (!c->md ||
 		    EVP_DigestInit_ex(c->md, EVP_sha256(), NULL) != 1) {
+			tfs_digest_abort(c);
+			return -ENOMEM;
+		}
+	}
+	if (alg == TFS_DIGEST_XXH3) {
+		c->xxh = XXH3_createState();
+		if (!c->xxh || XXH3_64bits_reset(c->xxh) != XXH_OK) {
 			tfs_digest_abort(c);
 			return -ENOMEM;
 		}
@@ -291,6 +309,10 @@ static int update_fn(void *arg)
 		a->c->crc = crc32_any(a->c->crc, a->p, a->len);
 		return 0;
 	}
+	if (a->c->alg == TFS_DIGEST_XXH3)
+		return XXH3_64bits_update(a->c->xxh, a->p, a->len) == XXH_OK
+			       ? 0
+			       : -ENOMEM;
 	return EVP_DigestUpdate(a->c->md, a->p, a->len) == 1 ? 0 : -ENOMEM;
 }
 
@@ -320,6 +342,13 @@ int tfs_digest_final(struct tfs_digest_ctx *c, struct tfs_digest *out)
 		out->value[1] = (uint8_t)(c->crc >> 16);
 		out->value[2] = (uint8_t)(c->crc >> 8);
 		out->value[3] = (uint8_t)c->crc;
+	} else if (c->alg == TFS_DIGEST_XXH3) {
+		uint64_t h = XXH3_64bits_digest(c->xxh);
+		unsigned i;
+
+		out->len = 8;
+		for (i = 0; i < 8; i++)
+			out->value[i] = (uint8_t)(h >> (56 - 8 * i));
 	} else if (EVP_DigestFinal_ex(c->md, out->value, &n) != 1 || n != 32) {
 		ret = -ENOMEM;
 	} else {
@@ -334,6 +363,8 @@ void tfs_digest_abort(struct tfs_digest_ctx *c)
 	if (!c)
 		return;
 	EVP_MD_CTX_free(c->md);
+	if (c->xxh)
+		XXH3_freeState(c->xxh);
 	free(c);
 }
 

@@ -66,9 +66,10 @@ int tfs_image_load_format(struct tfs_image **out, struct tfs_source *src,
 	}
 	ret = img->format->load(&img->srcs[0], b, d);
 	if (ret && d && !d->format)
-		d->format = img->format->name;
+		d->format = tfs_format_shown(img->format);
 	if (!ret)
-		ret = tfs_image_finish_load(img, b, img->format->name, d);
+		ret = tfs_image_finish_load(img, b,
+					    tfs_format_shown(img->format), d);
 out:
 	tfs_builder_free(b);
 	if (ret) {

@@ -74,7 +74,8 @@ static inline bool digest_known(const struct tensor_state *ts)
 {
 	return ts->digest.alg == TFS_DIGEST_CRC32C ||
 	       ts->digest.alg == TFS_DIGEST_CRC32 ||
-	       ts->digest.alg == TFS_DIGEST_SHA256;
+	       ts->digest.alg == TFS_DIGEST_SHA256 ||
+	       ts->digest.alg == TFS_DIGEST_XXH3;
 }
 
 #endif

@@ -42,7 +42,7 @@ static int check_hash_to(struct check_ctx *c, uint64_t upto)
 		if (!tfs_source_live_range_ok(tfs_image_source(c->img, c->x),
 					      c->base + c->hashed, n))
 			return -EIO;
-		if (c->dg &&
+		if (c->dg && !c->x->digest_decoded &&
 		    tfs_digest_update(c->dg,
 				      tfs_image_source(c->img, c->x)->data +
 					      c->base + c->hashed,
@@ -85,6 +85,11 @@ static int check_decode(struct check_ctx *c)
 		if (ret) {
 			snprintf(c->r->msg, sizeof(c->r->msg), "%s",
 				 tfs_stream_message(z));
+			break;
+		}
+		if (c->dg && x->digest_decoded &&
+		    tfs_digest_update(c->dg, scratch, pos)) {
+			ret = -ENOMEM;
 			break;
 		}
 		total += pos;
@@ -132,6 +137,11 @@ int tfs_image_check_tensor(struct tfs_image *img, uint32_t tensor,
 	c.base = c.x->has_digest_extent ? c.x->digest_offset : c.x->offset;
 	ts = &img->rs->ts[tensor];
 	r->digest = ts->digest.alg;
+	if (c.x->unreadable) {
+		snprintf(r->msg, sizeof(r->msg), "%s", c.x->unreadable);
+		r->skipped = !c.x->unreadable_is_fault;
+		return r->err = r->skipped ? 0 : -EBADMSG;
+	}
 	if (!stored_live(img, c.x)) {
 		snprintf(r->msg, sizeof(r->msg),
 			 "the stored bytes [%llu, +%llu) are no longer in the "
@@ -164,8 +174,10 @@ int tfs_image_check_tensor(struct tfs_image *img, uint32_t tensor,
 			tfs_digest_format(&got, got_s, sizeof(got_s));
 			snprintf(r->msg, sizeof(r->msg),
 				 "digest mismatch: the container says %s, the "
-				 "stored bytes have %s",
-				 want_s, got_s);
+				 "%s bytes have %s",
+				 want_s,
+				 c.x->digest_decoded ? "decoded" : "stored",
+				 got_s);
 			ret = -EBADMSG;
 		}
 	}

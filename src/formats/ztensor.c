@@ -31,7 +31,8 @@
  *
  * CBOR goes through tfs_cbor_decode (structural pre-check, depth cap 128).
  * Field errors point at the manifest start: libcbor keeps no positions.
- * zTensor 2.x has another magic and is refused by name.
+ * zTensor 2.x (magic \x89ZT2...) is another container, read by
+ * src/formats/ztensor2.c.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -52,7 +53,6 @@
 
 #define ZT_MAGIC_V01 "ZTEN0001"
 #define ZT_MAGIC_V1 "ZTEN1000"
-#define ZT_MAGIC_V2 "\x89ZT2\r\n\x1a\n"
 #define ZT_ALIGN 64
 #define ZT_MANIFEST_MAX (1ull << 30)
 #define ZT_DECODED_MAX (32ull << 30) /* reference 1.2's limit */
@@ -103,8 +103,7 @@ static int zt_probe(const struct tfs_source *src)
 	if (src->size < 8)
 		return 0;
 	if (memcmp(src->data, ZT_MAGIC_V01, 8) == 0 ||
-	    memcmp(src->data, ZT_MAGIC_V1, 8) == 0 ||
-	    memcmp(src->data, ZT_MAGIC_V2, 8) == 0)
+	    memcmp(src->data, ZT_MAGIC_V1, 8) == 0)
 		return 100;
 	return 0;
 }
@@ -719,89 +718,10 @@ static void zt_comp_spec(const struct zt_comp *c, struct tfs_tensor_spec *s)
 	s->digest = c->digest;
 }
 
-/* an attribute value as xattr text, or false when not small and scalar */
-static bool zt_attr_text(cbor_item_t *v, char *buf, size_t len)
-{
-	char *s;
-	size_t n;
-	double d;
-	int prec;
-
-	v = tfs_cbor_untag(v);
-	if (!v)
-		return false;
-	switch (cbor_typeof(v)) {
-	case CBOR_TYPE_UINT:
-		snprintf(buf, len, "%llu", (unsigned long long)cbor_get_int(v));
-		return true;
-	case CBOR_TYPE_NEGINT:
-		if (cbor_get_int(v) == UINT64_MAX)
-			snprintf(buf, len, "-18446744073709551616");
-		else
-			snprintf(buf, len, "-%llu",
-				 (unsigned long long)cbor_get_int(v) + 1);
-		return true;
-	case CBOR_TYPE_STRING:
-		if (tfs_cbor_text(v, &s, &n))
-			return false;
-		if (n >= len || memchr(s, '\0', n)) {
-			free(s);
-			return false;
-		}
-		memcpy(buf, s, n + 1);
-		free(s);
-		return true;
-	case CBOR_TYPE_FLOAT_CTRL:
-		if (cbor_float_get_width(v) == CBOR_FLOAT_0) {
-			if (cbor_is_bool(v))
-				snprintf(buf, len, "%s",
-					 cbor_get_bool(v) ? "true" : "false");
-			else if (cbor_is_null(v))
-				snprintf(buf, len, "null");
-			else
-				return false;
-			return true;
-		}
-		d = cbor_float_get_float(v);
-		/* the shortest text that reads back as the stored width */
-		for (prec = 1; prec <= 17; prec++) {
-			snprintf(buf, len, "%.*g", prec, d);
-			if (cbor_float_get_width(v) == CBOR_FLOAT_64
-				    ? strtod(buf, NULL) == d
-				    : (float)strtod(buf, NULL) == (float)d)
-				break;
-		}
-		return true;
-	default:
-		return false;
-	}
-}
-
 /* small scalar attributes as user.tensorfs.attr.<key> on @handle */
 static int zt_attr_xattrs(struct zt_ctx *z, uint32_t handle, cbor_item_t *m)
 {
-	char buf[ZT_ATTR_XATTR_MAX + 1], key[ZT_ATTR_KEY_MAX + 8];
-	struct cbor_pair *pairs;
-	size_t i, n, klen;
-	char *k;
-	int ret = 0;
-
-	m = tfs_cbor_untag(m);
-	if (!m || !cbor_isa_map(m))
-		return 0;
-	pairs = cbor_map_handle(m);
-	n = cbor_map_size(m);
-	for (i = 0; i < n && !ret; i++) {
-		if (tfs_cbor_text(pairs[i].key, &k, &klen))
-			continue;
-		if (klen && klen <= ZT_ATTR_KEY_MAX &&
-		    zt_attr_text(pairs[i].value, buf, sizeof(buf))) {
-			snprintf(key, sizeof(key), "attr.%s", k);
-			ret = tfs_builder_set_xattr_str(z->b, handle, key, buf);
-		}
-		free(k);
-	}
-	return ret ? zt_oom(z) : 0;
+	return tfs_cbor_attr_xattrs(z->b, handle, m) ? zt_oom(z) : 0;
 }
 
 /* xattrs and manifest members every tensor file or group gets */
@@ -1220,10 +1140,6 @@ static int zt_locate(struct zt_ctx *z)
 	const struct tfs_source *src = z->src;
 	uint64_t trailer, m, limit;
 
-	if (memcmp(src->data, ZT_MAGIC_V2, 8) == 0)
-		return tfs_diag_at(z->d, -ENOTSUP, 0,
-				   "magic: zTensor 2.x (\\x89ZT2) is a "
-				   "different format, not supported yet");
 	if (memcmp(src->data, ZT_MAGIC_V01, 8) == 0) {
 		z->form = ZT_FORM_V01;
 		trailer = 8;
@@ -1339,6 +1255,7 @@ out:
 
 const struct tfs_format tfs_format_ztensor = {
 	.name = "ztensor",
+	.family = "ztensor",
 	.description = "zTensor 1.x (.zt): v0.1, v1.0, v1.1, v1.2",
 	.probe = zt_probe,
 	.load = zt_load,

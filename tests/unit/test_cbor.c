@@ -137,6 +137,106 @@ START_TEST(rejects)
 }
 END_TEST
 
+/* the class tfs_cbor_check_deterministic gives @b (and 0 when none) */
+static int det(const char *b, size_t len, uint64_t *at)
+{
+	enum tfs_cbor_violation v = TFS_CBOR_OK;
+	struct tfs_diag d;
+	int ret;
+
+	tfs_diag_clear(&d);
+	ret = tfs_cbor_check_deterministic((const uint8_t *)b, len, 1000, 32,
+					   &v, &d);
+	ck_assert_int_eq(ret, v == TFS_CBOR_OK ? 0 : -EBADMSG);
+	if (at)
+		*at = d.offset;
+	return (int)v;
+}
+
+/* RFC 8949 core deterministic encoding: shared/specs/ztensor-v2.md 2 */
+START_TEST(deterministic)
+{
+	static const struct {
+		const char *b;
+		size_t len;
+		int want;
+	} v[] = {
+		/* the spec's table of violations, one by one */
+		{"\x18\x05", 2, TFS_CBOR_DETERMINISM},
+		{"\x19\x00\xff", 3, TFS_CBOR_DETERMINISM},
+		{"\x1a\x00\x00\xff\xff", 5, TFS_CBOR_DETERMINISM},
+		{"\x1b\x00\x00\x00\x00\xff\xff\xff\xff", 9,
+		 TFS_CBOR_DETERMINISM},
+		{"\x78\x01\x61", 3, TFS_CBOR_DETERMINISM},
+		{"\x9f\xff", 2, TFS_CBOR_SYNTAX},
+		{"\x5f\xff", 2, TFS_CBOR_SYNTAX},
+		{"\x7f\xff", 2, TFS_CBOR_SYNTAX},
+		{"\xbf\xff", 2, TFS_CBOR_SYNTAX},
+		{"\x1c", 1, TFS_CBOR_SYNTAX},
+		{"\xc0\x00", 2, TFS_CBOR_SYNTAX},
+		{"\xf7", 1, TFS_CBOR_SYNTAX},
+		{"\xf8\x20", 2, TFS_CBOR_SYNTAX},
+		{"\xe0", 1, TFS_CBOR_SYNTAX},
+		{"\xff", 1, TFS_CBOR_SYNTAX},
+		{"\xa2\x61\x62\x00\x61\x61\x00", 7, TFS_CBOR_DETERMINISM},
+		{"\xa2\x61\x61\x00\x61\x61\x00", 7, TFS_CBOR_DUPLICATE_KEY},
+		/* a proper prefix sorts first: "a" < "aa"; 0x18 keys by bytes
+		 */
+		{"\xa2\x61\x61\x00\x62\x61\x61\x00", 8, TFS_CBOR_OK},
+		{"\xa2\x62\x61\x61\x00\x61\x61\x00", 8, TFS_CBOR_DETERMINISM},
+		{"\xa2\x17\x00\x18\x18\x00", 6, TFS_CBOR_OK},
+		{"\xf9\x7e\x00", 3, TFS_CBOR_OK},
+		{"\xf9\x7e\x01", 3, TFS_CBOR_DETERMINISM},
+		{"\xf9\xfe\x00", 3, TFS_CBOR_DETERMINISM},
+		{"\xfa\x3f\xc0\x00\x00", 5, TFS_CBOR_DETERMINISM},
+		{"\xfa\x7f\xc0\x00\x00", 5, TFS_CBOR_DETERMINISM},
+		{"\xfb\x3f\xf8\x00\x00\x00\x00\x00\x00", 9,
+		 TFS_CBOR_DETERMINISM},
+		/* infinities and -0.0 belong in half floats */
+		{"\xf9\x7c\x00", 3, TFS_CBOR_OK},
+		{"\xf9\x80\x00", 3, TFS_CBOR_OK},
+		{"\xfa\x7f\x80\x00\x00", 5, TFS_CBOR_DETERMINISM},
+		{"\xfa\x80\x00\x00\x00", 5, TFS_CBOR_DETERMINISM},
+		/* 65504 (the largest half) and 2^-24 (its smallest subnormal)
+		 * fit a half; 65536 and 2^-25 do not, 0.1f is a single */
+		{"\xfa\x47\x7f\xe0\x00", 5, TFS_CBOR_DETERMINISM},
+		{"\xfa\x33\x80\x00\x00", 5, TFS_CBOR_DETERMINISM},
+		{"\xfa\x47\x80\x00\x00", 5, TFS_CBOR_OK},
+		{"\xfa\x33\x00\x00\x00", 5, TFS_CBOR_OK},
+		{"\xfa\x3d\xcc\xcc\xcd", 5, TFS_CBOR_OK},
+		/* 0.1 as a double is not a single; 1e300 has no single */
+		{"\xfb\x3f\xb9\x99\x99\x99\x99\x99\x9a", 9, TFS_CBOR_OK},
+		{"\xfb\x7e\x37\xe4\x3c\x88\x00\x75\x9c", 9, TFS_CBOR_OK},
+		{"\xfb\x7f\xf8\x00\x00\x00\x00\x00\x00", 9,
+		 TFS_CBOR_DETERMINISM},
+		{"\xa0\x00", 2, TFS_CBOR_SYNTAX},
+		{"\xa1\x61", 2, TFS_CBOR_SYNTAX},
+		{"\x7a\xff\xff\xff\xff", 5, TFS_CBOR_SYNTAX},
+		{"\x62\xc3\x28", 3, TFS_CBOR_SYNTAX},
+		{"\xb8\x20\x00", 3, TFS_CBOR_SYNTAX},
+		{"\xf4", 1, TFS_CBOR_OK},
+		{"\x3b\xff\xff\xff\xff\xff\xff\xff\xff", 9, TFS_CBOR_OK},
+	};
+	char deep[64];
+	uint64_t at;
+	size_t i;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		ck_assert_msg(det(v[i].b, v[i].len, NULL) == v[i].want,
+			      "case %zu: %d, want %d", i,
+			      det(v[i].b, v[i].len, NULL), v[i].want);
+	/* depth: 32 arrays around a scalar are fine, 33 are not */
+	memset(deep, 0x81, 33);
+	deep[33] = 0x00;
+	ck_assert_int_eq(det(deep, 34, &at), TFS_CBOR_DEPTH);
+	ck_assert_uint_eq(at, 1000 + 33);
+	ck_assert_int_eq(det(deep + 1, 33, NULL), TFS_CBOR_OK);
+	/* the offset of the first violation, in byte order */
+	ck_assert_int_eq(det("\x82\x00\x18\x01", 4, &at), TFS_CBOR_DETERMINISM);
+	ck_assert_uint_eq(at, 1002);
+}
+END_TEST
+
 START_TEST(keys)
 {
 	struct tfs_diag d;
@@ -188,6 +288,7 @@ int main(void)
 	tcase_add_test(tc, indefinite_forms);
 	tcase_add_test(tc, rejects);
 	tcase_add_test(tc, keys);
+	tcase_add_test(tc, deterministic);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
 }

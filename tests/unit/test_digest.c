@@ -74,10 +74,50 @@ START_TEST(sha256_vectors)
 }
 END_TEST
 
+/* XXH3-64, seed 0: the vectors of shared/specs/ztensor-v2.md section 7 */
+START_TEST(xxh3_vectors)
+{
+	static const struct {
+		const char *text;
+		const char *in;
+		size_t len;
+	} v[] = {
+		{"xxh3:2d06800538d394c2", "", 0},
+		{"xxh3:78af5f94892f3950", "abc", 3},
+		{"xxh3:f88e5e79bd7c033d", "\xab\xab\xab\xab\xab\xab\xab\xab",
+		 8},
+		{"xxh3:a74131e62938d20e", "\1\1\1\1\1\1\1\1\1\1\1\1\1\1\1\1",
+		 16},
+	};
+	struct tfs_digest want, got;
+	char text[TFS_DIGEST_TEXT_MAX];
+	size_t i;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		ck_assert_int_eq(tfs_digest_parse(v[i].text, &want), 0);
+		ck_assert_int_eq(want.alg, TFS_DIGEST_XXH3);
+		ck_assert_uint_eq(want.len, 8);
+		ck_assert_int_eq(
+			tfs_digest_check(&want, v[i].in, v[i].len, &got), 0);
+		tfs_digest_format(&got, text, sizeof(text));
+		ck_assert_str_eq(text, v[i].text);
+	}
+	ck_assert_int_eq(tfs_digest_check(&want, "x", 1, NULL), -EBADMSG);
+	/* exactly 16 hex digits */
+	ck_assert_int_eq(tfs_digest_parse("xxh3:2d06800538d394c", &want),
+			 -EBADMSG);
+	ck_assert_int_eq(tfs_digest_parse("xxh3:2d06800538d394c2f", &want),
+			 -EBADMSG);
+	ck_assert_int_eq(tfs_digest_parse("xxh3:2d06800538d394cg", &want),
+			 -EBADMSG);
+	ck_assert_str_eq(tfs_digest_alg_name(TFS_DIGEST_XXH3), "xxh3");
+}
+END_TEST
+
 START_TEST(incremental_equals_oneshot)
 {
-	static const enum tfs_digest_alg algs[] = {TFS_DIGEST_CRC32C,
-						   TFS_DIGEST_SHA256};
+	static const enum tfs_digest_alg algs[] = {
+		TFS_DIGEST_CRC32C, TFS_DIGEST_SHA256, TFS_DIGEST_XXH3};
 	struct tfs_digest_ctx *c;
 	struct tfs_digest a, b;
 	uint8_t buf[1000];
@@ -85,7 +125,7 @@ START_TEST(incremental_equals_oneshot)
 
 	for (i = 0; i < sizeof(buf); i++)
 		buf[i] = (uint8_t)(i ^ (i >> 3));
-	for (i = 0; i < 2; i++) {
+	for (i = 0; i < sizeof(algs) / sizeof(algs[0]); i++) {
 		ck_assert_int_eq(tfs_digest_begin(&c, algs[i]), 0);
 		ck_assert_int_eq(tfs_digest_update(c, buf, 1), 0);
 		ck_assert_int_eq(tfs_digest_update(c, buf + 1, 600), 0);
@@ -185,6 +225,7 @@ int main(void)
 	tcase_add_test(tc, crc32c_check_value);
 	tcase_add_test(tc, crc32c_matches_reference);
 	tcase_add_test(tc, sha256_vectors);
+	tcase_add_test(tc, xxh3_vectors);
 	tcase_add_test(tc, incremental_equals_oneshot);
 	tcase_add_test(tc, parse_text);
 	tcase_add_test(tc, fixture_digests);

@@ -274,8 +274,8 @@ START_TEST(overlaps)
 	ck_assert_int_eq(add_extent("c", 16, 4), 0);	/* touches: fine */
 	ck_assert_int_eq(add_extent("b", 12, 2), 0);
 	ck_assert_int_eq(tfs_builder_finish(b, "test", &t, &d), -EBADMSG);
-	ck_assert_ptr_nonnull(
-		strstr(d.msg, "'b': data [12, 14) overlaps tensor 'a' [0, 16)"));
+	ck_assert_ptr_nonnull(strstr(
+		d.msg, "'b': data [12, 14) overlaps tensor 'a' [0, 16)"));
 	ck_assert_uint_eq(d.offset, 1012);
 	tfs_builder_free(b);
 
@@ -299,6 +299,59 @@ START_TEST(overlaps)
 	ck_assert_uint_eq(t->nwarnings, 1);
 	ck_assert_ptr_nonnull(strstr(t->warnings[0].msg, "'b'"));
 	ck_assert_uint_eq(t->warnings[0].offset, 1015);
+	tfs_tree_free(t);
+	tfs_builder_free(b);
+
+	/* identical: tied weights share one extent, nothing else overlaps */
+	ck_assert_int_eq(tfs_builder_new(&b, &src, NULL), 0);
+	tfs_builder_set_overlap_rule(b, TFS_OVERLAP_IDENTICAL);
+	ck_assert_int_eq(add_extent("w", 0, 16), 0);
+	ck_assert_int_eq(add_extent("tied", 0, 16), 0);
+	ck_assert_int_eq(add_extent("again", 0, 16), 0);
+	ck_assert_int_eq(add_extent("next", 16, 4), 0);
+	t = finish();
+	ck_assert_uint_eq(t->nwarnings, 0);
+	tfs_tree_free(t);
+	tfs_builder_free(b);
+	ck_assert_int_eq(tfs_builder_new(&b, &src, NULL), 0);
+	tfs_builder_set_overlap_rule(b, TFS_OVERLAP_IDENTICAL);
+	ck_assert_int_eq(add_extent("w", 0, 16), 0);
+	ck_assert_int_eq(add_extent("tied", 0, 16), 0);
+	ck_assert_int_eq(add_extent("head", 0, 8), 0);
+	tfs_diag_clear(&d);
+	ck_assert_int_eq(tfs_builder_finish(b, "test", &t, &d), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(d.msg, "overlaps"));
+}
+END_TEST
+
+/* listed, never served: no extent rules, reads EIO, verify says why */
+START_TEST(unreadable_files)
+{
+	struct tfs_tensor_spec s = spec_for("far", 0, 8);
+	struct tfs_tree *t;
+
+	s.offset = 1u << 20; /* past the end: not ours to check */
+	s.length = 0;
+	s.unreadable = "in another file";
+	ck_assert_int_eq(tfs_builder_add_tensor(b, &s, NULL, &d), 0);
+	s = spec_for("bad", 0, 8);
+	s.unreadable = "breaks a rule";
+	s.unreadable_is_fault = true;
+	ck_assert_int_eq(tfs_builder_add_tensor(b, &s, NULL, &d), 0);
+	/* the shape is still checked against the size */
+	s = spec_for("wrong", 0, 8);
+	s.size = 9;
+	s.length = 0;
+	s.unreadable = "x";
+	ck_assert_int_eq(tfs_builder_add_tensor(b, &s, NULL, &d), -EBADMSG);
+	t = finish();
+	ck_assert_uint_eq(t->ntensors, 2);
+	ck_assert_str_eq(t->tensors[0].unreadable, "in another file");
+	ck_assert(!t->tensors[0].unreadable_is_fault);
+	ck_assert_uint_eq(t->tensors[0].size, 8);
+	ck_assert(t->tensors[1].unreadable_is_fault);
+	ck_assert_ptr_nonnull(tfs_tree_xattr(t, t->tensors[0].node,
+					     "user.tensorfs.unreadable"));
 	tfs_tree_free(t);
 }
 END_TEST
@@ -533,6 +586,7 @@ int main(void)
 	tcase_add_test(tc, duplicate_names);
 	tcase_add_test(tc, duplicate_names_with_odd_bytes);
 	tcase_add_test(tc, overlaps);
+	tcase_add_test(tc, unreadable_files);
 	tcase_add_test(tc, warnings_are_data);
 	tcase_add_test(tc, block_dtypes);
 	tcase_add_test(tc, dtype_table);
