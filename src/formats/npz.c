@@ -234,8 +234,12 @@ static int add_member(struct npz_ctx *x, const struct tfs_zip_entry *e)
 		goto out;
 	}
 	m = json_object();
-	json_object_set_new(m, "name",
-			    json_stringn_nocheck(e->name, e->name_len));
+	/* JSON holds UTF-8 only: other names as escaped for messages */
+	json_object_set_new(
+		m, "name",
+		tfs_utf8_valid((const unsigned char *)e->name, e->name_len)
+			? json_stringn(e->name, e->name_len)
+			: json_string(x->name));
 	json_object_set_new(m, "method",
 			    json_string(deflated ? "deflate" : "stored"));
 	json_object_set_new(m, "crc32", json_string(crc));

@@ -3,9 +3,10 @@
  * NumPy .npz (src/formats/npz.c): the shared fixtures against the members,
  * offsets, CRCs and sha256s documented in shared/specs/npy.md section 7,
  * numpy's own archives (the .npz files of tests/fixtures/npy/valid) against
- * numpy's reading of them (tests/fixtures/npy/expected.json), stored and deflated members
- * whose CRC-32 is wrong (EIO on read, a log line, `verify` says why), and a
- * refusal for every rule (the .npz files of tests/fixtures/npy/reject).
+ * numpy's reading of them (tests/fixtures/npy/expected.json), stored and
+ * deflated members whose CRC-32 is wrong (EIO on read, a log line, `verify`
+ * says why), and a refusal for every rule (the .npz files of
+ * tests/fixtures/npy/reject).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -197,6 +198,39 @@ START_TEST(paths_and_skipped_members)
 }
 END_TEST
 
+/* a member name that is not UTF-8: a tensor, and still valid JSON */
+START_TEST(name_not_utf8)
+{
+	struct tfs_image *img;
+	struct tfs_diag d;
+	json_error_t err;
+	json_t *meta;
+	uint8_t *file, *text, *p;
+	size_t flen, tlen;
+
+	file = tu_read_file(tu_fixture("npy/stored.npz"), &flen);
+	/* "w.npy" in the local header and in the central entry */
+	for (p = file; (p = memmem(p, flen - (size_t)(p - file), "w.npy", 5));)
+		*p = 0xff;
+	ck_assert_msg(tu_load_mem(file, flen, &img, &d) == 0, "%s", d.msg);
+	ck_assert_ptr_nonnull(tu_tensor(img, "\xff"));
+	text = tu_read_node(
+		img, tfs_tree_resolve(img->tree, ".tensorfs/metadata.json"),
+		&tlen);
+	meta = json_loadb((const char *)text, tlen, 0, &err);
+	ck_assert_msg(meta != NULL, "metadata.json: %s", err.text);
+	ck_assert_str_eq(
+		json_string_value(json_object_get(
+			json_array_get(json_object_get(meta, "members"), 0),
+			"name")),
+		"%FF.npy");
+	json_decref(meta);
+	free(text);
+	tfs_image_close(img);
+	free(file);
+}
+END_TEST
+
 /* a deflated member bigger than the cache: decoded in windows */
 START_TEST(deflated_windows)
 {
@@ -316,6 +350,7 @@ int main(void)
 	tcase_add_test(tc, shared_deflated);
 	tcase_add_test(tc, numpy_written);
 	tcase_add_test(tc, paths_and_skipped_members);
+	tcase_add_test(tc, name_not_utf8);
 	tcase_add_test(tc, deflated_windows);
 	tcase_add_test(tc, crc_mismatch);
 	tcase_add_test(tc, every_reject);
