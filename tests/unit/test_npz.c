@@ -293,6 +293,37 @@ START_TEST(crc_mismatch)
 	corrupt_case("stored_crc_mismatch.npz", "digest mismatch");
 	/* checked by the deflate codec at the end of the stream */
 	corrupt_case("deflated_crc_mismatch.npz", "CRC-32 mismatch");
+	/*
+	 * 70 MiB, more than the decoder runs ahead of a reader: still nothing
+	 * is served before the end of the stream was reached and the CRC-32
+	 * matched
+	 */
+	corrupt_case("deflated_big_crc_mismatch.npz", "CRC-32 mismatch");
+}
+END_TEST
+
+/* larger than the cache (windows): the read that reaches the end fails */
+START_TEST(crc_mismatch_windows)
+{
+	struct tfs_image *img;
+	struct tfs_view v;
+	struct tfs_diag d;
+	uint32_t node;
+	uint64_t size;
+
+	ck_assert_int_eq(tu_load_file(tu_testdata("npy/corrupt/"
+						  "deflated_big_crc_mismatch."
+						  "npz"),
+				      &img, &d),
+			 0);
+	configure(img, 1u << 20);
+	node = tu_tensor(img, "w")->node;
+	size = tu_tensor(img, "w")->size;
+	ck_assert_int_eq(tfs_image_read(img, node, size - 16, 16, &v), -EIO);
+	ck_assert(tfs_image_node_failed(img, node));
+	ck_assert_int_eq(nlogged, 1);
+	ck_assert_ptr_nonnull(strstr(logged[0], "CRC-32 mismatch"));
+	tfs_image_close(img);
 }
 END_TEST
 
@@ -353,6 +384,7 @@ int main(void)
 	tcase_add_test(tc, name_not_utf8);
 	tcase_add_test(tc, deflated_windows);
 	tcase_add_test(tc, crc_mismatch);
+	tcase_add_test(tc, crc_mismatch_windows);
 	tcase_add_test(tc, every_reject);
 	tcase_add_test(tc, detection);
 	suite_add_tcase(s, tc);
