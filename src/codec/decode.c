@@ -52,7 +52,13 @@ struct whole_state {
 	uint64_t want;	       /* the furthest byte a reader asked for */
 	bool running;	       /* a decoder is at work (only it touches z) */
 	bool verified;	       /* the digest rule passed: publish */
-	atomic_int err;	       /* this entry failed; its readers get it */
+	/*
+	 * The codec checks a checksum of the whole output at its end (a zip
+	 * member's CRC-32): nothing is published before the decoder got
+	 * there, as nothing is before a digest matched.
+	 */
+	bool end_check_pending;
+	atomic_int err; /* this entry failed; its readers get it */
 };
 
 /* ---- read state ---------------------------------------------------------- */
@@ -416,9 +422,11 @@ static void whole_run(struct tfs_image *img, uint32_t idx,
 		pthread_mutex_unlock(&ts->fill);
 		ret = whole_step(img, idx, e, ws, target);
 		pthread_mutex_lock(&ts->fill);
+		if (!ret && atomic_load(&ws->decoded) == e->len)
+			ws->end_check_pending = false; /* passed */
 		if (ret)
 			whole_fail(rs, e, ws, ret);
-		else if (ws->verified)
+		else if (ws->verified && !ws->end_check_pending)
 			tfs_cache_set_valid(e, atomic_load(&ws->decoded));
 		else if (atomic_load(&ws->decoded) == e->len &&
 			 digest_after_decode(img, idx)) {
@@ -572,6 +580,10 @@ static int whole_begin(struct tfs_image *img, uint32_t idx,
 		bg_launch(img, idx, e, bg_prefault);
 	/* a digest of the decoded bytes: decode all of it before serving */
 	ws->want = digest_after_decode(img, idx) ? e->len : STEP;
+	if (x->codec.check_crc32 && rs->opts.verify != TFS_VERIFY_OFF) {
+		ws->end_check_pending = true;
+		ws->want = e->len; /* decode to the end, where the check is */
+	}
 	whole_start(img, idx, e, ws);
 	pthread_mutex_unlock(&ts->fill);
 	ret = tfs_digest_gate(img, idx);
@@ -580,7 +592,8 @@ static int whole_begin(struct tfs_image *img, uint32_t idx,
 		whole_fail(rs, e, ws, ret);
 	} else if (!digest_after_decode(img, idx)) {
 		ws->verified = true;
-		tfs_cache_set_valid(e, atomic_load(&ws->decoded));
+		if (!ws->end_check_pending)
+			tfs_cache_set_valid(e, atomic_load(&ws->decoded));
 	}
 	pthread_cond_broadcast(&ts->progress);
 	return 0;

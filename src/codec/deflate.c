@@ -19,6 +19,7 @@
 
 #define IN_SLICE (256u << 10)
 #define SKIP_SCRATCH 4096u
+#define OUT_MIN (64u << 10)
 
 struct tfs_deflate {
 	z_stream zs;
@@ -225,7 +226,7 @@ static int do_skip(struct tfs_deflate *z)
 int tfs_deflate_decode(struct tfs_deflate *z, void *dst, size_t cap,
 		       size_t *pos, size_t want)
 {
-	size_t got;
+	size_t got, n;
 	int ret;
 
 	ret = do_skip(z);
@@ -234,7 +235,15 @@ int tfs_deflate_decode(struct tfs_deflate *z, void *dst, size_t cap,
 	if (want > cap)
 		want = cap;
 	while (*pos < want && !z->ended) {
-		ret = step(z, (uint8_t *)dst + *pos, cap - *pos, &got);
+		/*
+		 * no further than asked (64 KiB at least): a slice of input
+		 * can inflate to far more than wanted (zeros: ~1000x), and
+		 * the caller is waiting for these bytes
+		 */
+		n = want - *pos < OUT_MIN ? OUT_MIN : want - *pos;
+		if (n > cap - *pos)
+			n = cap - *pos;
+		ret = step(z, (uint8_t *)dst + *pos, n, &got);
 		if (ret == 1)
 			return truncated(z);
 		if (ret < 0)

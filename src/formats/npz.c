@@ -20,9 +20,11 @@
  * builder), members that are not .npy files skipped with a warning.
  *
  * Detection: a zip is claimed with full confidence when its members are all
- * .npy files, less when only some are; a zip whose first folder holds
- * data.pkl is a PyTorch checkpoint, left to that reader (it is refused here
- * by name when no reader takes it).  Never by the file's name.
+ * .npy files (or it has none), less when only some are, and with very little
+ * when it is too damaged to tell (so the refusal says what is wrong).  Other
+ * zips are not claimed: a zip whose first folder holds data.pkl is a
+ * PyTorch checkpoint, for that reader; a zip of other files is nobody's
+ * (a directory mount leaves it out silently).  Never by the file's name.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -41,10 +43,10 @@
 #define NPY_SUFFIX ".npy"
 #define NPY_SUFFIX_LEN 4
 
-/* confidences: ours; partly ours; a zip nobody else took, to refuse */
+/* confidences: ours; partly ours; a zip too damaged to tell, to refuse */
 #define CONF_NPZ 100
 #define CONF_SOME_NPY 60
-#define CONF_OTHER_ZIP 5
+#define CONF_DAMAGED_ZIP 5
 
 /* "top/data.pkl": the record PyTorch's zip checkpoints start with */
 static bool is_torch_pickle(const struct tfs_zip_entry *e)
@@ -92,9 +94,9 @@ static int npz_probe(const struct tfs_source *src)
 		return 0;
 	if (tfs_zip_open(&z, src->data, src->size, NULL) ||
 	    take_census(&z, &c, NULL))
-		return CONF_OTHER_ZIP; /* a damaged zip: refused by load */
-	if (c.torch || !c.npy)
-		return c.npy || c.other ? CONF_OTHER_ZIP : CONF_NPZ;
+		return CONF_DAMAGED_ZIP; /* refused by load, with the reason */
+	if (c.torch || (!c.npy && c.other))
+		return 0; /* some other zip: not ours to refuse */
 	return c.other ? CONF_SOME_NPY : CONF_NPZ;
 }
 
@@ -234,8 +236,12 @@ static int add_member(struct npz_ctx *x, const struct tfs_zip_entry *e)
 		goto out;
 	}
 	m = json_object();
-	json_object_set_new(m, "name",
-			    json_stringn_nocheck(e->name, e->name_len));
+	/* JSON holds UTF-8 only: other names as escaped for messages */
+	json_object_set_new(
+		m, "name",
+		tfs_utf8_valid((const unsigned char *)e->name, e->name_len)
+			? json_stringn(e->name, e->name_len)
+			: json_string(x->name));
 	json_object_set_new(m, "method",
 			    json_string(deflated ? "deflate" : "stored"));
 	json_object_set_new(m, "crc32", json_string(crc));

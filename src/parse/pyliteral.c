@@ -260,6 +260,15 @@ static int push(struct parser *ps, struct tfs_py *v, size_t *cap)
 	return 0;
 }
 
+/* one more item of container @v, a level deeper */
+static int parse_item(struct parser *ps, struct tfs_py *v, size_t *cap,
+		      unsigned depth)
+{
+	int ret = push(ps, v, cap);
+
+	return ret ? ret : parse_value(ps, &v->items[v->n++], depth + 1);
+}
+
 static bool same_key(const struct tfs_py *a, const struct tfs_py *b)
 {
 	if (a->kind != b->kind)
@@ -295,10 +304,7 @@ static int parse_items(struct parser *ps, struct tfs_py *v, char close,
 				    : close == ']'
 					    ? "list: expected ',' or ']'"
 					    : "tuple: expected ',' or ')'");
-		ret = push(ps, v, &cap);
-		if (ret)
-			return ret;
-		ret = parse_value(ps, &v->items[v->n++], depth + 1);
+		ret = parse_item(ps, v, &cap, depth);
 		if (ret)
 			return ret;
 		if (dict) {
@@ -315,10 +321,7 @@ static int parse_items(struct parser *ps, struct tfs_py *v, char close,
 			if (!at(ps, ':'))
 				return fail(ps, ps->pos, "dict: expected ':'");
 			ps->pos++;
-			ret = push(ps, v, &cap);
-			if (ret)
-				return ret;
-			ret = parse_value(ps, &v->items[v->n++], depth + 1);
+			ret = parse_item(ps, v, &cap, depth);
 			if (ret)
 				return ret;
 		}

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # -o npy through real mounts: numpy (Debian's, /usr/bin/python3) loads every
-# tensor file of every valid fixture of every format with mmap_mode='r' and
-# gets the tensor's bytes with the manifest's dtype and shape, row- or
-# column-major as flagged (tests/e2e/npyview.py).
+# tensor file of every valid fixture of every format (NumPy's .npy and .npz
+# included) with mmap_mode='r' and gets the tensor's bytes with the
+# manifest's dtype and shape, row- or column-major as flagged
+# (tests/e2e/npyview.py).
 . "$(dirname "$0")/lib.sh"
 need_fixtures
 need_fuse
@@ -20,6 +21,12 @@ for f in "$TFS_TESTDATA"/*/valid/* "$TFS_FIXTURES"/*/*.* \
 	"$TENSORFS" ls "$f" >/dev/null 2>&1 && files+=("$f")
 done
 check "some fixtures to check" test "${#files[@]}" -gt 20
+# numpy's own containers are among them: the view of an .npy/.npz member
+# must load as the array numpy saved (npy_compare.py in e2e-npy checks the
+# values; here the headers)
+n=0
+for f in "${files[@]}"; do case "$f" in *.npy | *.npz) n=$((n + 1)) ;; esac; done
+check "the .npy and .npz samples are viewed too ($n)" test "$n" -ge 40
 for f in "${files[@]}"; do
 	A=$(mount_container "$f" -o npy) || { fail "mount -o npy $f"; continue; }
 	B=$(mount_container "$f") || { fail "mount $f"; unmount "$A"; continue; }

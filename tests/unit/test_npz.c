@@ -3,9 +3,10 @@
  * NumPy .npz (src/formats/npz.c): the shared fixtures against the members,
  * offsets, CRCs and sha256s documented in shared/specs/npy.md section 7,
  * numpy's own archives (the .npz files of tests/fixtures/npy/valid) against
- * numpy's reading of them (tests/fixtures/npy/expected.json), stored and deflated members
- * whose CRC-32 is wrong (EIO on read, a log line, `verify` says why), and a
- * refusal for every rule (the .npz files of tests/fixtures/npy/reject).
+ * numpy's reading of them (tests/fixtures/npy/expected.json), stored and
+ * deflated members whose CRC-32 is wrong (EIO on read, a log line, `verify`
+ * says why), and a refusal for every rule (the .npz files of
+ * tests/fixtures/npy/reject).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include <zlib.h>
 
 #include "tensorfs/format.h"
+#include "tensorfs/source.h"
 #include "testutil.h"
 
 static char logged[4][600];
@@ -198,6 +200,39 @@ START_TEST(paths_and_skipped_members)
 }
 END_TEST
 
+/* a member name that is not UTF-8: a tensor, and still valid JSON */
+START_TEST(name_not_utf8)
+{
+	struct tfs_image *img;
+	struct tfs_diag d;
+	json_error_t err;
+	json_t *meta;
+	uint8_t *file, *text, *p;
+	size_t flen, tlen;
+
+	file = tu_read_file(tu_fixture("npy/stored.npz"), &flen);
+	/* "w.npy" in the local header and in the central entry */
+	for (p = file; (p = memmem(p, flen - (size_t)(p - file), "w.npy", 5));)
+		*p = 0xff;
+	ck_assert_msg(tu_load_mem(file, flen, &img, &d) == 0, "%s", d.msg);
+	ck_assert_ptr_nonnull(tu_tensor(img, "\xff"));
+	text = tu_read_node(
+		img, tfs_tree_resolve(img->tree, ".tensorfs/metadata.json"),
+		&tlen);
+	meta = json_loadb((const char *)text, tlen, 0, &err);
+	ck_assert_msg(meta != NULL, "metadata.json: %s", err.text);
+	ck_assert_str_eq(
+		json_string_value(json_object_get(
+			json_array_get(json_object_get(meta, "members"), 0),
+			"name")),
+		"%FF.npy");
+	json_decref(meta);
+	free(text);
+	tfs_image_close(img);
+	free(file);
+}
+END_TEST
+
 /* a deflated member bigger than the cache: decoded in windows */
 START_TEST(deflated_windows)
 {
@@ -229,7 +264,8 @@ END_TEST
 
 /* ---- CRC-32 mismatches: found on read and by verify ---- */
 
-static void corrupt_case(const char *file, const char *word)
+static void corrupt_case(const char *file, const char *word,
+			 const char *verify_word)
 {
 	struct tfs_check_result r;
 	struct tfs_image *img;
@@ -250,16 +286,56 @@ static void corrupt_case(const char *file, const char *word)
 	ck_assert_msg(strstr(logged[0], "'w'"), "%s", logged[0]);
 	ck_assert_int_eq(tfs_image_check_tensor(img, 0, &r, NULL, NULL),
 			 -EBADMSG);
-	ck_assert_msg(strstr(r.msg, word), "%s: verify: %s", file, r.msg);
+	ck_assert_msg(strstr(r.msg, verify_word), "%s: verify: %s", file,
+		      r.msg);
 	tfs_image_close(img);
 }
 
 START_TEST(crc_mismatch)
 {
 	/* the digest of the whole stored member */
-	corrupt_case("stored_crc_mismatch.npz", "digest mismatch");
+	corrupt_case("stored_crc_mismatch.npz", "digest mismatch",
+		     "digest mismatch");
 	/* checked by the deflate codec at the end of the stream */
-	corrupt_case("deflated_crc_mismatch.npz", "CRC-32 mismatch");
+	corrupt_case("deflated_crc_mismatch.npz", "CRC-32 mismatch",
+		     "CRC-32 mismatch");
+	/* the stream inflates to more / fewer bytes than the zip says */
+	corrupt_case("deflated_stream_longer.npz", "inflates to more",
+		     "CRC-32 mismatch");
+	corrupt_case("deflated_stream_shorter.npz", "CRC-32 mismatch",
+		     "CRC-32 mismatch");
+	/*
+	 * 70 MiB, more than the decoder runs ahead of a reader: still nothing
+	 * is served before the end of the stream was reached and the CRC-32
+	 * matched
+	 */
+	corrupt_case("deflated_big_crc_mismatch.npz", "CRC-32 mismatch",
+		     "CRC-32 mismatch");
+}
+END_TEST
+
+/* larger than the cache (windows): the read that reaches the end fails */
+START_TEST(crc_mismatch_windows)
+{
+	struct tfs_image *img;
+	struct tfs_view v;
+	struct tfs_diag d;
+	uint32_t node;
+	uint64_t size;
+
+	ck_assert_int_eq(tu_load_file(tu_testdata("npy/corrupt/"
+						  "deflated_big_crc_mismatch."
+						  "npz"),
+				      &img, &d),
+			 0);
+	configure(img, 1u << 20);
+	node = tu_tensor(img, "w")->node;
+	size = tu_tensor(img, "w")->size;
+	ck_assert_int_eq(tfs_image_read(img, node, size - 16, 16, &v), -EIO);
+	ck_assert(tfs_image_node_failed(img, node));
+	ck_assert_int_eq(nlogged, 1);
+	ck_assert_ptr_nonnull(strstr(logged[0], "CRC-32 mismatch"));
+	tfs_image_close(img);
 }
 END_TEST
 
@@ -279,48 +355,61 @@ static const struct tu_reject rejects[] = {
 	{"deflated_bad_header", -EBADMSG, "of the inflated member", NULL, 55},
 	{"deflated_corrupt", -EBADMSG, "deflate: corrupt data", NULL, 55},
 	{"duplicate_member", -EBADMSG, "'w'", NULL, TU_ANY_OFFSET},
-	{"torch_checkpoint", -ENOTSUP, "PyTorch checkpoint", NULL,
-	 TU_ANY_OFFSET},
-	{"not_npz", -ENOTSUP, "not an .npz", NULL, TU_ANY_OFFSET},
 	{"truncated_zip", -EBADMSG, "end of central directory", NULL,
 	 TU_ANY_OFFSET},
 };
 
-/* with the PyTorch reader built, it takes torch_checkpoint (whose data.pkl
- * holds no object) */
-static bool torch_reader(void)
-{
-	return tfs_format_by_name("pytorch") != NULL;
-}
-
 START_TEST(every_reject)
 {
-	struct tu_reject v[sizeof(rejects) / sizeof(rejects[0])];
-	size_t i;
-
-	memcpy(v, rejects, sizeof(v));
-	for (i = 0; i < sizeof(v) / sizeof(v[0]) && torch_reader(); i++)
-		if (strcmp(v[i].file, "torch_checkpoint") == 0) {
-			v[i].err = -EBADMSG;
-			v[i].word = "pickle: STOP";
-		}
-	tu_check_rejects("npy/reject", ".npz", v, sizeof(v) / sizeof(v[0]));
+	tu_check_rejects("npy/reject", ".npz", rejects,
+			 sizeof(rejects) / sizeof(rejects[0]));
 }
 END_TEST
 
-/* a PyTorch-like zip is not the npz reader's: it names the PyTorch
- * reader, or that reader (when built) takes it */
+/*
+ * Zips that are not .npz are not claimed (a PyTorch checkpoint is that
+ * reader's, a zip of text files nobody's); forced, the reader says why.
+ */
 START_TEST(detection)
 {
+	static const struct {
+		const char *file, *word;
+	} v[] = {
+		{"torch_checkpoint.zip", "PyTorch checkpoint"},
+		{"text_files.zip", "not an .npz"},
+	};
+	const struct tfs_format *npz = tfs_format_by_name("npz");
+	struct tfs_source src;
 	struct tfs_image *img;
 	struct tfs_diag d;
+	char rel[64];
 	uint8_t *b;
-	size_t len;
+	size_t len, i;
 
-	b = tu_read_file(tu_testdata("npy/reject/torch_checkpoint.npz"), &len);
-	ck_assert_int_eq(tu_load_mem(b, len, &img, &d),
-			 torch_reader() ? -EBADMSG : -ENOTSUP);
-	ck_assert_str_eq(d.format, torch_reader() ? "pytorch" : "npz");
+	ck_assert_ptr_nonnull(npz);
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		snprintf(rel, sizeof(rel), "npy/not_npz/%s", v[i].file);
+		b = tu_read_file(tu_testdata(rel), &len);
+		tfs_source_init_memory(&src, b, len);
+		ck_assert_int_eq(npz->probe(&src), 0);
+		tfs_diag_clear(&d);
+		ck_assert_int_eq(
+			tfs_image_load_format(&img, &src, npz, NULL, &d),
+			-ENOTSUP);
+		ck_assert_msg(strstr(d.msg, v[i].word), "%s: %s", rel, d.msg);
+		free(b);
+	}
+	/* an .npz, an empty one, a damaged zip: claimed */
+	b = tu_read_file(tu_fixture("npy/stored.npz"), &len);
+	tfs_source_init_memory(&src, b, len);
+	ck_assert_int_eq(npz->probe(&src), 100);
+	tfs_source_init_memory(&src, b, len - 1);
+	ck_assert_int_gt(npz->probe(&src), 0);
+	ck_assert_int_lt(npz->probe(&src), 100);
+	free(b);
+	b = tu_read_file(tu_testdata("npy/valid/savez_empty.npz"), &len);
+	tfs_source_init_memory(&src, b, len);
+	ck_assert_int_eq(npz->probe(&src), 100);
 	free(b);
 }
 END_TEST
@@ -334,8 +423,10 @@ int main(void)
 	tcase_add_test(tc, shared_deflated);
 	tcase_add_test(tc, numpy_written);
 	tcase_add_test(tc, paths_and_skipped_members);
+	tcase_add_test(tc, name_not_utf8);
 	tcase_add_test(tc, deflated_windows);
 	tcase_add_test(tc, crc_mismatch);
+	tcase_add_test(tc, crc_mismatch_windows);
 	tcase_add_test(tc, every_reject);
 	tcase_add_test(tc, detection);
 	suite_add_tcase(s, tc);

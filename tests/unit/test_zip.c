@@ -3,8 +3,9 @@
  * The zip reader (src/parse/zip.h) against archives written by Python's
  * zipfile (tests/fixtures/zip, with zipfile's own reading of them in
  * expected.txt), numpy's .npz fixtures (offsets documented in
- * ../shared/specs/npy.md), and archives built here from the APPNOTE
- * layouts, each reject breaking one rule.
+ * ../shared/specs/npy.md), torch's zip checkpoints (shared/fixtures/pytorch),
+ * and archives built here from the APPNOTE layouts, each reject breaking
+ * one rule.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -728,7 +729,8 @@ START_TEST(python_zipfile)
 				ck_assert_int_eq(tfs_zip_next(&z, &it, &e, &d),
 						 0);
 			free(buf);
-			snprintf(path, sizeof(path), "zip/archives/%s", archive);
+			snprintf(path, sizeof(path), "zip/archives/%s",
+				 archive);
 			buf = tu_read_file(tu_testdata(path), &len);
 			tfs_diag_clear(&d);
 			ck_assert_msg(tfs_zip_open(&z, buf, len, &d) == 0,
@@ -817,6 +819,54 @@ START_TEST(numpy_npz)
 }
 END_TEST
 
+/*
+ * PyTorch's zip checkpoints (shared/fixtures/pytorch: torch's own archive
+ * writer, and zipfile for bigendian_zip.pt): every member found, stored,
+ * its bytes at data_offset match its CRC-32, and its data starts at a
+ * multiple of 64 (pytorch/README.md: torch pads with an 'FB' extra field
+ * in the local header only).
+ */
+START_TEST(pytorch_zips)
+{
+	static const char *const files[] = {
+		"state_dict_zip.pt",	    "dtypes_zip.pt",
+		"training_ckpt_zip.pt",	    "shared_and_views_zip.pt",
+		"parameters_proto4_zip.pt", "bigendian_zip.pt",
+	};
+	struct tfs_zip_iter it;
+	struct tfs_zip_entry e;
+	struct tfs_zip z;
+	struct tfs_diag d;
+	char rel[96];
+	uint8_t *buf;
+	size_t len, i;
+	int ret, n;
+
+	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		snprintf(rel, sizeof(rel), "pytorch/%s", files[i]);
+		buf = tu_read_file(tu_fixture(rel), &len);
+		tfs_diag_clear(&d);
+		ck_assert_msg(tfs_zip_open(&z, buf, len, &d) == 0, "%s: %s",
+			      rel, d.msg);
+		tfs_zip_iter_init(&it);
+		n = 0;
+		while ((ret = tfs_zip_next(&z, &it, &e, &d)) == 1) {
+			ck_assert_uint_eq(e.method, TFS_ZIP_STORED);
+			ck_assert_msg(e.data_offset % 64 == 0,
+				      "%s: entry %d at %llu", rel, n,
+				      (unsigned long long)e.data_offset);
+			ck_assert_uint_eq(crc32(0, buf + e.data_offset,
+						(uInt)e.comp_size),
+					  e.crc32);
+			n++;
+		}
+		ck_assert_msg(ret == 0, "%s: %s", rel, d.msg);
+		ck_assert_int_gt(n, 2);
+		free(buf);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("zip");
@@ -829,6 +879,7 @@ int main(void)
 	tcase_add_test(tc, every_truncation);
 	tcase_add_test(tc, python_zipfile);
 	tcase_add_test(tc, numpy_npz);
+	tcase_add_test(tc, pytorch_zips);
 	suite_add_tcase(s, tc);
 	return tu_run_with_fixtures(s);
 }
