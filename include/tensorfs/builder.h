@@ -111,6 +111,19 @@ int tfs_builder_set_xattr_json(struct tfs_builder *b, uint32_t handle,
 json_t *tfs_builder_metadata(struct tfs_builder *b);
 
 /*
+ * A member @key of the metadata (where tfs_builder_metadata()'s members
+ * go) made only when .tensorfs/metadata.json is first read or stat'ed:
+ * @make(@arg) returns a new reference (NULL: out of memory).  For metadata
+ * too large to put into JSON at every mount (a 150,000-token vocabulary).
+ * @make runs at most once, later, in any thread; it must not use the
+ * builder or the source's mapping (give it a copy).  @free_arg(@arg) is
+ * called when it is no longer needed, also when this call fails (-ENOMEM).
+ */
+int tfs_builder_defer_metadata(struct tfs_builder *b, const char *key,
+			       json_t *(*make)(void *arg), void *arg,
+			       void (*free_arg)(void *arg));
+
+/*
  * Extra members for a tensor's entry in manifest.json (borrowed object the
  * builder owns), e.g. a reader-specific "param_id".
  */

@@ -177,6 +177,22 @@ static char *strip_extension(const char *rel)
 	return strndup(rel, (size_t)(dot - rel));
 }
 
+/*
+ * @d = @from with its message prefixed by @file (the message names the
+ * file); @format fills an empty format.  @from may be @d.
+ */
+static void diag_in_file(struct tfs_diag *d, const struct tfs_diag *from,
+			 const char *file, const char *format)
+{
+	struct tfs_diag f = *from;
+
+	*d = f;
+	snprintf(d->msg, sizeof(d->msg), "%.60s: %.*s", file,
+		 (int)sizeof(d->msg) - 64, f.msg);
+	if (!d->format)
+		d->format = format;
+}
+
 /* open and probe every candidate; drop those no reader claims */
 static int probe_all(struct walk *w, bool keep_unclaimed, struct tfs_diag *d)
 {
@@ -191,10 +207,7 @@ static int probe_all(struct walk *w, bool keep_unclaimed, struct tfs_diag *d)
 		if (!ret)
 			c->fmt = tfs_format_detect(&c->src);
 		if (ret && keep_unclaimed) {
-			/* the message names the file */
-			*d = od;
-			snprintf(d->msg, sizeof(d->msg), "%.60s: %.*s", c->rel,
-				 (int)sizeof(d->msg) - 64, od.msg);
+			diag_in_file(d, &od, c->rel, NULL);
 			return ret;
 		}
 		if (!c->fmt && !keep_unclaimed) {
@@ -356,10 +369,7 @@ static int load_all(struct tfs_image **out, struct walk *w, const char *top,
 		if (!cd.format)
 			cd.format = c->fmt->name;
 		if (!p->skip_bad) {
-			/* the message names the file */
-			*d = cd;
-			snprintf(d->msg, sizeof(d->msg), "%.60s: %.*s", c->rel,
-				 (int)sizeof(d->msg) - 64, cd.msg);
+			diag_in_file(d, &cd, c->rel, NULL);
 			goto out;
 		}
 		ret = add_skipped(img, c->rel, &cd);
@@ -564,13 +574,8 @@ static int open_sharded(struct tfs_image **out, const char *dir,
 	if (!ret) {
 		ret = tfs_hf_index_parse(src.data, (size_t)src.size, &x, d);
 		tfs_source_close(&src);
-		if (ret) {
-			char msg[TFS_DIAG_MSG_MAX];
-
-			snprintf(msg, sizeof(msg), "%s", d->msg);
-			snprintf(d->msg, sizeof(d->msg), "%.60s: %.*s",
-				 index_name, (int)sizeof(d->msg) - 64, msg);
-		}
+		if (ret)
+			diag_in_file(d, d, index_name, NULL);
 	}
 	for (i = 0; !ret && i < x.nshards; i++) {
 		free(path);
@@ -597,6 +602,191 @@ static int open_sharded(struct tfs_image **out, const char *dir,
 	free(path);
 	candidates_free(&w);
 	tfs_hf_index_free(&x);
+	return ret;
+}
+
+/* ---- a set of files (GGUF split models): the format names the parts ---- */
+
+struct set_check {
+	const struct tfs_set_part *part;
+	const char *first; /* the file that states the set's tensor count */
+};
+
+/* the whole set holds the tensors its first part says */
+static int check_set(void *arg, struct tfs_builder *b,
+		     struct tfs_image *img __attribute__((unused)),
+		     struct tfs_diag *d)
+{
+	struct set_check *sc = arg;
+	uint64_t n = tfs_builder_count(b);
+
+	if (sc->part->tensors != UINT64_MAX && sc->part->tensors != n)
+		return tfs_diag_set(d, -EBADMSG,
+				    "%s: the set's parts hold %llu tensors, "
+				    "but its header says %llu",
+				    sc->first, (unsigned long long)n,
+				    (unsigned long long)sc->part->tensors);
+	return 0;
+}
+
+/* "a/b/c" -> "a/b" (or "."), malloc'd */
+static char *dir_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		return strdup(".");
+	if (slash == path)
+		return strdup("/");
+	return strndup(path, (size_t)(slash - path));
+}
+
+/*
+ * Mount the set @p (of format @fmt) whose parts are in directory @dir as
+ * one tree: every part must exist, be of the format, and say it is part
+ * k of the same count; each tensor gets user.tensorfs.shard.
+ */
+static int open_set(struct tfs_image **out, const char *dir,
+		    const struct tfs_format *fmt, const struct tfs_set_part *p,
+		    const struct tfs_build_options *opts, struct tfs_diag *d)
+{
+	struct walk w = {.top = dir};
+	struct set_check sc = {.part = p, .first = p->names[0]};
+	struct tfs_set_part q;
+	char *path = NULL;
+	uint32_t i;
+	int ret = 0;
+
+	for (i = 0; !ret && i < p->count; i++) {
+		if (asprintf(&path, "%s/%s", dir, p->names[i]) < 0) {
+			path = NULL;
+			ret = tfs_diag_oom(d);
+		} else if (add_candidate(&w, path, p->names[i])) {
+			ret = tfs_diag_oom(d);
+		}
+		free(path);
+		path = NULL;
+	}
+	/* a missing part: the message names it */
+	for (i = 0; !ret && i < w.n; i++) {
+		struct stat st;
+
+		if (stat(w.v[i].path, &st) != 0)
+			ret = tfs_diag_set(d, -errno,
+					   "%s: part %u of %u of the split "
+					   "model: %s",
+					   w.v[i].rel, i + 1, p->count,
+					   strerror(errno));
+	}
+	if (!ret)
+		ret = probe_all(&w, true, d);
+	for (i = 0; !ret && i < w.n; i++) {
+		struct tfs_diag pd;
+
+		tfs_diag_clear(&pd);
+		if (w.v[i].fmt != fmt) {
+			ret = tfs_diag_at(d, -EBADMSG, 0,
+					  "%s: part %u of %u of a split %s "
+					  "model is not %s",
+					  w.v[i].rel, i + 1, p->count,
+					  fmt->name, fmt->name);
+			break;
+		}
+		ret = fmt->set_part(&w.v[i].src, w.v[i].rel, &q, &pd);
+		if (!ret && (q.count != p->count || q.no != i))
+			ret = tfs_diag_set(&pd, -EBADMSG,
+					   "it says it is part %u of %u, not "
+					   "part %u of %u",
+					   q.no + 1, q.count, i + 1, p->count);
+		tfs_set_part_free(&q);
+		if (ret)
+			diag_in_file(d, &pd, w.v[i].rel, fmt->name);
+	}
+	if (!ret)
+		ret = load_all(out, &w, dir,
+			       &(struct plan){.merged = true,
+					      .check = check_set,
+					      .arg = &sc},
+			       opts, d);
+	candidates_free(&w);
+	return ret;
+}
+
+/*
+ * @path's file as a part of a set: 1 when it stands alone (the caller
+ * loads it by itself), else the set's mount (0) or a refusal.
+ */
+int tfs_image_open_set(struct tfs_image **out, const char *path,
+		       const struct tfs_source *src,
+		       const struct tfs_format *fmt,
+		       const struct tfs_build_options *opts, struct tfs_diag *d)
+{
+	struct tfs_set_part p;
+	const char *base = strrchr(path, '/');
+	char *dir;
+	int ret;
+
+	if (!fmt || !fmt->set_part)
+		return 1;
+	base = base ? base + 1 : path;
+	ret = fmt->set_part(src, base, &p, d);
+	if (ret) {
+		diag_in_file(d, d, base, fmt->name);
+		return ret;
+	}
+	if (!p.count)
+		return 1;
+	dir = dir_of(path);
+	ret = dir ? open_set(out, dir, fmt, &p, opts, d) : tfs_diag_oom(d);
+	free(dir);
+	tfs_set_part_free(&p);
+	return ret;
+}
+
+/*
+ * A directory whose containers are all parts of one set (a split model,
+ * nothing else): that set, as one tree.  1 when it is not such a
+ * directory.
+ */
+static int open_dir_set(struct tfs_image **out, const char *dir,
+			const struct walk *w,
+			const struct tfs_build_options *opts,
+			struct tfs_diag *d)
+{
+	const struct tfs_format *fmt = w->n ? w->v[0].fmt : NULL;
+	struct tfs_set_part p = {0}, q;
+	struct tfs_diag pd;
+	size_t i;
+	uint32_t k;
+	bool one = fmt && fmt->set_part;
+	int ret = 1;
+
+	for (i = 0; one && i < w->n; i++) {
+		/* parts in subdirectories are not a set of this directory */
+		one = w->v[i].fmt == fmt && !strchr(w->v[i].rel, '/');
+		if (!one)
+			break;
+		tfs_diag_clear(&pd);
+		ret = fmt->set_part(&w->v[i].src, w->v[i].rel, i ? &q : &p,
+				    &pd);
+		if (ret) {
+			/* a part that contradicts its name: refused */
+			diag_in_file(d, &pd, w->v[i].rel, fmt->name);
+			tfs_set_part_free(&p);
+			return ret;
+		}
+		ret = 1;
+		if (i) {
+			one = q.count == p.count;
+			for (k = 0; one && k < p.count; k++)
+				one = strcmp(q.names[k], p.names[k]) == 0;
+			tfs_set_part_free(&q);
+		}
+		one = one && p.count;
+	}
+	if (one)
+		ret = open_set(out, dir, fmt, &p, opts, d);
+	tfs_set_part_free(&p);
 	return ret;
 }
 
@@ -628,9 +818,11 @@ int tfs_image_open_dir(struct tfs_image **out, const char *dir,
 				   strerror(-ret));
 	if (!ret)
 		ret = probe_all(&w, false, d);
-	if (!ret && choose_dirs(&w))
-		ret = tfs_diag_oom(d);
 	if (!ret)
+		ret = open_dir_set(out, dir, &w, opts, d);
+	if (ret == 1 && choose_dirs(&w))
+		ret = tfs_diag_oom(d);
+	else if (ret == 1)
 		ret = load_all(out, &w, dir, &(struct plan){.skip_bad = true},
 			       opts, d);
 	candidates_free(&w);

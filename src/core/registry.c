@@ -5,6 +5,7 @@
  * magics of formats we recognise but cannot read yet, so a user gets a
  * useful refusal.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "formats.h" /* TFS_FORMAT_LIST, generated from meson.build */
@@ -50,7 +51,6 @@ static const struct {
 	size_t len;
 	const char *what;
 } unsupported[] = {
-	{"GGUF", 4, "GGUF (not supported yet)"},
 	{"\x93NUMPY", 6, "NumPy .npy (not supported yet)"},
 	{"PK\x03\x04", 4, "ZIP / NumPy .npz (not supported yet)"},
 };
@@ -65,4 +65,14 @@ const char *tfs_format_guess_unsupported(const struct tfs_source *src)
 			   unsupported[i].len) == 0)
 			return unsupported[i].what;
 	return NULL;
+}
+
+void tfs_set_part_free(struct tfs_set_part *p)
+{
+	uint32_t i;
+
+	for (i = 0; p->names && i < p->count; i++)
+		free(p->names[i]);
+	free(p->names);
+	p->names = NULL;
 }
