@@ -745,8 +745,9 @@ int tfs_image_open_set(struct tfs_image **out, const char *path,
 
 /*
  * A directory whose containers are all parts of one set (a split model,
- * nothing else): that set, as one tree.  1 when it is not such a
- * directory.
+ * nothing else): that set, as one tree; a part there that contradicts its
+ * name refuses the mount.  1 when it is not such a directory (a part next
+ * to other containers is then one container among them).
  */
 static int open_dir_set(struct tfs_image **out, const char *dir,
 			const struct walk *w,
@@ -755,11 +756,11 @@ static int open_dir_set(struct tfs_image **out, const char *dir,
 {
 	const struct tfs_format *fmt = w->n ? w->v[0].fmt : NULL;
 	struct tfs_set_part p = {0}, q;
-	struct tfs_diag pd;
+	struct tfs_diag pd, bad;
 	size_t i;
 	uint32_t k;
-	bool one = fmt && fmt->set_part;
-	int ret = 1;
+	bool one = fmt && fmt->set_part, same = true;
+	int ret, err = 0;
 
 	for (i = 0; one && i < w->n; i++) {
 		/* parts in subdirectories are not a set of this directory */
@@ -767,25 +768,32 @@ static int open_dir_set(struct tfs_image **out, const char *dir,
 		if (!one)
 			break;
 		tfs_diag_clear(&pd);
-		ret = fmt->set_part(&w->v[i].src, w->v[i].rel, i ? &q : &p,
-				    &pd);
-		if (ret) {
-			/* a part that contradicts its name: refused */
-			diag_in_file(d, &pd, w->v[i].rel, fmt->name);
-			tfs_set_part_free(&p);
-			return ret;
+		memset(&q, 0, sizeof(q));
+		ret = fmt->set_part(&w->v[i].src, w->v[i].rel, &q, &pd);
+		if (ret && !err) {
+			err = ret;
+			diag_in_file(&bad, &pd, w->v[i].rel, fmt->name);
 		}
-		ret = 1;
-		if (i) {
-			one = q.count == p.count;
-			for (k = 0; one && k < p.count; k++)
-				one = strcmp(q.names[k], p.names[k]) == 0;
-			tfs_set_part_free(&q);
+		/* a container that stands alone: not a set's directory */
+		one = ret || q.count;
+		if (!ret && q.count && !p.count) {
+			p = q;
+			continue;
 		}
-		one = one && p.count;
+		if (!ret && q.count) {
+			same = same && q.count == p.count;
+			for (k = 0; same && k < p.count; k++)
+				same = strcmp(q.names[k], p.names[k]) == 0;
+		}
+		tfs_set_part_free(&q);
 	}
-	if (one)
+	ret = 1;
+	if (one && err) {
+		*d = bad;
+		ret = err;
+	} else if (one && same) {
 		ret = open_set(out, dir, fmt, &p, opts, d);
+	}
 	tfs_set_part_free(&p);
 	return ret;
 }

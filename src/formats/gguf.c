@@ -37,8 +37,8 @@
 #define GGUF_ARRAY_MAX (1ull << 30)
 #define GGUF_NAME_MAX 63
 #define GGUF_MAX_DIMS 4
-#define GGUF_KV_MIN 13	 /* u64 key length, 1 key byte, u32 type, 1 byte */
-#define GGUF_INFO_MIN 25 /* u64 name length, 1 byte, u32, u32 type, u64 */
+#define GGUF_KV_MIN 14	 /* u64 key length, 1 key byte, u32 type, 1 byte */
+#define GGUF_INFO_MIN 24 /* u64 name length, u32 n_dims, u32 type, u64 */
 #define GGUF_MAX_DEPTH 8 /* arrays of arrays: levels */
 #define GGUF_XATTR_KEY_MAX 200	   /* user.tensorfs.gguf.<key> */
 #define GGUF_XATTR_VALUE_MAX 65536 /* Linux's XATTR_SIZE_MAX */
@@ -836,7 +836,7 @@ static int add_tensors(struct gguf_ctx *z)
 				     " where a packed writer puts %" PRIu64,
 				     i, t->offset, next))
 			return tfs_diag_oom(z->d);
-		/* both below 2^63: checked when read */
+		/* only for the warning: a wrap is harmless */
 		next = t->offset + pad_to(t->nbytes, h->alignment);
 		ret = add_tensor(z, t, data_start);
 		if (ret)
