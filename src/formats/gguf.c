@@ -9,12 +9,19 @@
  *   zero padding to ALIGNMENT (general.alignment, default 32), the data.
  *
  * Every count is checked against the bytes that remain before anything is
- * allocated for it (a KV takes at least 13 bytes, a tensor info 25), every
+ * allocated for it (a KV takes at least 14 bytes, a tensor info 24), every
  * string and array length likewise, so a hostile header costs nothing.
- * Arrays of arrays are refused, as by the reference.  The shape shown is
- * row-major, reverse(ne); ggml's order stays in user.tensorfs.gguf.ne.
- * Quantized tensors are served as their raw blocks with ggml's lowercase
- * type name as dtype (the dtype table knows every block size).
+ * Arrays of arrays are read up to GGUF_MAX_DEPTH levels (the spec allows
+ * them; ggml's reader refuses them).  The shape shown is row-major,
+ * reverse(ne); ggml's order stays in user.tensorfs.gguf.ne.  Quantized
+ * tensors are served as their raw blocks with ggml's lowercase type name
+ * as dtype (the dtype table knows every block size).
+ *
+ * The key/values are read twice: at mount, checked, with the scalars as
+ * root xattrs; then into JSON for metadata.json, at once when they are
+ * small, else when metadata.json is first read (a 150,000-token
+ * vocabulary would cost a third of a second at every mount).  The
+ * set_part hook reads the header alone, for split models (gguf-split).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -682,17 +689,16 @@ static int read_info(struct gguf_ctx *z, uint64_t idx, struct gguf_info *t)
 	return 0;
 }
 
-static void json_ne(char *buf, size_t len, const struct gguf_info *t,
-		    bool reverse)
+/* ggml's ne as compact JSON: at most 4 x 20 digits fit @buf's 128 bytes */
+static void json_ne(char *buf, size_t len, const struct gguf_info *t)
 {
 	size_t o = 0;
-	uint32_t k, n = t->n_dims;
+	uint32_t k;
 
 	o += (size_t)snprintf(buf, len, "[");
-	for (k = 0; k < n && o < len; k++)
+	for (k = 0; k < t->n_dims && o < len; k++)
 		o += (size_t)snprintf(buf + o, len - o, "%s%" PRIu64,
-				      k ? "," : "",
-				      t->ne[reverse ? n - 1 - k : k]);
+				      k ? "," : "", t->ne[k]);
 	if (o < len)
 		snprintf(buf + o, len - o, "]");
 }
@@ -713,16 +719,16 @@ static int add_tensor(struct gguf_ctx *z, const struct gguf_info *t,
 	s.dtype = ggml_types[t->type].dtype;
 	s.ndim = t->n_dims;
 	s.shape = shape;
+	/* an offset that overflows is refused by the builder's range check */
 	if (!tfs_add_u64(data_start, t->offset, &s.offset))
-		s.offset =
-			UINT64_MAX; /* refused by the builder's range check */
+		s.offset = UINT64_MAX;
 	s.length = s.size = t->nbytes;
 	s.encoding = TFS_ENCODING_RAW;
 	s.desc_offset = t->at;
 	ret = tfs_builder_add_tensor(z->b, &s, &h, z->d);
 	if (ret)
 		return ret;
-	json_ne(ne, sizeof(ne), t, false);
+	json_ne(ne, sizeof(ne), t);
 	if (tfs_builder_set_xattr_str(z->b, h, "gguf.ne", ne) ||
 	    tfs_builder_set_xattr_str(z->b, h, "gguf.type",
 				      ggml_types[t->type].name))
