@@ -87,6 +87,25 @@ for what in "$S" "$S/model-00002-of-00003.gguf"; do
 	unmount "$M"
 done
 
+# info: the architecture, the parameters and the bytes per dtype (spec
+# section 8: 6+5+4+64+64+2+3+4 elements; q8_0 68 bytes, two float32 40)
+out=$("$TENSORFS" info "$TFS_FIXTURES/gguf/gguf_v3_basic.gguf")
+check "info: architecture" grep -q '^architecture: tensorfs-test$' <<<"$out"
+check "info: parameters" grep -q '^parameters: 152$' <<<"$out"
+check "info: q8_0 bytes first" grep -q '^dtypes: *q8_0 *68 bytes in 1 file' <<<"$out"
+check "info: float32 bytes" grep -q '^ *float32 *40 bytes in 2 files' <<<"$out"
+out=$("$TENSORFS" info "$WORK/big.gguf")
+check "info: a large metadata.json is not printed" grep -q '^metadata: large' <<<"$out"
+check "info: 300 tensors of five types" test "$(grep -cE '^ *(dtypes:)? *(float32|float16|q4_k|q6_k|q8_0) ' <<<"$out")" -eq 5
+
+# a split set next to another container: a directory each, nothing lost
+mkdir -p "$WORK/mixed"
+cp "$S"/*.gguf "$GEN/valid/align64.gguf" "$WORK/mixed/"
+M=$(mount_container "$WORK/mixed") || fail "mount a set next to a file"
+eq "mixed: a directory per container" "$(ls "$M" | tr '\n' ' ')" \
+	"align64 model-00001-of-00003 model-00002-of-00003 model-00003-of-00003 "
+unmount "$M"
+
 refused() { # PATH STATUS WORD
 	local rc
 	"$TENSORFS" "$1" "$(mktemp -d "$WORK/mnt.XXXXXX")" 2>"$WORK/err"

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tensorfs/image.h"
 #include "testutil.h"
@@ -524,30 +525,50 @@ static void put_str(struct tu_buf *b, const char *s)
 	tu_buf_put(b, s, strlen(s));
 }
 
+/* a GGUF with a @n-token vocabulary and @ntensors tensors all named "w" */
+static void vocab_gguf(struct tu_buf *b, uint32_t n, uint32_t ntensors)
+{
+	static const uint8_t pad[32];
+	char tok[32];
+	uint32_t i;
+
+	tu_buf_put(b, "GGUF", 4);
+	put_u32(b, 3);
+	put_u64(b, ntensors);
+	put_u64(b, 2); /* kvs */
+	put_str(b, "general.architecture");
+	put_u32(b, 8);
+	put_str(b, "llama");
+	put_str(b, "tokenizer.ggml.tokens");
+	put_u32(b, 9);
+	put_u32(b, 8);
+	put_u64(b, n);
+	for (i = 0; i < n; i++) {
+		snprintf(tok, sizeof(tok), "tok%u", i);
+		put_str(b, tok);
+	}
+	for (i = 0; i < ntensors; i++) {
+		put_str(b, "w");
+		put_u32(b, 1);
+		put_u64(b, 8);	    /* ne[0] */
+		put_u32(b, 24);	    /* I8 */
+		put_u64(b, 32 * i); /* offset */
+	}
+	if (ntensors)
+		tu_buf_put(b, pad, (32 - b->len % 32) % 32);
+	for (i = 0; i < ntensors; i++)
+		tu_buf_put(b, pad, 32);
+}
+
 START_TEST(large_vocab_lazy)
 {
 	struct tu_buf b = {0};
 	struct tfs_image *img;
 	const struct tfs_node *n;
-	uint32_t node, i;
+	uint32_t node;
 	json_t *meta, *tokens;
-	char tok[32];
 
-	tu_buf_put(&b, "GGUF", 4);
-	put_u32(&b, 3);
-	put_u64(&b, 0); /* tensors */
-	put_u64(&b, 2); /* kvs */
-	put_str(&b, "general.architecture");
-	put_u32(&b, 8);
-	put_str(&b, "llama");
-	put_str(&b, "tokenizer.ggml.tokens");
-	put_u32(&b, 9);
-	put_u32(&b, 8);
-	put_u64(&b, 20000);
-	for (i = 0; i < 20000; i++) {
-		snprintf(tok, sizeof(tok), "tok%u", i);
-		put_str(&b, tok);
-	}
+	vocab_gguf(&b, 20000, 0);
 	img = tu_load_ok(b.p, b.len);
 	/* root xattrs at once; metadata.json not made yet */
 	tu_expect_xattr(img, "", "gguf.general.architecture", "llama");
@@ -571,6 +592,59 @@ START_TEST(large_vocab_lazy)
 }
 END_TEST
 
+static void write_file(const char *path, const void *p, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(p, 1, len, f), len);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+/*
+ * A directory: a large-vocabulary file whose deferred metadata is given
+ * back when the container is left out (duplicate tensor names are found
+ * after it was read: nothing may leak), next to a good one, also lazy.
+ */
+START_TEST(lazy_metadata_in_directory)
+{
+	char dir[] = "/tmp/tfs-gguf-test.XXXXXX", path[64];
+	struct tu_buf bad = {0}, good = {0};
+	struct tfs_image *img;
+	struct tfs_diag d;
+	json_t *meta, *c;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	vocab_gguf(&bad, 20000, 2);
+	vocab_gguf(&good, 20000, 1);
+	snprintf(path, sizeof(path), "%s/bad.gguf", dir);
+	write_file(path, bad.p, bad.len);
+	snprintf(path, sizeof(path), "%s/good.gguf", dir);
+	write_file(path, good.p, good.len);
+	ck_assert_int_eq(tfs_image_open_dir(&img, dir, NULL, &d), 0);
+	ck_assert_uint_eq(img->nskipped, 1);
+	ck_assert_str_eq(img->skipped[0].path, "bad.gguf");
+	ck_assert_ptr_nonnull(strstr(img->skipped[0].why, "duplicate"));
+	ck_assert_uint_eq(img->tree->ntensors, 1);
+	meta = metadata(img);
+	c = json_object_get(json_object_get(meta, "containers"), "good.gguf");
+	ck_assert_uint_eq(
+		json_array_size(json_object_get(json_object_get(c, "metadata"),
+						"tokenizer.ggml.tokens")),
+		20000);
+	ck_assert_ptr_null(json_object_get(json_object_get(meta, "containers"),
+					   "bad.gguf"));
+	json_decref(meta);
+	tfs_image_close(img);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/bad.gguf", dir);
+	unlink(path);
+	rmdir(dir);
+	free(bad.p);
+	free(good.p);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("gguf");
@@ -585,6 +659,7 @@ int main(void)
 	tcase_add_test(tc, split_set);
 	tcase_add_test(tc, split_rejects);
 	tcase_add_test(tc, large_vocab_lazy);
+	tcase_add_test(tc, lazy_metadata_in_directory);
 	suite_add_tcase(s, tc);
 	return tu_run_with_fixtures(s);
 }
