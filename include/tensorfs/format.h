@@ -27,6 +27,7 @@ struct tfs_set_part {
 	uint32_t no;	  /* 0-based */
 	uint32_t count;	  /* parts in the set; 0: the container stands alone */
 	uint64_t tensors; /* tensors of the whole set, UINT64_MAX: not said */
+	uint64_t tensors_at; /* where @tensors is stated (byte offset) */
 	char **names;	  /* @count file names, in the part's directory */
 };
 
@@ -42,8 +43,9 @@ struct tfs_format {
 	 * Optional: is @src (whose file is named @name, no directory) part
 	 * of a set?  Reads the header only.  0 with @part filled (count 0:
 	 * it stands alone, also when the header is broken: load() says
-	 * why), or -errno with @d filled (no byte offset needed: the core
-	 * names the file) when the part contradicts its own name.  The
+	 * why), or -errno with @d filled (the field and its byte offset;
+	 * the core adds the file name) when the part contradicts its own
+	 * name.  The
 	 * core mounts the whole set as one tree (src/core/collection.c).
 	 */
 	int (*set_part)(const struct tfs_source *src, const char *name,

@@ -608,8 +608,8 @@ static int open_sharded(struct tfs_image **out, const char *dir,
 /* ---- a set of files (GGUF split models): the format names the parts ---- */
 
 struct set_check {
-	const struct tfs_set_part *part;
-	const char *first; /* the file that states the set's tensor count */
+	const char *first; /* the first part, which states the set's size */
+	uint64_t tensors, tensors_at; /* as it states them */
 };
 
 /* the whole set holds the tensors its first part says */
@@ -620,12 +620,12 @@ static int check_set(void *arg, struct tfs_builder *b,
 	struct set_check *sc = arg;
 	uint64_t n = tfs_builder_count(b);
 
-	if (sc->part->tensors != UINT64_MAX && sc->part->tensors != n)
-		return tfs_diag_set(d, -EBADMSG,
-				    "%s: the set's parts hold %llu tensors, "
-				    "but its header says %llu",
-				    sc->first, (unsigned long long)n,
-				    (unsigned long long)sc->part->tensors);
+	if (sc->tensors != UINT64_MAX && sc->tensors != n)
+		return tfs_diag_at(d, -EBADMSG, sc->tensors_at,
+				   "%s: the set's parts hold %llu tensors, "
+				   "but its header says %llu",
+				   sc->first, (unsigned long long)n,
+				   (unsigned long long)sc->tensors);
 	return 0;
 }
 
@@ -651,7 +651,7 @@ static int open_set(struct tfs_image **out, const char *dir,
 		    const struct tfs_build_options *opts, struct tfs_diag *d)
 {
 	struct walk w = {.top = dir};
-	struct set_check sc = {.part = p, .first = p->names[0]};
+	struct set_check sc = {.first = p->names[0]};
 	struct tfs_set_part q;
 	char *path = NULL;
 	uint32_t i;
@@ -698,6 +698,10 @@ static int open_set(struct tfs_image **out, const char *dir,
 					   "it says it is part %u of %u, not "
 					   "part %u of %u",
 					   q.no + 1, q.count, i + 1, p->count);
+		if (!ret && i == 0) {
+			sc.tensors = q.tensors;
+			sc.tensors_at = q.tensors_at;
+		}
 		tfs_set_part_free(&q);
 		if (ret)
 			diag_in_file(d, &pd, w.v[i].rel, fmt->name);

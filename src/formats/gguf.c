@@ -143,6 +143,7 @@ struct gguf_head {
 	char *arch;		   /* general.architecture, or NULL */
 	/* gguf-split: -1 when absent */
 	int64_t split_no, split_count, split_tensors;
+	uint64_t split_no_at, split_count_at, split_tensors_at; /* values */
 };
 
 struct gguf_ctx {
@@ -430,12 +431,16 @@ static int kv_special(struct gguf_ctx *z, const struct gguf_key *k,
 					   "kv '%.*s': not a count (an "
 					   "integer from 0 to 2^32-1)",
 					   (int)k->len, (const char *)k->p);
-		if (key_is(k, "split.no"))
+		if (key_is(k, "split.no")) {
 			z->h.split_no = n;
-		else if (key_is(k, "split.count"))
+			z->h.split_no_at = type_at + 4;
+		} else if (key_is(k, "split.count")) {
 			z->h.split_count = n;
-		else
+			z->h.split_count_at = type_at + 4;
+		} else {
 			z->h.split_tensors = n;
+			z->h.split_tensors_at = type_at + 4;
+		}
 	}
 	return 0;
 }
@@ -945,33 +950,41 @@ static int gguf_set_part(const struct tfs_source *src, const char *name,
 		ret = 0;
 		goto out;
 	}
-	if (z.h.split_no < 0 || z.h.split_no >= z.h.split_count) {
-		ret = tfs_diag_set(d, -EBADMSG,
-				   "split.no is %" PRId64 ", not a part of "
-				   "split.count %" PRId64,
-				   z.h.split_no, z.h.split_count);
+	if (z.h.split_no < 0) {
+		ret = tfs_diag_at(d, -EBADMSG, z.h.split_count_at,
+				  "split.count is %" PRId64 ", but split.no "
+				  "is missing",
+				  z.h.split_count);
+		goto out;
+	}
+	if (z.h.split_no >= z.h.split_count) {
+		ret = tfs_diag_at(d, -EBADMSG, z.h.split_no_at,
+				  "split.no is %" PRId64 ", not a part of "
+				  "split.count %" PRId64,
+				  z.h.split_no, z.h.split_count);
 		goto out;
 	}
 	if (!split_name(name, &stem, &no, &count)) {
-		ret = tfs_diag_set(d, -EBADMSG,
-				   "part %" PRId64 " of a split model of "
-				   "%" PRId64 " (split.no, split.count), but "
-				   "not named NAME-%05" PRId64 "-of-%05" PRId64
-				   ".gguf: its other parts cannot be found",
-				   z.h.split_no + 1, z.h.split_count,
-				   z.h.split_no + 1, z.h.split_count);
+		ret = tfs_diag_at(d, -EBADMSG, z.h.split_count_at,
+				  "part %" PRId64 " of a split model of "
+				  "%" PRId64 " (split.no, split.count), but "
+				  "not named NAME-%05" PRId64 "-of-%05" PRId64
+				  ".gguf: its other parts cannot be found",
+				  z.h.split_no + 1, z.h.split_count,
+				  z.h.split_no + 1, z.h.split_count);
 		goto out;
 	}
 	if (count != z.h.split_count || no != z.h.split_no + 1) {
-		ret = tfs_diag_set(
-			d, -EBADMSG,
-			"the name says part %u of %u, but "
-			"split.no and split.count say %" PRId64 " of %" PRId64,
-			no, count, z.h.split_no + 1, z.h.split_count);
+		ret = tfs_diag_at(d, -EBADMSG, z.h.split_count_at,
+				  "the name says part %u of %u, but "
+				  "split.no and split.count say %" PRId64
+				  " of %" PRId64,
+				  no, count, z.h.split_no + 1, z.h.split_count);
 		goto out;
 	}
 	part->no = (uint32_t)z.h.split_no;
 	part->count = (uint32_t)z.h.split_count;
+	part->tensors_at = z.h.split_tensors_at;
 	part->tensors = z.h.split_tensors >= 0 ? (uint64_t)z.h.split_tensors
 					       : UINT64_MAX;
 	part->names = calloc(count, sizeof(*part->names));

@@ -466,7 +466,7 @@ END_TEST
 
 static void check_split_reject(const char *path, const char *name, void *arg)
 {
-	const char *const *want = arg; /* errno name, file, word */
+	const char *const *want = arg; /* errno name, file, word, offset */
 	struct tfs_image *img = NULL;
 	struct tfs_diag d;
 	int ret = tu_load_file(path, &img, &d);
@@ -477,18 +477,22 @@ static void check_split_reject(const char *path, const char *name, void *arg)
 	ck_assert_msg(strstr(d.msg, want[1]) && strstr(d.msg, want[2]),
 		      "%s: '%s' lacks '%s' or '%s'", name, d.msg, want[1],
 		      want[2]);
+	if (strcmp(want[3], "-") != 0)
+		ck_assert_msg(
+			d.has_offset && d.offset == strtoull(want[3], NULL, 10),
+			"%s: '%s' not at byte offset %s", name, d.msg, want[3]);
 }
 
 START_TEST(split_rejects)
 {
 	FILE *f = fopen(tu_testdata("gguf/split_reject.tsv"), "r");
-	char c[64], e[16], file[128], word[128], dir[256];
-	const char *want[3] = {e, file, word};
+	char c[64], e[16], file[128], word[128], at[24], dir[256];
+	const char *want[4] = {e, file, word, at};
 	unsigned cases = 0;
 
 	ck_assert(f != NULL);
-	while (fscanf(f, "%63[^\t]\t%15[^\t]\t%127[^\t]\t%127[^\n]\n", c, e,
-		      file, word) == 4) {
+	while (fscanf(f, "%63[^\t]\t%15[^\t]\t%127[^\t]\t%127[^\t]\t%23s\n", c,
+		      e, file, word, at) == 5) {
 		snprintf(dir, sizeof(dir), "gguf/split_reject/%s", c);
 		/* the directory, then each of its files */
 		check_split_reject(tu_testdata(dir), c, want);
