@@ -175,6 +175,10 @@ int tfs_builder_warn(struct tfs_builder *b, uint64_t offset, const char *fmt,
  *        names must be unique across all of them, checked at finish);
  *   @dir "a/b": it is the directory a/b (names unique inside it); the
  *        reader's root xattrs go on that directory.
+ *   @join (with the previous source's @dir): one more part of the same
+ *        model in the same directory (a GGUF split set among other
+ *        containers): names unique across the joined parts, root xattrs
+ *        on the shared directory.
  * Every tensor gets "container" = @label in manifest.json, and with @shard
  * the xattr user.tensorfs.shard; metadata goes under "containers"/@label.
  */
@@ -183,6 +187,7 @@ struct tfs_builder_source {
 	const char *label; /* path relative to the mounted directory */
 	const char *dir;
 	const char *shard;
+	bool join;
 };
 int tfs_builder_begin_source(struct tfs_builder *b,
 			     const struct tfs_builder_source *s);

@@ -88,8 +88,9 @@ struct bsource {
 	char *shard;   /* user.tensorfs.shard of its tensors, or NULL */
 	char **prefix; /* escaped components of its directory */
 	size_t nprefix;
-	bool own_dir;  /* names are unique per container, not per mount */
-	uint32_t root; /* the handle TFS_BUILDER_ROOT means for it */
+	bool own_dir;	/* names are unique per container, not per mount */
+	uint32_t space; /* own_dir: its namespace, the first joined source */
+	uint32_t root;	/* the handle TFS_BUILDER_ROOT means for it */
 	enum tfs_overlap_rule overlap;
 	json_t *metadata; /* its metadata.json member (multi) */
 	/* what existed before it: tfs_builder_abort_source() goes back */
@@ -387,7 +388,15 @@ int tfs_builder_begin_source(struct tfs_builder *b,
 	b->src = s->src;
 	b->in_source = true;
 	bs->root = TFS_BUILDER_ROOT;
-	if (s->dir) {
+	bs->space = b->cur;
+	if (s->dir && s->join) {
+		/* the directory, and the namespace, of the part before */
+		ret = -EINVAL;
+		if (b->cur == 0 || !b->sources[b->cur - 1].own_dir)
+			goto fail_pushed;
+		bs->space = b->sources[b->cur - 1].space;
+		bs->root = b->sources[b->cur - 1].root;
+	} else if (s->dir) {
 		/* the container's directory, for its root xattrs */
 		ret = push_entry(b, &idx);
 		if (ret)
@@ -422,6 +431,10 @@ void tfs_builder_abort_source(struct tfs_builder *b)
 	if (!b->multi || !b->nsources)
 		return;
 	bs = &b->sources[b->nsources - 1];
+	/* an ended source's metadata was published: take it back */
+	if (b->containers &&
+	    json_object_get(b->containers, bs->label) == bs->metadata)
+		json_object_del(b->containers, bs->label);
 	while (b->n > bs->first_entry)
 		pop_entry(b);
 	while (b->nwarnings > bs->first_warning)
@@ -459,8 +472,9 @@ int tfs_builder_end_source(struct tfs_builder *b, struct tfs_diag *d)
 
 	if (!b->multi)
 		return 0;
-	/* a container with a directory of its own is whole by itself */
-	ret = check_unique_names(b, bs->first_entry, d);
+	/* a container with a directory of its own is whole by itself (with
+	 * the parts it joins) */
+	ret = check_unique_names(b, b->sources[bs->space].first_entry, d);
 	if (!ret)
 		ret = check_overlaps(b, bs->first_entry, d);
 	if (ret)
@@ -1825,7 +1839,8 @@ static int link_children(struct tfs_tree *t)
  */
 static uint32_t name_space(const struct tfs_builder *b, const struct entry *e)
 {
-	return b->sources[e->source].own_dir ? e->source : UINT32_MAX;
+	return b->sources[e->source].own_dir ? b->sources[e->source].space
+					     : UINT32_MAX;
 }
 
 static int cmp_names(const void *pa, const void *pb, void *arg)

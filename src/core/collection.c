@@ -41,6 +41,14 @@ struct candidate {
 	char *path; /* what to open */
 	struct tfs_source src;
 	const struct tfs_format *fmt;
+	/*
+	 * In a directory mount, the first part of a set of files (a GGUF
+	 * split model) heads its @nparts parts, which follow it: they load
+	 * as one directory, all or none.  0 otherwise.
+	 */
+	uint32_t nparts;
+	uint64_t tensors, tensors_at; /* the set's tensor count, as stated */
+	struct tfs_diag *why; /* left out before loading: why (or NULL) */
 };
 
 struct walk {
@@ -62,6 +70,7 @@ static void candidates_free(struct walk *w)
 		free(w->v[i].rel);
 		free(w->v[i].dir);
 		free(w->v[i].path);
+		free(w->v[i].why);
 		tfs_source_close(&w->v[i].src);
 	}
 	free(w->v);
@@ -319,6 +328,28 @@ static const char *common_format(const struct walk *w)
 	return w->n ? w->v[0].fmt->name : "directory";
 }
 
+struct count_from {
+	uint32_t source, n;
+};
+
+static int count_tensor(void *arg, const char *name, size_t len,
+			uint32_t source)
+{
+	struct count_from *cf = arg;
+
+	cf->n += source >= cf->source;
+	return 0;
+}
+
+/* tensors and groups of the builder's sources from @source on */
+static uint32_t tensors_from(struct tfs_builder *b, uint32_t source)
+{
+	struct count_from cf = {source, 0};
+
+	tfs_builder_each_tensor(b, count_tensor, &cf);
+	return cf.n;
+}
+
 /* Load the probed candidates into one builder, as @p says. */
 static int load_all(struct tfs_image **out, struct walk *w, const char *top,
 		    const struct plan *p, const struct tfs_build_options *opts,
@@ -326,7 +357,7 @@ static int load_all(struct tfs_image **out, struct walk *w, const char *top,
 {
 	struct tfs_builder *b = NULL;
 	struct tfs_image *img;
-	size_t i;
+	size_t i, parts;
 	int ret;
 
 	img = calloc(1, sizeof(*img));
@@ -340,39 +371,76 @@ static int load_all(struct tfs_image **out, struct walk *w, const char *top,
 		ret = tfs_diag_oom(d);
 		goto out;
 	}
-	for (i = 0; i < w->n; i++) {
-		struct candidate *c = &w->v[i];
-		struct tfs_builder_source bs = {
-			.src = &c->src,
-			.label = c->rel,
-			.dir = p->merged ? NULL : c->dir,
-			.shard = p->merged ? c->rel : NULL};
+	for (i = 0; i < w->n; i += parts) {
+		struct candidate *c = &w->v[i], *fc = c;
+		uint32_t k, loaded = 0, n;
 		struct tfs_diag cd;
 
-		tfs_diag_clear(&cd);
-		ret = tfs_builder_begin_source(b, &bs);
-		if (ret) {
-			ret = tfs_diag_oom(d);
-			goto out;
-		}
-		ret = c->fmt->load(&c->src, b, &cd);
-		if (!ret)
-			ret = tfs_builder_end_source(b, &cd);
-		if (!ret) {
-			/* the builder's source index is img->nsrcs */
-			img->srcs[img->nsrcs++] = c->src;
-			memset(&c->src, 0, sizeof(c->src));
-			c->src.fd = -1;
+		/* a set's parts: one directory, all or none */
+		parts = c->nparts ? c->nparts : 1;
+		if (c->why) {
+			/* a part of a set that is not whole */
+			ret = add_skipped(img, c->rel, c->why);
+			if (ret) {
+				ret = tfs_diag_oom(d);
+				goto out;
+			}
 			continue;
 		}
-		tfs_builder_abort_source(b);
-		if (!cd.format)
-			cd.format = c->fmt->name;
+		tfs_diag_clear(&cd);
+		for (ret = 0, k = 0; !ret && k < parts; k++) {
+			struct candidate *pc = &w->v[i + k];
+			struct tfs_builder_source bs = {
+				.src = &pc->src,
+				.label = pc->rel,
+				.dir = p->merged ? NULL : c->dir,
+				.shard =
+					p->merged || parts > 1 ? pc->rel : NULL,
+				.join = k > 0};
+
+			if (tfs_builder_begin_source(b, &bs)) {
+				ret = tfs_diag_oom(d);
+				goto out;
+			}
+			fc = pc;
+			ret = pc->fmt->load(&pc->src, b, &cd);
+			if (!ret)
+				ret = tfs_builder_end_source(b, &cd);
+			if (ret)
+				tfs_builder_abort_source(b);
+			else
+				loaded++;
+			if (ret && !cd.format)
+				cd.format = pc->fmt->name;
+		}
+		/* the builder's source index of part k is img->nsrcs + k */
+		n = parts > 1 ? tensors_from(b, img->nsrcs) : 0;
+		if (!ret && parts > 1 && c->tensors != UINT64_MAX &&
+		    n != c->tensors) {
+			fc = c;
+			ret = tfs_diag_at(&cd, -EBADMSG, c->tensors_at,
+					  "the set's parts hold %u tensors, "
+					  "but its header says %llu",
+					  n, (unsigned long long)c->tensors);
+		}
+		if (!ret) {
+			/* the builder's source index is img->nsrcs */
+			for (k = 0; k < parts; k++) {
+				struct candidate *pc = &w->v[i + k];
+
+				img->srcs[img->nsrcs++] = pc->src;
+				memset(&pc->src, 0, sizeof(pc->src));
+				pc->src.fd = -1;
+			}
+			continue;
+		}
+		while (loaded--)
+			tfs_builder_abort_source(b);
 		if (!p->skip_bad) {
-			diag_in_file(d, &cd, c->rel, NULL);
+			diag_in_file(d, &cd, fc->rel, NULL);
 			goto out;
 		}
-		ret = add_skipped(img, c->rel, &cd);
+		ret = add_skipped(img, fc->rel, &cd);
 		if (ret) {
 			ret = tfs_diag_oom(d);
 			goto out;
@@ -802,6 +870,154 @@ static int open_dir_set(struct tfs_image **out, const char *dir,
 	return ret;
 }
 
+/* what group_sets knows of each candidate */
+struct part_info {
+	int err;	       /* set_part refused it (@why says why) */
+	struct tfs_diag why;   /* err */
+	struct tfs_set_part p; /* p.count 0: it stands alone */
+	size_t dlen;	       /* length of its directory in rel, "/" too */
+};
+
+/* the candidate that is @name in the directory of @rel (@dlen), or n */
+static size_t find_named(const struct walk *w, const char *rel, size_t dlen,
+			 const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < w->n; i++)
+		if (strncmp(w->v[i].rel, rel, dlen) == 0 &&
+		    strcmp(w->v[i].rel + dlen, name) == 0)
+			break;
+	return i;
+}
+
+/*
+ * Part @i's set: 0 and its parts' candidate indexes in @idx (each of the
+ * same format, saying it is part k of the same count), or -1 and @why
+ * says which part is missing or wrong.
+ */
+static int whole_set(const struct walk *w, const struct part_info *pi, size_t i,
+		     size_t *idx, struct tfs_diag *why)
+{
+	const struct tfs_set_part *p = &pi[i].p;
+	size_t j;
+	uint32_t k;
+
+	for (k = 0; k < p->count; k++) {
+		j = find_named(w, w->v[i].rel, pi[i].dlen, p->names[k]);
+		if (j == w->n)
+			return tfs_diag_set(why, -ENOENT,
+					    "part %u of %u of a split model: "
+					    "%s is missing",
+					    p->no + 1, p->count, p->names[k]);
+		if (w->v[j].fmt != w->v[i].fmt || pi[j].err ||
+		    pi[j].p.count != p->count || pi[j].p.no != k)
+			return tfs_diag_set(why, -EBADMSG,
+					    "part %u of %u of a split model: "
+					    "%s is not its part %u",
+					    p->no + 1, p->count, p->names[k],
+					    k + 1);
+		idx[k] = j;
+	}
+	return 0;
+}
+
+/*
+ * A directory mount: every complete set of files (GGUF split parts, all
+ * present and consistent) becomes one directory, named by the parts' file
+ * name less "-00001-of-0000N.gguf" (the first part's own name if another
+ * container wants that directory); its parts follow its first part in the
+ * walk.  A part of an incomplete or inconsistent set is left out, with
+ * the reason (@why).
+ */
+static int group_sets(struct walk *w)
+{
+	struct part_info *pi = calloc(w->n + 1, sizeof(*pi));
+	struct candidate *nv = calloc(w->n + 1, sizeof(*nv));
+	size_t *idx = calloc(w->n + 1, sizeof(*idx)), i, n = 0, k;
+	bool *taken = calloc(w->n + 1, sizeof(*taken));
+	struct tfs_diag why;
+	char *dir;
+	int ret = -ENOMEM;
+
+	if (!pi || !nv || !idx || !taken)
+		goto out;
+	for (i = 0; i < w->n; i++) {
+		const char *base = strrchr(w->v[i].rel, '/');
+
+		pi[i].dlen = base ? (size_t)(base + 1 - w->v[i].rel) : 0;
+		tfs_diag_clear(&pi[i].why);
+		if (w->v[i].fmt->set_part)
+			pi[i].err = w->v[i].fmt->set_part(
+				&w->v[i].src, w->v[i].rel + pi[i].dlen,
+				&pi[i].p, &pi[i].why);
+		if (pi[i].err == -ENOMEM)
+			goto out;
+		if (pi[i].err && !pi[i].why.format)
+			pi[i].why.format = w->v[i].fmt->name;
+	}
+	for (i = 0; i < w->n; i++) {
+		const struct tfs_set_part *p = &pi[i].p;
+
+		if (taken[i])
+			continue;
+		tfs_diag_clear(&why);
+		if (!pi[i].err && p->count < 2) {
+			taken[i] = true; /* alone */
+			nv[n++] = w->v[i];
+			continue;
+		}
+		if (pi[i].err) {
+			why = pi[i].why;
+		} else if (!whole_set(w, pi, i, idx, &why) && p->no == 0) {
+			dir = strndup(w->v[i].rel, strlen(w->v[i].rel) - 20);
+			for (k = 0; dir && k < w->n; k++)
+				if (strcmp(w->v[k].dir, dir) == 0)
+					break;
+			if (dir && k == w->n) {
+				free(w->v[i].dir);
+				w->v[i].dir = dir;
+			} else {
+				free(dir);
+			}
+			w->v[i].nparts = p->count;
+			w->v[i].tensors = p->tensors;
+			w->v[i].tensors_at = p->tensors_at;
+			for (k = 0; k < p->count; k++) {
+				taken[idx[k]] = true;
+				nv[n++] = w->v[idx[k]];
+			}
+			continue;
+		} else if (!why.msg[0]) {
+			/* a complete set: its first part takes it */
+			continue;
+		}
+		w->v[i].why = malloc(sizeof(why));
+		if (!w->v[i].why)
+			goto out;
+		*w->v[i].why = why;
+		taken[i] = true;
+		nv[n++] = w->v[i];
+	}
+	/* parts of complete sets whose first part comes later: taken by it */
+	for (i = 0; i < w->n; i++)
+		if (!taken[i])
+			nv[n++] = w->v[i];
+	free(w->v);
+	w->v = nv;
+	w->cap = w->n;
+	nv = NULL;
+	ret = 0;
+out:
+	for (i = 0; pi && i < w->n; i++)
+		tfs_set_part_free(&pi[i].p);
+	free(pi);
+	free(nv);
+	free(idx);
+	free(taken);
+	return ret;
+}
+
 int tfs_image_open_dir(struct tfs_image **out, const char *dir,
 		       const struct tfs_build_options *opts, struct tfs_diag *d)
 {
@@ -832,7 +1048,7 @@ int tfs_image_open_dir(struct tfs_image **out, const char *dir,
 		ret = probe_all(&w, false, d);
 	if (!ret)
 		ret = open_dir_set(out, dir, &w, opts, d);
-	if (ret == 1 && choose_dirs(&w))
+	if (ret == 1 && (choose_dirs(&w) || group_sets(&w)))
 		ret = tfs_diag_oom(d);
 	else if (ret == 1)
 		ret = load_all(out, &w, dir, &(struct plan){.skip_bad = true},

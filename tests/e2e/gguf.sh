@@ -98,13 +98,34 @@ out=$("$TENSORFS" info "$WORK/big.gguf")
 check "info: a large metadata.json is not printed" grep -q '^metadata: large' <<<"$out"
 check "info: 300 tensors of five types" test "$(grep -cE '^ *(dtypes:)? *(float32|float16|q4_k|q6_k|q8_0) ' <<<"$out")" -eq 5
 
-# a split set next to another container: a directory each, nothing lost
+# a split set next to another container: the set is one directory (named
+# without -0000i-of-0000N.gguf), the other container another
 mkdir -p "$WORK/mixed"
 cp "$S"/*.gguf "$GEN/valid/align64.gguf" "$WORK/mixed/"
 M=$(mount_container "$WORK/mixed") || fail "mount a set next to a file"
-eq "mixed: a directory per container" "$(ls "$M" | tr '\n' ' ')" \
-	"align64 model-00001-of-00003 model-00002-of-00003 model-00003-of-00003 "
+eq "mixed: the set is one directory" "$(ls "$M" | tr '\n' ' ')" "align64 model "
+total=0
+for part in "$S"/*.gguf; do
+	total=$((total + $(check_tensors "$part" "$M/model" | tail -n 1)))
+done
+eq "mixed: every tensor of the set" "$total" 6
+eq "mixed: the shard of blk.2" \
+	"$(getfattr --absolute-names --only-values -n user.tensorfs.shard "$M/model/blk/2/ffn/weight")" \
+	model-00003-of-00003.gguf
+eq "mixed: the set's directory has its first part's keys" \
+	"$(getfattr --absolute-names --only-values -n user.tensorfs.gguf.split.count "$M/model")" 3
 unmount "$M"
+# a broken set next to another container: left out, listed, the rest mounts
+for c in missing_part count_disagrees tensor_total; do
+	rm -rf "$WORK/mixed"
+	mkdir -p "$WORK/mixed"
+	cp "$GEN/split_reject/$c"/*.gguf "$GEN/valid/align64.gguf" "$WORK/mixed/"
+	M=$(mount_container "$WORK/mixed") || { fail "$c: mount"; continue; }
+	eq "$c: only the other container" "$(ls "$M")" align64
+	check "$c: errors.json names the set" \
+		grep -q '"path": "model-00001-of-00003.gguf"' "$M/.tensorfs/errors.json"
+	unmount "$M"
+done
 
 refused() { # PATH STATUS WORD
 	local rc

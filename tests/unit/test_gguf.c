@@ -649,6 +649,87 @@ START_TEST(lazy_metadata_in_directory)
 }
 END_TEST
 
+/* copy tests/fixtures/gguf/@from/@name into @dir */
+static void copy_in(const char *dir, const char *from, const char *name)
+{
+	char rel[256], path[256];
+	uint8_t *b;
+	size_t len;
+
+	snprintf(rel, sizeof(rel), "gguf/%s/%s", from, name);
+	b = tu_read_file(tu_testdata(rel), &len);
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	write_file(path, b, len);
+	free(b);
+}
+
+static void remove_in(const char *dir, const char *name)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	unlink(path);
+}
+
+static const char *const parts[] = {"model-00001-of-00003.gguf",
+				    "model-00002-of-00003.gguf",
+				    "model-00003-of-00003.gguf"};
+
+/*
+ * A split set next to another container: the set is the directory
+ * "model"; a set whose parts hold another tensor count than it says is
+ * left out whole (its loaded parts rolled back), the rest mounts.
+ */
+START_TEST(split_set_among_others)
+{
+	char dir[] = "/tmp/tfs-gguf-test.XXXXXX";
+	struct tfs_image *img;
+	struct tfs_diag d;
+	json_t *meta;
+	size_t i;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	copy_in(dir, "valid", "align64.gguf");
+	for (i = 0; i < 3; i++)
+		copy_in(dir, "split", parts[i]);
+	ck_assert_int_eq(tfs_image_open_dir(&img, dir, NULL, &d), 0);
+	ck_assert_uint_eq(img->nskipped, 0);
+	ck_assert_uint_eq(img->tree->ntensors, 8);
+	ck_assert_str_eq(tu_tensor(img, "blk.1.ffn.weight")->path,
+			 "model/blk/1/ffn/weight");
+	tu_expect_xattr(img, "model/blk/1/ffn/weight", "shard", parts[1]);
+	tu_expect_xattr(img, "model", "gguf.split.count", "3");
+	tfs_image_close(img);
+
+	for (i = 0; i < 3; i++)
+		copy_in(dir, "split_reject/tensor_total", parts[i]);
+	ck_assert_int_eq(tfs_image_open_dir(&img, dir, NULL, &d), 0);
+	ck_assert_uint_eq(img->nskipped, 1);
+	ck_assert_str_eq(img->skipped[0].path, parts[0]);
+	ck_assert_ptr_nonnull(strstr(img->skipped[0].why, "says 7"));
+	ck_assert_uint_eq(img->tree->ntensors, 2);
+	ck_assert_uint_eq(img->nsrcs, 1);
+	/* nothing of the set is left in metadata.json */
+	meta = metadata(img);
+	ck_assert_uint_eq(json_object_size(json_object_get(meta, "containers")),
+			  1);
+	json_decref(meta);
+	tfs_image_close(img);
+
+	remove_in(dir, parts[1]);
+	ck_assert_int_eq(tfs_image_open_dir(&img, dir, NULL, &d), 0);
+	ck_assert_uint_eq(img->nskipped, 2);
+	ck_assert_ptr_nonnull(strstr(img->skipped[0].why,
+				     "model-00002-of-00003.gguf is "
+				     "missing"));
+	tfs_image_close(img);
+	for (i = 0; i < 3; i++)
+		remove_in(dir, parts[i]);
+	remove_in(dir, "align64.gguf");
+	rmdir(dir);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("gguf");
@@ -664,6 +745,7 @@ int main(void)
 	tcase_add_test(tc, split_rejects);
 	tcase_add_test(tc, large_vocab_lazy);
 	tcase_add_test(tc, lazy_metadata_in_directory);
+	tcase_add_test(tc, split_set_among_others);
 	suite_add_tcase(s, tc);
 	return tu_run_with_fixtures(s);
 }
