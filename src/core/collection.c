@@ -378,6 +378,11 @@ static int load_all(struct tfs_image **out, struct walk *w, const char *top,
 
 		/* a set's parts: one directory, all or none */
 		parts = c->nparts ? c->nparts : 1;
+		if (c->why && !p->skip_bad) {
+			diag_in_file(d, c->why, c->rel, NULL);
+			ret = d->err ? d->err : -EBADMSG;
+			goto out;
+		}
 		if (c->why) {
 			/* a part of a set that is not whole */
 			ret = add_skipped(img, c->rel, c->why);
@@ -1057,6 +1062,57 @@ int tfs_image_open_dir(struct tfs_image **out, const char *dir,
 	return ret;
 }
 
+/*
+ * Several files: a part of a set (a GGUF split model) brings the parts not
+ * given, from its own directory, so that the set loads whole; a missing
+ * one refuses the mount, naming it.
+ */
+static int add_set_parts(struct walk *w, struct tfs_diag *d)
+{
+	size_t i, n0 = w->n, first;
+	struct tfs_set_part p;
+	struct tfs_diag pd;
+	uint32_t k;
+	char *dir, *path = NULL;
+	int ret = 0;
+
+	for (i = 0; !ret && i < n0; i++) {
+		if (!w->v[i].fmt->set_part ||
+		    w->v[i].fmt->set_part(&w->v[i].src, w->v[i].rel, &p, &pd))
+			continue; /* a contradiction is for group_sets */
+		dir = p.count >= 2 ? dir_of(w->v[i].path) : NULL;
+		for (k = 0; dir && !ret && k < p.count; k++) {
+			if (find_named(w, p.names[k], 0, p.names[k]) < w->n)
+				continue;
+			first = w->n;
+			if (asprintf(&path, "%s/%s", dir, p.names[k]) < 0) {
+				path = NULL;
+				ret = tfs_diag_oom(d);
+			} else if (add_candidate(w, path, p.names[k]))
+				ret = tfs_diag_oom(d);
+			else if (tfs_source_open(&w->v[first].src, path, &pd)) {
+				diag_in_file(d, &pd, p.names[k], NULL);
+				ret = d->err;
+			} else {
+				w->v[first].fmt =
+					tfs_format_detect(&w->v[first].src);
+				if (!w->v[first].fmt)
+					ret = tfs_diag_at(
+						d, -ENOEXEC, 0,
+						"%s: magic: not a container "
+						"format tensorfs recognises",
+						path);
+			}
+			free(path);
+		}
+		if (p.count >= 2 && !dir && !ret)
+			ret = tfs_diag_oom(d);
+		free(dir);
+		tfs_set_part_free(&p);
+	}
+	return ret;
+}
+
 int tfs_image_open_files(struct tfs_image **out, const char *const *paths,
 			 size_t n, const struct tfs_build_options *opts,
 			 struct tfs_diag *d)
@@ -1081,7 +1137,9 @@ int tfs_image_open_files(struct tfs_image **out, const char *const *paths,
 					  "%s: magic: not a container format "
 					  "tensorfs recognises",
 					  w.v[i].path);
-	if (!ret && choose_dirs(&w))
+	if (!ret)
+		ret = add_set_parts(&w, d);
+	if (!ret && (choose_dirs(&w) || group_sets(&w)))
 		ret = tfs_diag_oom(d);
 	if (!ret)
 		ret = load_all(out, &w, paths[0], &(struct plan){0}, opts, d);

@@ -730,6 +730,43 @@ START_TEST(split_set_among_others)
 }
 END_TEST
 
+/* several files: a part given brings its set, which must be whole */
+START_TEST(split_part_among_files)
+{
+	char a[256], b[256];
+	const char *files[2] = {a, b};
+	struct tfs_image *img;
+	struct tfs_diag d;
+
+	snprintf(a, sizeof(a), "%s",
+		 tu_testdata("gguf/split/model-00002-of-00003.gguf"));
+	snprintf(b, sizeof(b), "%s", tu_testdata("gguf/valid/align64.gguf"));
+	ck_assert_int_eq(tfs_image_open_files(&img, files, 2, NULL, &d), 0);
+	ck_assert_uint_eq(img->nsrcs, 4);
+	ck_assert_uint_eq(img->tree->ntensors, 8);
+	ck_assert_str_eq(tu_tensor(img, "blk.2.attn.weight")->path,
+			 "model/blk/2/attn/weight");
+	tu_expect_xattr(img, "model/blk/0/attn/weight", "shard",
+			"model-00001-of-00003.gguf");
+	tfs_image_close(img);
+
+	snprintf(a, sizeof(a), "%s",
+		 tu_testdata("gguf/split_reject/missing_part/"
+			     "model-00003-of-00003.gguf"));
+	ck_assert_int_eq(tfs_image_open_files(&img, files, 2, NULL, &d),
+			 -ENOENT);
+	ck_assert_ptr_nonnull(strstr(d.msg, "model-00002-of-00003.gguf"));
+
+	snprintf(a, sizeof(a), "%s",
+		 tu_testdata("gguf/split_reject/tensor_total/"
+			     "model-00001-of-00003.gguf"));
+	ck_assert_int_eq(tfs_image_open_files(&img, files, 2, NULL, &d),
+			 -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(d.msg, "says 7"));
+	ck_assert_uint_eq(d.offset, 184);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("gguf");
@@ -746,6 +783,7 @@ int main(void)
 	tcase_add_test(tc, large_vocab_lazy);
 	tcase_add_test(tc, lazy_metadata_in_directory);
 	tcase_add_test(tc, split_set_among_others);
+	tcase_add_test(tc, split_part_among_files);
 	suite_add_tcase(s, tc);
 	return tu_run_with_fixtures(s);
 }
