@@ -28,7 +28,7 @@ struct tfs_set_part {
 	uint32_t count;	  /* parts in the set; 0: the container stands alone */
 	uint64_t tensors; /* tensors of the whole set, UINT64_MAX: not said */
 	uint64_t tensors_at; /* where @tensors is stated (byte offset) */
-	char **names;	  /* @count file names, in the part's directory */
+	char **names;	     /* @count file names, in the part's directory */
 };
 
 void tfs_set_part_free(struct tfs_set_part *p);
