@@ -142,6 +142,19 @@ int tfs_builder_set_xattr_json(struct tfs_builder *b, uint32_t handle,
 json_t *tfs_builder_metadata(struct tfs_builder *b);
 
 /*
+ * A member @key of the metadata (where tfs_builder_metadata()'s members
+ * go) made only when .tensorfs/metadata.json is first read or stat'ed:
+ * @make(@arg) returns a new reference (NULL: out of memory).  For metadata
+ * too large to put into JSON at every mount (a 150,000-token vocabulary).
+ * @make runs at most once, later, in any thread; it must not use the
+ * builder or the source's mapping (give it a copy).  @free_arg(@arg) is
+ * called when it is no longer needed, also when this call fails (-ENOMEM).
+ */
+int tfs_builder_defer_metadata(struct tfs_builder *b, const char *key,
+			       json_t *(*make)(void *arg), void *arg,
+			       void (*free_arg)(void *arg));
+
+/*
  * Extra members for a tensor's entry in manifest.json (borrowed object the
  * builder owns), e.g. a reader-specific "param_id".
  */
@@ -195,6 +208,10 @@ int tfs_builder_warn(struct tfs_builder *b, uint64_t offset, const char *fmt,
  *        names must be unique across all of them, checked at finish);
  *   @dir "a/b": it is the directory a/b (names unique inside it); the
  *        reader's root xattrs go on that directory.
+ *   @join (with the previous source's @dir): one more part of the same
+ *        model in the same directory (a GGUF split set among other
+ *        containers): names unique across the joined parts, root xattrs
+ *        on the shared directory.
  * Every tensor gets "container" = @label in manifest.json, and with @shard
  * the xattr user.tensorfs.shard; metadata goes under "containers"/@label.
  */
@@ -203,6 +220,7 @@ struct tfs_builder_source {
 	const char *label; /* path relative to the mounted directory */
 	const char *dir;
 	const char *shard;
+	bool join;
 };
 int tfs_builder_begin_source(struct tfs_builder *b,
 			     const struct tfs_builder_source *s);

@@ -17,6 +17,22 @@ struct tfs_builder;
 struct tfs_diag;
 struct tfs_source;
 
+#include <stdint.h>
+
+/*
+ * A container that is one part of a set of files that together hold one
+ * model (GGUF split models: NAME-00001-of-00003.gguf...).
+ */
+struct tfs_set_part {
+	uint32_t no;	  /* 0-based */
+	uint32_t count;	  /* parts in the set; 0: the container stands alone */
+	uint64_t tensors; /* tensors of the whole set, UINT64_MAX: not said */
+	uint64_t tensors_at; /* where @tensors is stated (byte offset) */
+	char **names;	     /* @count file names, in the part's directory */
+};
+
+void tfs_set_part_free(struct tfs_set_part *p);
+
 struct tfs_format {
 	const char *name; /* short name: tfs_format_by_name, fuzz targets */
 	/*
@@ -29,6 +45,17 @@ struct tfs_format {
 	int (*probe)(const struct tfs_source *src);
 	int (*load)(const struct tfs_source *src, struct tfs_builder *b,
 		    struct tfs_diag *d);
+	/*
+	 * Optional: is @src (whose file is named @name, no directory) part
+	 * of a set?  Reads the header only.  0 with @part filled (count 0:
+	 * it stands alone, also when the header is broken: load() says
+	 * why), or -errno with @d filled (the field and its byte offset;
+	 * the core adds the file name) when the part contradicts its own
+	 * name.  The
+	 * core mounts the whole set as one tree (src/core/collection.c).
+	 */
+	int (*set_part)(const struct tfs_source *src, const char *name,
+			struct tfs_set_part *part, struct tfs_diag *d);
 };
 
 /* NULL-terminated table of every reader, in probe order */

@@ -17,6 +17,8 @@
 #ifndef TENSORFS_TREE_H
 #define TENSORFS_TREE_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -116,12 +118,27 @@ struct tfs_node {
 	uint32_t tensor;   /* TFS_NODE_TENSOR: index into tree->tensors */
 	const char *mem;   /* TFS_NODE_MEMFILE: contents */
 	uint64_t mem_len;
+	/* a MEMFILE made on first use (tfs_node_size), or NULL */
+	struct tfs_lazy_file *lazy;
 	/* sorted by name; one allocation holding the names and values */
 	struct tfs_xattr *xattrs;
 	uint32_t nxattrs;
 	size_t xattr_names_len; /* listxattr length: sum of strlen(name) + 1 */
 	char *xattr_names;	/* the listxattr buffer, NUL-separated (in
 				 * the xattrs block) */
+};
+
+/*
+ * A memory file whose contents are made the first time its size or bytes
+ * are needed (a metadata.json holding a 150,000-token vocabulary would
+ * slow the mount): @make runs once, under @lock, and fills node->mem and
+ * mem_len; @destroy frees it with the tree.  Made by the builder.
+ */
+struct tfs_lazy_file {
+	pthread_mutex_t lock;
+	atomic_bool done;
+	int (*make)(struct tfs_lazy_file *lf, char **data, size_t *len);
+	void (*destroy)(struct tfs_lazy_file *lf);
 };
 
 /* A reader's warning about the container (tfs_builder_warn). */
@@ -168,7 +185,10 @@ uint32_t tfs_tree_resolve(const struct tfs_tree *t, const char *path);
 const struct tfs_xattr *tfs_tree_xattr(const struct tfs_tree *t, uint32_t node,
 				       const char *name);
 
-/* the size of a regular file node (0 for directories) */
+/*
+ * the size of a regular file node (0 for directories); a lazy memory file
+ * is made here (thread-safe), so node->mem is valid after this call
+ */
 uint64_t tfs_node_size(const struct tfs_tree *t, uint32_t node);
 
 void tfs_tree_free(struct tfs_tree *t);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "tensorfs/checked.h"
 #include "tensorfs/codec.h"
 #include "tensorfs/format.h"
 #include "tensorfs/tree.h"
@@ -283,6 +284,71 @@ int tfs_cmd_cat(int argc, char **argv)
 	return TFS_EXIT_OK;
 }
 
+/* bytes and files per dtype, for info's quantization mix */
+struct dtype_total {
+	const char *dtype;
+	uint64_t bytes;
+	uint32_t files;
+};
+
+static int cmp_total(const void *pa, const void *pb)
+{
+	const struct dtype_total *a = pa, *b = pb;
+
+	if (a->bytes != b->bytes)
+		return a->bytes > b->bytes ? -1 : 1;
+	return strcmp(a->dtype, b->dtype);
+}
+
+/*
+ * What any tree says about the model: its parameters (elements of every
+ * tensor with a shape), the bytes of each dtype, largest first, and the
+ * architecture a reader found (user.tensorfs.architecture on the root).
+ */
+static void print_summary(const struct tfs_tree *t)
+{
+	struct dtype_total *v = calloc(t->ntensors + 1, sizeof(*v));
+	const struct tfs_xattr *arch;
+	uint64_t params = 0, count;
+	uint32_t i, k, n = 0;
+	bool overflow = false;
+
+	arch = tfs_tree_xattr(t, TFS_ROOT_NODE,
+			      TFS_XATTR_PREFIX "architecture");
+	if (arch)
+		printf("architecture: %.*s\n", (int)arch->len, arch->value);
+	if (!v)
+		return;
+	for (i = 0; i < t->ntensors; i++) {
+		const struct tfs_tensor *x = &t->tensors[i];
+
+		if (!tfs_shape_product(x->shape, x->ndim, &count) ||
+		    !tfs_add_u64(params, count, &params))
+			overflow = true;
+		for (k = 0; k < n && strcmp(v[k].dtype, x->dtype); k++)
+			;
+		if (k == n)
+			v[n++].dtype = x->dtype;
+		v[k].bytes += x->size;
+		v[k].files++;
+	}
+	if (!overflow)
+		printf("parameters: %llu\n", (unsigned long long)params);
+	qsort(v, n, sizeof(*v), cmp_total);
+	for (k = 0; k < n; k++)
+		printf("%s %-10s %llu bytes in %u file%s (%.1f%%)\n",
+		       k ? "         " : "dtypes:  ", v[k].dtype,
+		       (unsigned long long)v[k].bytes, v[k].files,
+		       v[k].files == 1 ? "" : "s",
+		       t->total_bytes ? 100.0 * (double)v[k].bytes /
+						(double)t->total_bytes
+				      : 0.0);
+	free(v);
+}
+
+/* metadata.json above this size is not printed by info */
+#define INFO_METADATA_MAX (64u << 10)
+
 int tfs_cmd_info(int argc, char **argv)
 {
 	struct tfs_image *img;
@@ -307,11 +373,19 @@ int tfs_cmd_info(int argc, char **argv)
 	printf("size:     %llu bytes\n", (unsigned long long)size);
 	printf("tensors:  %u files, %llu bytes of tensor data\n",
 	       img->tree->ntensors, (unsigned long long)img->tree->total_bytes);
+	print_summary(img->tree);
 	n = tfs_tree_resolve(img->tree, ".tensorfs/metadata.json");
 	if (n != TFS_NO_NODE) {
 		meta = &img->tree->nodes[n];
-		printf("metadata: ");
-		fwrite(meta->mem, 1, meta->mem_len, stdout);
+		/* made on first use when large (a vocabulary): not printed */
+		if (meta->lazy) {
+			printf("metadata: large, not printed: tensorfs cat %s "
+			       ".tensorfs/metadata.json\n",
+			       argv[i]);
+		} else {
+			printf("metadata: ");
+			fwrite(meta->mem, 1, meta->mem_len, stdout);
+		}
 	}
 	tfs_image_close(img);
 	return TFS_EXIT_OK;

@@ -95,12 +95,23 @@ struct bsource {
 	char *shard;   /* user.tensorfs.shard of its tensors, or NULL */
 	char **prefix; /* escaped components of its directory */
 	size_t nprefix;
-	bool own_dir;  /* names are unique per container, not per mount */
-	uint32_t root; /* the handle TFS_BUILDER_ROOT means for it */
+	bool own_dir;	/* names are unique per container, not per mount */
+	uint32_t space; /* own_dir: its namespace, the first joined source */
+	uint32_t root;	/* the handle TFS_BUILDER_ROOT means for it */
 	enum tfs_overlap_rule overlap;
 	json_t *metadata; /* its metadata.json member (multi) */
 	/* what existed before it: tfs_builder_abort_source() goes back */
 	uint32_t first_entry, first_warning, first_file;
+};
+
+/* A metadata member made on first read (tfs_builder_defer_metadata). */
+struct deferred {
+	json_t *parent; /* a container's metadata object, or NULL: the root */
+	char *key;
+	json_t *(*make)(void *arg);
+	void *arg;
+	void (*free_arg)(void *arg);
+	uint32_t source;
 };
 
 struct tfs_builder {
@@ -118,6 +129,8 @@ struct tfs_builder {
 	json_t *containers;	/* multi: metadata by container label */
 	struct tfs_warning *warnings;
 	uint32_t nwarnings, warnings_cap;
+	struct deferred *deferred;
+	uint32_t ndeferred;
 };
 
 #define META_DIR ".tensorfs"
@@ -190,12 +203,26 @@ static void entry_free(struct entry *e)
 	free(e->path);
 }
 
+static void deferred_free(struct deferred *v, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		json_decref(v[i].parent);
+		free(v[i].key);
+		if (v[i].free_arg)
+			v[i].free_arg(v[i].arg);
+	}
+	free(v);
+}
+
 void tfs_builder_free(struct tfs_builder *b)
 {
 	uint32_t i;
 
 	if (!b)
 		return;
+	deferred_free(b->deferred, b->ndeferred);
 	for (i = 0; i < b->n; i++)
 		entry_free(&b->e[i]);
 	free(b->e);
@@ -255,6 +282,38 @@ uint32_t tfs_builder_count(const struct tfs_builder *b)
 json_t *tfs_builder_metadata(struct tfs_builder *b)
 {
 	return b->in_source ? b->sources[b->cur].metadata : b->metadata;
+}
+
+int tfs_builder_defer_metadata(struct tfs_builder *b, const char *key,
+			       json_t *(*make)(void *arg), void *arg,
+			       void (*free_arg)(void *arg))
+{
+	struct deferred *nv, *df;
+
+	nv = reallocarray(b->deferred, b->ndeferred + 1, sizeof(*nv));
+	if (!nv)
+		goto fail;
+	b->deferred = nv;
+	df = &nv[b->ndeferred];
+	df->key = strdup(key);
+	/* a null placeholder keeps the member's place in the object */
+	if (!df->key ||
+	    json_object_set_new(tfs_builder_metadata(b), key, json_null())) {
+		free(df->key);
+		goto fail;
+	}
+	df->parent =
+		b->in_source ? json_incref(b->sources[b->cur].metadata) : NULL;
+	df->make = make;
+	df->arg = arg;
+	df->free_arg = free_arg;
+	df->source = b->cur;
+	b->ndeferred++;
+	return 0;
+fail:
+	if (free_arg)
+		free_arg(arg);
+	return -ENOMEM;
 }
 
 void tfs_builder_set_overlap_rule(struct tfs_builder *b,
@@ -339,7 +398,15 @@ int tfs_builder_begin_source(struct tfs_builder *b,
 	b->src = s->src;
 	b->in_source = true;
 	bs->root = TFS_BUILDER_ROOT;
-	if (s->dir) {
+	bs->space = b->cur;
+	if (s->dir && s->join) {
+		/* the directory, and the namespace, of the part before */
+		ret = -EINVAL;
+		if (b->cur == 0 || !b->sources[b->cur - 1].own_dir)
+			goto fail_pushed;
+		bs->space = b->sources[b->cur - 1].space;
+		bs->root = b->sources[b->cur - 1].root;
+	} else if (s->dir) {
 		/* the container's directory, for its root xattrs */
 		ret = push_entry(b, &idx);
 		if (ret)
@@ -374,10 +441,23 @@ void tfs_builder_abort_source(struct tfs_builder *b)
 	if (!b->multi || !b->nsources)
 		return;
 	bs = &b->sources[b->nsources - 1];
+	/* an ended source's metadata was published: take it back */
+	if (b->containers &&
+	    json_object_get(b->containers, bs->label) == bs->metadata)
+		json_object_del(b->containers, bs->label);
 	while (b->n > bs->first_entry)
 		pop_entry(b);
 	while (b->nwarnings > bs->first_warning)
 		free(b->warnings[--b->nwarnings].msg);
+	while (b->ndeferred &&
+	       b->deferred[b->ndeferred - 1].source == b->nsources - 1) {
+		struct deferred *df = &b->deferred[--b->ndeferred];
+
+		json_decref(df->parent);
+		free(df->key);
+		if (df->free_arg)
+			df->free_arg(df->arg);
+	}
 	while (b->nfiles > bs->first_file) {
 		b->nfiles--;
 		free(b->files[b->nfiles].name);
@@ -402,8 +482,9 @@ int tfs_builder_end_source(struct tfs_builder *b, struct tfs_diag *d)
 
 	if (!b->multi)
 		return 0;
-	/* a container with a directory of its own is whole by itself */
-	ret = check_unique_names(b, bs->first_entry, d);
+	/* a container with a directory of its own is whole by itself (with
+	 * the parts it joins) */
+	ret = check_unique_names(b, b->sources[bs->space].first_entry, d);
 	if (!ret)
 		ret = check_overlaps(b, bs->first_entry, d);
 	if (ret)
@@ -1489,6 +1570,79 @@ static int add_memfile(struct node_list *nl, uint32_t dir, const char *name,
 	return 0;
 }
 
+/* metadata.json with deferred members: made on first use */
+struct lazy_meta {
+	struct tfs_lazy_file lf; /* first: the tree knows only this */
+	json_t *root;
+	struct deferred *v;
+	uint32_t n;
+};
+
+static void lazy_meta_destroy(struct tfs_lazy_file *lf)
+{
+	struct lazy_meta *lm = (struct lazy_meta *)lf;
+
+	pthread_mutex_destroy(&lf->lock);
+	json_decref(lm->root);
+	deferred_free(lm->v, lm->n);
+	free(lm);
+}
+
+static int lazy_meta_make(struct tfs_lazy_file *lf, char **data, size_t *len)
+{
+	struct lazy_meta *lm = (struct lazy_meta *)lf;
+	uint32_t i;
+	json_t *v;
+
+	for (i = 0; i < lm->n; i++) {
+		struct deferred *df = &lm->v[i];
+
+		v = df->make(df->arg);
+		if (!v ||
+		    json_object_set_new(df->parent ? df->parent : lm->root,
+					df->key, v))
+			return -ENOMEM;
+	}
+	*data = dump_json(lm->root, len);
+	if (!*data)
+		return -ENOMEM;
+	/* made once: the inputs can go */
+	json_decref(lm->root);
+	lm->root = NULL;
+	deferred_free(lm->v, lm->n);
+	lm->v = NULL;
+	lm->n = 0;
+	return 0;
+}
+
+static int add_lazy_metadata(struct tfs_builder *b, struct node_list *nl,
+			     uint32_t meta_dir)
+{
+	struct lazy_meta *lm = calloc(1, sizeof(*lm));
+	uint32_t idx;
+	int ret;
+
+	if (!lm)
+		return -ENOMEM;
+	pthread_mutex_init(&lm->lf.lock, NULL);
+	atomic_init(&lm->lf.done, false);
+	lm->lf.make = lazy_meta_make;
+	lm->lf.destroy = lazy_meta_destroy;
+	lm->root = json_incref(b->metadata);
+	lm->v = b->deferred;
+	lm->n = b->ndeferred;
+	b->deferred = NULL;
+	b->ndeferred = 0;
+	ret = new_node(nl, "metadata.json", strlen("metadata.json"), meta_dir,
+		       TFS_NODE_MEMFILE, &idx);
+	if (ret) {
+		lazy_meta_destroy(&lm->lf);
+		return ret;
+	}
+	nl->v[idx].lazy = &lm->lf;
+	return 0;
+}
+
 /* a growing text, for JSON written piece by piece */
 struct text {
 	char *p;
@@ -1629,9 +1783,14 @@ static int build_json_files(struct tfs_builder *b, struct node_list *nl,
 		json_decref(b->metadata);
 		b->metadata = m;
 	}
-	data = dump_json(b->metadata, &len);
-	ret = data ? add_memfile(nl, meta_dir, "metadata.json", data, len)
-		   : -ENOMEM;
+	if (b->ndeferred) {
+		ret = add_lazy_metadata(b, nl, meta_dir);
+	} else {
+		data = dump_json(b->metadata, &len);
+		ret = data ? add_memfile(nl, meta_dir, "metadata.json", data,
+					 len)
+			   : -ENOMEM;
+	}
 	for (i = 0; !ret && i < b->nfiles; i++) {
 		data = b->files[i].data;
 		b->files[i].data = NULL;
@@ -1858,7 +2017,8 @@ static int link_children(struct tfs_tree *t)
  */
 static uint32_t name_space(const struct tfs_builder *b, const struct entry *e)
 {
-	return b->sources[e->source].own_dir ? e->source : UINT32_MAX;
+	return b->sources[e->source].own_dir ? b->sources[e->source].space
+					     : UINT32_MAX;
 }
 
 static int cmp_names(const void *pa, const void *pb, void *arg)

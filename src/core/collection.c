@@ -41,6 +41,14 @@ struct candidate {
 	char *path; /* what to open */
 	struct tfs_source src;
 	const struct tfs_format *fmt;
+	/*
+	 * In a directory mount, the first part of a set of files (a GGUF
+	 * split model) heads its @nparts parts, which follow it: they load
+	 * as one directory, all or none.  0 otherwise.
+	 */
+	uint32_t nparts;
+	uint64_t tensors, tensors_at; /* the set's tensor count, as stated */
+	struct tfs_diag *why; /* left out before loading: why (or NULL) */
 };
 
 struct walk {
@@ -62,6 +70,7 @@ static void candidates_free(struct walk *w)
 		free(w->v[i].rel);
 		free(w->v[i].dir);
 		free(w->v[i].path);
+		free(w->v[i].why);
 		tfs_source_close(&w->v[i].src);
 	}
 	free(w->v);
@@ -177,6 +186,22 @@ static char *strip_extension(const char *rel)
 	return strndup(rel, (size_t)(dot - rel));
 }
 
+/*
+ * @d = @from with its message prefixed by @file (the message names the
+ * file); @format fills an empty format.  @from may be @d.
+ */
+static void diag_in_file(struct tfs_diag *d, const struct tfs_diag *from,
+			 const char *file, const char *format)
+{
+	struct tfs_diag f = *from;
+
+	*d = f;
+	snprintf(d->msg, sizeof(d->msg), "%.60s: %.*s", file,
+		 (int)sizeof(d->msg) - 64, f.msg);
+	if (!d->format)
+		d->format = format;
+}
+
 /* open and probe every candidate; drop those no reader claims */
 static int probe_all(struct walk *w, bool keep_unclaimed, struct tfs_diag *d)
 {
@@ -191,10 +216,7 @@ static int probe_all(struct walk *w, bool keep_unclaimed, struct tfs_diag *d)
 		if (!ret)
 			c->fmt = tfs_format_detect(&c->src);
 		if (ret && keep_unclaimed) {
-			/* the message names the file */
-			*d = od;
-			snprintf(d->msg, sizeof(d->msg), "%.60s: %.*s", c->rel,
-				 (int)sizeof(d->msg) - 64, od.msg);
+			diag_in_file(d, &od, c->rel, NULL);
 			return ret;
 		}
 		if (!c->fmt && !keep_unclaimed) {
@@ -307,6 +329,28 @@ static const char *common_format(const struct walk *w)
 	return w->n ? tfs_format_shown(w->v[0].fmt) : "directory";
 }
 
+struct count_from {
+	uint32_t source, n;
+};
+
+static int count_tensor(void *arg, const char *name, size_t len,
+			uint32_t source)
+{
+	struct count_from *cf = arg;
+
+	cf->n += source >= cf->source;
+	return 0;
+}
+
+/* tensors and groups of the builder's sources from @source on */
+static uint32_t tensors_from(struct tfs_builder *b, uint32_t source)
+{
+	struct count_from cf = {source, 0};
+
+	tfs_builder_each_tensor(b, count_tensor, &cf);
+	return cf.n;
+}
+
 /* Load the probed candidates into one builder, as @p says. */
 static int load_all(struct tfs_image **out, struct walk *w, const char *top,
 		    const struct plan *p, const struct tfs_build_options *opts,
@@ -314,7 +358,7 @@ static int load_all(struct tfs_image **out, struct walk *w, const char *top,
 {
 	struct tfs_builder *b = NULL;
 	struct tfs_image *img;
-	size_t i;
+	size_t i, parts;
 	int ret;
 
 	img = calloc(1, sizeof(*img));
@@ -328,42 +372,81 @@ static int load_all(struct tfs_image **out, struct walk *w, const char *top,
 		ret = tfs_diag_oom(d);
 		goto out;
 	}
-	for (i = 0; i < w->n; i++) {
-		struct candidate *c = &w->v[i];
-		struct tfs_builder_source bs = {
-			.src = &c->src,
-			.label = c->rel,
-			.dir = p->merged ? NULL : c->dir,
-			.shard = p->merged ? c->rel : NULL};
+	for (i = 0; i < w->n; i += parts) {
+		struct candidate *c = &w->v[i], *fc = c;
+		uint32_t k, loaded = 0, n;
 		struct tfs_diag cd;
 
-		tfs_diag_clear(&cd);
-		ret = tfs_builder_begin_source(b, &bs);
-		if (ret) {
-			ret = tfs_diag_oom(d);
+		/* a set's parts: one directory, all or none */
+		parts = c->nparts ? c->nparts : 1;
+		if (c->why && !p->skip_bad) {
+			diag_in_file(d, c->why, c->rel, NULL);
+			ret = d->err ? d->err : -EBADMSG;
 			goto out;
 		}
-		ret = c->fmt->load(&c->src, b, &cd);
-		if (!ret)
-			ret = tfs_builder_end_source(b, &cd);
-		if (!ret) {
-			/* the builder's source index is img->nsrcs */
-			img->srcs[img->nsrcs++] = c->src;
-			memset(&c->src, 0, sizeof(c->src));
-			c->src.fd = -1;
+		if (c->why) {
+			/* a part of a set that is not whole */
+			ret = add_skipped(img, c->rel, c->why);
+			if (ret) {
+				ret = tfs_diag_oom(d);
+				goto out;
+			}
 			continue;
 		}
-		tfs_builder_abort_source(b);
-		if (!cd.format)
-			cd.format = tfs_format_shown(c->fmt);
+		tfs_diag_clear(&cd);
+		for (ret = 0, k = 0; !ret && k < parts; k++) {
+			struct candidate *pc = &w->v[i + k];
+			struct tfs_builder_source bs = {
+				.src = &pc->src,
+				.label = pc->rel,
+				.dir = p->merged ? NULL : c->dir,
+				.shard =
+					p->merged || parts > 1 ? pc->rel : NULL,
+				.join = k > 0};
+
+			if (tfs_builder_begin_source(b, &bs)) {
+				ret = tfs_diag_oom(d);
+				goto out;
+			}
+			fc = pc;
+			ret = pc->fmt->load(&pc->src, b, &cd);
+			if (!ret)
+				ret = tfs_builder_end_source(b, &cd);
+			if (ret)
+				tfs_builder_abort_source(b);
+			else
+				loaded++;
+			if (ret && !cd.format)
+				cd.format = tfs_format_shown(pc->fmt);
+		}
+		/* the builder's source index of part k is img->nsrcs + k */
+		n = parts > 1 ? tensors_from(b, img->nsrcs) : 0;
+		if (!ret && parts > 1 && c->tensors != UINT64_MAX &&
+		    n != c->tensors) {
+			fc = c;
+			ret = tfs_diag_at(&cd, -EBADMSG, c->tensors_at,
+					  "the set's parts hold %u tensors, "
+					  "but its header says %llu",
+					  n, (unsigned long long)c->tensors);
+		}
+		if (!ret) {
+			/* the builder's source index is img->nsrcs */
+			for (k = 0; k < parts; k++) {
+				struct candidate *pc = &w->v[i + k];
+
+				img->srcs[img->nsrcs++] = pc->src;
+				memset(&pc->src, 0, sizeof(pc->src));
+				pc->src.fd = -1;
+			}
+			continue;
+		}
+		while (loaded--)
+			tfs_builder_abort_source(b);
 		if (!p->skip_bad) {
-			/* the message names the file */
-			*d = cd;
-			snprintf(d->msg, sizeof(d->msg), "%.60s: %.*s", c->rel,
-				 (int)sizeof(d->msg) - 64, cd.msg);
+			diag_in_file(d, &cd, fc->rel, NULL);
 			goto out;
 		}
-		ret = add_skipped(img, c->rel, &cd);
+		ret = add_skipped(img, fc->rel, &cd);
 		if (ret) {
 			ret = tfs_diag_oom(d);
 			goto out;
@@ -565,13 +648,8 @@ static int open_sharded(struct tfs_image **out, const char *dir,
 	if (!ret) {
 		ret = tfs_hf_index_parse(src.data, (size_t)src.size, &x, d);
 		tfs_source_close(&src);
-		if (ret) {
-			char msg[TFS_DIAG_MSG_MAX];
-
-			snprintf(msg, sizeof(msg), "%s", d->msg);
-			snprintf(d->msg, sizeof(d->msg), "%.60s: %.*s",
-				 index_name, (int)sizeof(d->msg) - 64, msg);
-		}
+		if (ret)
+			diag_in_file(d, d, index_name, NULL);
 	}
 	for (i = 0; !ret && i < x.nshards; i++) {
 		free(path);
@@ -598,6 +676,351 @@ static int open_sharded(struct tfs_image **out, const char *dir,
 	free(path);
 	candidates_free(&w);
 	tfs_hf_index_free(&x);
+	return ret;
+}
+
+/* ---- a set of files (GGUF split models): the format names the parts ---- */
+
+struct set_check {
+	const char *first; /* the first part, which states the set's size */
+	uint64_t tensors, tensors_at; /* as it states them */
+};
+
+/* the whole set holds the tensors its first part says */
+static int check_set(void *arg, struct tfs_builder *b,
+		     struct tfs_image *img __attribute__((unused)),
+		     struct tfs_diag *d)
+{
+	struct set_check *sc = arg;
+	uint64_t n = tfs_builder_count(b);
+
+	if (sc->tensors != UINT64_MAX && sc->tensors != n)
+		return tfs_diag_at(d, -EBADMSG, sc->tensors_at,
+				   "%s: the set's parts hold %llu tensors, "
+				   "but its header says %llu",
+				   sc->first, (unsigned long long)n,
+				   (unsigned long long)sc->tensors);
+	return 0;
+}
+
+/* "a/b/c" -> "a/b" (or "."), malloc'd */
+static char *dir_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	if (!slash)
+		return strdup(".");
+	if (slash == path)
+		return strdup("/");
+	return strndup(path, (size_t)(slash - path));
+}
+
+/*
+ * Mount the set @p (of format @fmt) whose parts are in directory @dir as
+ * one tree: every part must exist, be of the format, and say it is part
+ * k of the same count; each tensor gets user.tensorfs.shard.
+ */
+static int open_set(struct tfs_image **out, const char *dir,
+		    const struct tfs_format *fmt, const struct tfs_set_part *p,
+		    const struct tfs_build_options *opts, struct tfs_diag *d)
+{
+	struct walk w = {.top = dir};
+	struct set_check sc = {.first = p->names[0]};
+	struct tfs_set_part q;
+	char *path = NULL;
+	uint32_t i;
+	int ret = 0;
+
+	for (i = 0; !ret && i < p->count; i++) {
+		if (asprintf(&path, "%s/%s", dir, p->names[i]) < 0) {
+			path = NULL;
+			ret = tfs_diag_oom(d);
+		} else if (add_candidate(&w, path, p->names[i])) {
+			ret = tfs_diag_oom(d);
+		}
+		free(path);
+		path = NULL;
+	}
+	/* a missing part: the message names it */
+	for (i = 0; !ret && i < w.n; i++) {
+		struct stat st;
+
+		if (stat(w.v[i].path, &st) != 0)
+			ret = tfs_diag_set(d, -errno,
+					   "%s: part %u of %u of the split "
+					   "model: %s",
+					   w.v[i].rel, i + 1, p->count,
+					   strerror(errno));
+	}
+	if (!ret)
+		ret = probe_all(&w, true, d);
+	for (i = 0; !ret && i < w.n; i++) {
+		struct tfs_diag pd;
+
+		tfs_diag_clear(&pd);
+		if (w.v[i].fmt != fmt) {
+			ret = tfs_diag_at(d, -EBADMSG, 0,
+					  "%s: part %u of %u of a split %s "
+					  "model is not %s",
+					  w.v[i].rel, i + 1, p->count,
+					  fmt->name, fmt->name);
+			break;
+		}
+		ret = fmt->set_part(&w.v[i].src, w.v[i].rel, &q, &pd);
+		if (!ret && (q.count != p->count || q.no != i))
+			ret = tfs_diag_set(&pd, -EBADMSG,
+					   "it says it is part %u of %u, not "
+					   "part %u of %u",
+					   q.no + 1, q.count, i + 1, p->count);
+		if (!ret && i == 0) {
+			sc.tensors = q.tensors;
+			sc.tensors_at = q.tensors_at;
+		}
+		tfs_set_part_free(&q);
+		if (ret)
+			diag_in_file(d, &pd, w.v[i].rel, fmt->name);
+	}
+	if (!ret)
+		ret = load_all(out, &w, dir,
+			       &(struct plan){.merged = true,
+					      .check = check_set,
+					      .arg = &sc},
+			       opts, d);
+	candidates_free(&w);
+	return ret;
+}
+
+/*
+ * @path's file as a part of a set: 1 when it stands alone (the caller
+ * loads it by itself), else the set's mount (0) or a refusal.
+ */
+int tfs_image_open_set(struct tfs_image **out, const char *path,
+		       const struct tfs_source *src,
+		       const struct tfs_format *fmt,
+		       const struct tfs_build_options *opts, struct tfs_diag *d)
+{
+	struct tfs_set_part p;
+	const char *base = strrchr(path, '/');
+	char *dir;
+	int ret;
+
+	if (!fmt || !fmt->set_part)
+		return 1;
+	base = base ? base + 1 : path;
+	ret = fmt->set_part(src, base, &p, d);
+	if (ret) {
+		diag_in_file(d, d, base, fmt->name);
+		return ret;
+	}
+	if (!p.count)
+		return 1;
+	dir = dir_of(path);
+	ret = dir ? open_set(out, dir, fmt, &p, opts, d) : tfs_diag_oom(d);
+	free(dir);
+	tfs_set_part_free(&p);
+	return ret;
+}
+
+/*
+ * A directory whose containers are all parts of one set (a split model,
+ * nothing else): that set, as one tree; a part there that contradicts its
+ * name refuses the mount.  1 when it is not such a directory (a part next
+ * to other containers is then one container among them).
+ */
+static int open_dir_set(struct tfs_image **out, const char *dir,
+			const struct walk *w,
+			const struct tfs_build_options *opts,
+			struct tfs_diag *d)
+{
+	const struct tfs_format *fmt = w->n ? w->v[0].fmt : NULL;
+	struct tfs_set_part p = {0}, q;
+	struct tfs_diag pd, bad;
+	size_t i;
+	uint32_t k;
+	bool one = fmt && fmt->set_part, same = true;
+	int ret, err = 0;
+
+	for (i = 0; one && i < w->n; i++) {
+		/* parts in subdirectories are not a set of this directory */
+		one = w->v[i].fmt == fmt && !strchr(w->v[i].rel, '/');
+		if (!one)
+			break;
+		tfs_diag_clear(&pd);
+		memset(&q, 0, sizeof(q));
+		ret = fmt->set_part(&w->v[i].src, w->v[i].rel, &q, &pd);
+		if (ret && !err) {
+			err = ret;
+			diag_in_file(&bad, &pd, w->v[i].rel, fmt->name);
+		}
+		/* a container that stands alone: not a set's directory */
+		one = ret || q.count;
+		if (!ret && q.count && !p.count) {
+			p = q;
+			continue;
+		}
+		if (!ret && q.count) {
+			same = same && q.count == p.count;
+			for (k = 0; same && k < p.count; k++)
+				same = strcmp(q.names[k], p.names[k]) == 0;
+		}
+		tfs_set_part_free(&q);
+	}
+	ret = 1;
+	if (one && err) {
+		*d = bad;
+		ret = err;
+	} else if (one && same) {
+		ret = open_set(out, dir, fmt, &p, opts, d);
+	}
+	tfs_set_part_free(&p);
+	return ret;
+}
+
+/* what group_sets knows of each candidate */
+struct part_info {
+	int err;	       /* set_part refused it (@why says why) */
+	struct tfs_diag why;   /* err */
+	struct tfs_set_part p; /* p.count 0: it stands alone */
+	size_t dlen;	       /* length of its directory in rel, "/" too */
+};
+
+/* the candidate that is @name in the directory of @rel (@dlen), or n */
+static size_t find_named(const struct walk *w, const char *rel, size_t dlen,
+			 const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < w->n; i++)
+		if (strncmp(w->v[i].rel, rel, dlen) == 0 &&
+		    strcmp(w->v[i].rel + dlen, name) == 0)
+			break;
+	return i;
+}
+
+/*
+ * Part @i's set: 0 and its parts' candidate indexes in @idx (each of the
+ * same format, saying it is part k of the same count), or -1 and @why
+ * says which part is missing or wrong.
+ */
+static int whole_set(const struct walk *w, const struct part_info *pi, size_t i,
+		     size_t *idx, struct tfs_diag *why)
+{
+	const struct tfs_set_part *p = &pi[i].p;
+	size_t j;
+	uint32_t k;
+
+	for (k = 0; k < p->count; k++) {
+		j = find_named(w, w->v[i].rel, pi[i].dlen, p->names[k]);
+		if (j == w->n)
+			return tfs_diag_set(why, -ENOENT,
+					    "part %u of %u of a split model: "
+					    "%s is missing",
+					    p->no + 1, p->count, p->names[k]);
+		if (w->v[j].fmt != w->v[i].fmt || pi[j].err ||
+		    pi[j].p.count != p->count || pi[j].p.no != k)
+			return tfs_diag_set(why, -EBADMSG,
+					    "part %u of %u of a split model: "
+					    "%s is not its part %u",
+					    p->no + 1, p->count, p->names[k],
+					    k + 1);
+		idx[k] = j;
+	}
+	return 0;
+}
+
+/*
+ * A directory mount: every complete set of files (GGUF split parts, all
+ * present and consistent) becomes one directory, named by the parts' file
+ * name less "-00001-of-0000N.gguf" (the first part's own name if another
+ * container wants that directory); its parts follow its first part in the
+ * walk.  A part of an incomplete or inconsistent set is left out, with
+ * the reason (@why).
+ */
+static int group_sets(struct walk *w)
+{
+	struct part_info *pi = calloc(w->n + 1, sizeof(*pi));
+	struct candidate *nv = calloc(w->n + 1, sizeof(*nv));
+	size_t *idx = calloc(w->n + 1, sizeof(*idx)), i, n = 0, k;
+	bool *taken = calloc(w->n + 1, sizeof(*taken));
+	struct tfs_diag why;
+	char *dir;
+	int ret = -ENOMEM;
+
+	if (!pi || !nv || !idx || !taken)
+		goto out;
+	for (i = 0; i < w->n; i++) {
+		const char *base = strrchr(w->v[i].rel, '/');
+
+		pi[i].dlen = base ? (size_t)(base + 1 - w->v[i].rel) : 0;
+		tfs_diag_clear(&pi[i].why);
+		if (w->v[i].fmt->set_part)
+			pi[i].err = w->v[i].fmt->set_part(
+				&w->v[i].src, w->v[i].rel + pi[i].dlen,
+				&pi[i].p, &pi[i].why);
+		if (pi[i].err == -ENOMEM)
+			goto out;
+		if (pi[i].err && !pi[i].why.format)
+			pi[i].why.format = w->v[i].fmt->name;
+	}
+	for (i = 0; i < w->n; i++) {
+		const struct tfs_set_part *p = &pi[i].p;
+
+		if (taken[i])
+			continue;
+		tfs_diag_clear(&why);
+		if (!pi[i].err && p->count < 2) {
+			taken[i] = true; /* alone */
+			nv[n++] = w->v[i];
+			continue;
+		}
+		if (pi[i].err) {
+			why = pi[i].why;
+		} else if (!whole_set(w, pi, i, idx, &why) && p->no == 0) {
+			dir = strndup(w->v[i].rel, strlen(w->v[i].rel) - 20);
+			for (k = 0; dir && k < w->n; k++)
+				if (strcmp(w->v[k].dir, dir) == 0)
+					break;
+			if (dir && k == w->n) {
+				free(w->v[i].dir);
+				w->v[i].dir = dir;
+			} else {
+				free(dir);
+			}
+			w->v[i].nparts = p->count;
+			w->v[i].tensors = p->tensors;
+			w->v[i].tensors_at = p->tensors_at;
+			for (k = 0; k < p->count; k++) {
+				taken[idx[k]] = true;
+				nv[n++] = w->v[idx[k]];
+			}
+			continue;
+		} else if (!why.msg[0]) {
+			/* a complete set: its first part takes it */
+			continue;
+		}
+		w->v[i].why = malloc(sizeof(why));
+		if (!w->v[i].why)
+			goto out;
+		*w->v[i].why = why;
+		taken[i] = true;
+		nv[n++] = w->v[i];
+	}
+	/* parts of complete sets whose first part comes later: taken by it */
+	for (i = 0; i < w->n; i++)
+		if (!taken[i])
+			nv[n++] = w->v[i];
+	free(w->v);
+	w->v = nv;
+	w->cap = w->n;
+	nv = NULL;
+	ret = 0;
+out:
+	for (i = 0; pi && i < w->n; i++)
+		tfs_set_part_free(&pi[i].p);
+	free(pi);
+	free(nv);
+	free(idx);
+	free(taken);
 	return ret;
 }
 
@@ -629,12 +1052,65 @@ int tfs_image_open_dir(struct tfs_image **out, const char *dir,
 				   strerror(-ret));
 	if (!ret)
 		ret = probe_all(&w, false, d);
-	if (!ret && choose_dirs(&w))
-		ret = tfs_diag_oom(d);
 	if (!ret)
+		ret = open_dir_set(out, dir, &w, opts, d);
+	if (ret == 1 && (choose_dirs(&w) || group_sets(&w)))
+		ret = tfs_diag_oom(d);
+	else if (ret == 1)
 		ret = load_all(out, &w, dir, &(struct plan){.skip_bad = true},
 			       opts, d);
 	candidates_free(&w);
+	return ret;
+}
+
+/*
+ * Several files: a part of a set (a GGUF split model) brings the parts not
+ * given, from its own directory, so that the set loads whole; a missing
+ * one refuses the mount, naming it.
+ */
+static int add_set_parts(struct walk *w, struct tfs_diag *d)
+{
+	size_t i, n0 = w->n, first;
+	struct tfs_set_part p;
+	struct tfs_diag pd;
+	uint32_t k;
+	char *dir, *path = NULL;
+	int ret = 0;
+
+	for (i = 0; !ret && i < n0; i++) {
+		if (!w->v[i].fmt->set_part ||
+		    w->v[i].fmt->set_part(&w->v[i].src, w->v[i].rel, &p, &pd))
+			continue; /* a contradiction is for group_sets */
+		dir = p.count >= 2 ? dir_of(w->v[i].path) : NULL;
+		for (k = 0; dir && !ret && k < p.count; k++) {
+			if (find_named(w, p.names[k], 0, p.names[k]) < w->n)
+				continue;
+			first = w->n;
+			if (asprintf(&path, "%s/%s", dir, p.names[k]) < 0) {
+				path = NULL;
+				ret = tfs_diag_oom(d);
+			} else if (add_candidate(w, path, p.names[k]))
+				ret = tfs_diag_oom(d);
+			else if (tfs_source_open(&w->v[first].src, path, &pd)) {
+				diag_in_file(d, &pd, p.names[k], NULL);
+				ret = d->err;
+			} else {
+				w->v[first].fmt =
+					tfs_format_detect(&w->v[first].src);
+				if (!w->v[first].fmt)
+					ret = tfs_diag_at(
+						d, -ENOEXEC, 0,
+						"%s: magic: not a container "
+						"format tensorfs recognises",
+						path);
+			}
+			free(path);
+		}
+		if (p.count >= 2 && !dir && !ret)
+			ret = tfs_diag_oom(d);
+		free(dir);
+		tfs_set_part_free(&p);
+	}
 	return ret;
 }
 
@@ -662,7 +1138,9 @@ int tfs_image_open_files(struct tfs_image **out, const char *const *paths,
 					  "%s: magic: not a container format "
 					  "tensorfs recognises",
 					  w.v[i].path);
-	if (!ret && choose_dirs(&w))
+	if (!ret)
+		ret = add_set_parts(&w, d);
+	if (!ret && (choose_dirs(&w) || group_sets(&w)))
 		ret = tfs_diag_oom(d);
 	if (!ret)
 		ret = load_all(out, &w, paths[0], &(struct plan){0}, opts, d);

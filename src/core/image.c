@@ -98,9 +98,16 @@ int tfs_image_open(struct tfs_image **out, const char *path,
 	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
 		return tfs_image_open_dir(out, path, opts, d);
 	ret = tfs_source_open(&src, path, d);
-
 	if (ret)
 		return ret;
+	/* one part of a set of files mounts the whole set */
+	ret = tfs_image_open_set(out, path, &src, tfs_format_detect(&src), opts,
+				 d);
+	if (ret != 1) {
+		tfs_source_close(&src);
+		return ret;
+	}
+	tfs_diag_clear(d);
 	return tfs_image_load(out, &src, opts, d);
 }
 

@@ -54,6 +54,17 @@ struct tfs_read_state {
 int tfs_image_finish_load(struct tfs_image *img, struct tfs_builder *b,
 			  const char *format, struct tfs_diag *d);
 
+/*
+ * @path's container (@src, of format @fmt) as a part of a set of files
+ * (collection.c): 1 when it stands alone, else the whole set's mount (0)
+ * or a refusal (-errno with @d naming the file).
+ */
+int tfs_image_open_set(struct tfs_image **out, const char *path,
+		       const struct tfs_source *src,
+		       const struct tfs_format *fmt,
+		       const struct tfs_build_options *opts,
+		       struct tfs_diag *d);
+
 /* the decode engine (src/codec/decode.c) */
 int tfs_rs_new(struct tfs_image *img, struct tfs_diag *d);
 void tfs_rs_free(struct tfs_read_state *rs);

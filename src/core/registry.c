@@ -6,6 +6,7 @@
  * damaged zip, an .npy of an unsupported version), so the user gets that
  * reader's reason rather than "not a container format".
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "formats.h" /* TFS_FORMAT_LIST, generated from meson.build */
@@ -44,4 +45,14 @@ const struct tfs_format *tfs_format_by_name(const char *name)
 		if (strcmp(tfs_formats[i]->name, name) == 0)
 			return tfs_formats[i];
 	return NULL;
+}
+
+void tfs_set_part_free(struct tfs_set_part *p)
+{
+	uint32_t i;
+
+	for (i = 0; p->names && i < p->count; i++)
+		free(p->names[i]);
+	free(p->names);
+	p->names = NULL;
 }

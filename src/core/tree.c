@@ -90,9 +90,32 @@ const struct tfs_xattr *tfs_tree_xattr(const struct tfs_tree *t, uint32_t node,
 	return NULL;
 }
 
+/* make a lazy memory file's contents once; on failure it stays empty */
+static void lazy_make(struct tfs_node *n)
+{
+	struct tfs_lazy_file *lf = n->lazy;
+	char *data;
+	size_t len;
+
+	if (atomic_load_explicit(&lf->done, memory_order_acquire))
+		return;
+	pthread_mutex_lock(&lf->lock);
+	if (!atomic_load_explicit(&lf->done, memory_order_relaxed) &&
+	    lf->make(lf, &data, &len) == 0) {
+		n->mem = data;
+		n->mem_len = len;
+		atomic_store_explicit(&lf->done, true, memory_order_release);
+	}
+	pthread_mutex_unlock(&lf->lock);
+}
+
 uint64_t tfs_node_size(const struct tfs_tree *t, uint32_t node)
 {
 	const struct tfs_node *n = &t->nodes[node];
+
+	/* the tree is immutable but for this one-time fill */
+	if (n->kind == TFS_NODE_MEMFILE && n->lazy)
+		lazy_make((struct tfs_node *)n);
 
 	if (n->kind == TFS_NODE_TENSOR)
 		return t->tensors[n->tensor].prefix_len +
@@ -162,9 +185,14 @@ void tfs_tree_free(struct tfs_tree *t)
 	if (!t)
 		return;
 	/* names, xattrs and the tensors' strings live in the arena */
-	for (i = 0; i < t->nnodes; i++)
-		if (t->nodes[i].kind == TFS_NODE_MEMFILE)
-			free((char *)t->nodes[i].mem);
+	for (i = 0; i < t->nnodes; i++) {
+		struct tfs_node *n = &t->nodes[i];
+
+		if (n->kind == TFS_NODE_MEMFILE)
+			free((char *)n->mem);
+		if (n->lazy)
+			n->lazy->destroy(n->lazy);
+	}
 	for (i = 0; t->tensors && i < t->ntensors; i++) {
 		free(t->tensors[i].codec.gather);
 		free(t->tensors[i].prefix);
