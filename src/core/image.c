@@ -246,3 +246,19 @@ int tfs_image_read(struct tfs_image *img, uint32_t node, uint64_t off,
 		return read_prefixed(img, n->tensor, off, len, v);
 	return read_tensor(img, n->tensor, off - x->prefix_len, len, v);
 }
+
+int tfs_image_read_tensor(struct tfs_image *img, uint32_t tensor, uint64_t off,
+			  size_t len, struct tfs_view *v)
+{
+	const struct tfs_tensor *x;
+
+	memset(v, 0, sizeof(*v));
+	if (tensor >= img->tree->ntensors)
+		return -ENOENT;
+	x = &img->tree->tensors[tensor];
+	if (off >= x->size)
+		return 0;
+	if (len > x->size - off)
+		len = (size_t)(x->size - off);
+	return read_tensor(img, tensor, off, len, v);
+}
