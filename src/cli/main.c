@@ -21,6 +21,8 @@ void tfs_usage(FILE *f)
 		"       tensorfs info [--flat] [--npy] INPUT...\n"
 		"       tensorfs xattr [--flat] [--npy] INPUT [PATH]\n"
 		"       tensorfs verify [--flat] [--npy] INPUT...\n"
+		"       tensorfs stats [--flat] [--npy] [--json] INPUT [NAME...]\n"
+		"       tensorfs diff [--flat] [--npy] [--json] A B\n"
 		"       tensorfs --help | --version\n"
 		"\n"
 		"An INPUT is a container file, or a directory: a sharded model\n"
@@ -43,6 +45,12 @@ void tfs_usage(FILE *f)
 		"  verify  check every structural rule, every digest, and that\n"
 		"          every compressed tensor decodes to its size; one line\n"
 		"          per tensor and a summary (exit 2 on any failure)\n"
+		"  stats   per tensor: count, min, max, mean, std (finite values),\n"
+		"          NaN, +Inf, -Inf and zero counts; --json\n"
+		"  diff    compare the tensors of A and B (files or directories,\n"
+		"          any formats): same, differ (max abs, mean abs, relative\n"
+		"          L2 error), dtype, shape, only-a, only-b; exit 0 same,\n"
+		"          1 different, 2 trouble; --json\n"
 		"  --flat  place every tensor at the root under its full stored name\n"
 		"  --npy   every tensor file is a .npy file (PATH.npy): numpy's\n"
 		"          header, then the tensor's bytes (np.load works)\n"
@@ -85,7 +93,7 @@ static void short_usage(void)
 {
 	fprintf(stderr,
 		"usage: tensorfs [options] INPUT... MOUNTPOINT\n"
-		"       tensorfs ls|cat|info|xattr|verify [--help] INPUT...\n"
+		"       tensorfs ls|cat|info|xattr|verify|stats|diff [--help] ...\n"
 		"Try 'tensorfs --help' for more.\n");
 }
 
@@ -98,6 +106,7 @@ int main(int argc, char **argv)
 		{"ls", tfs_cmd_ls},	    {"cat", tfs_cmd_cat},
 		{"info", tfs_cmd_info},	    {"xattr", tfs_cmd_xattr},
 		{"verify", tfs_cmd_verify}, {"mount", tfs_cmd_mount},
+		{"stats", tfs_cmd_stats},   {"diff", tfs_cmd_diff},
 	};
 	const char *cmd = argc > 1 ? argv[1] : NULL;
 	size_t i;

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# tensorfs stats and diff against numpy (tests/e2e/valuecheck.py computes the
+# expectations from the safetensors bytes by the spec, independently).
+. "$(dirname "$0")/lib.sh"
+need_fixtures
+if ! /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+	echo "SKIP: Debian's python3-numpy is not installed"
+	exit 77
+fi
+PY="/usr/bin/python3 $(dirname "$0")/valuecheck.py"
+
+$PY make "$WORK" || fail "make the containers"
+A=$WORK/a.safetensors
+B=$WORK/b.safetensors
+
+"$TENSORFS" stats --json "$A" >"$WORK/stats.json"
+eq "stats --json exits 0" "$?" 0
+check "stats match numpy" $PY stats "$A" "$WORK/stats.json"
+out=$("$TENSORFS" stats "$A" layer.w ints half)
+eq "stats NAME... gives those tensors" "$(grep -c -E "^(layer/w|ints|half) " <<<"$out")" 3
+check "stats text shows the NaN count" grep -qE '^half +float16 +1000 .* 2 +0 +1 ' <<<"$out" ||
+	echo "$out" >&2
+"$TENSORFS" stats "$A" nosuch >/dev/null 2>&1
+eq "stats of an unknown name exits 6" "$?" 6
+# column-major does not change stats: a primitiv 2x2 param (order=F)
+P=$TFS_FIXTURES/primitiv/param_2x2.data
+if [ -f "$P" ]; then
+	"$TENSORFS" stats --json "$P" >"$WORK/p.json"
+	check "column-major stats: the stored values' stats" /usr/bin/python3 -c '
+import json, sys, numpy as np
+doc = json.load(open(sys.argv[1]))
+t = doc[0]
+import subprocess
+raw = subprocess.run([sys.argv[2], "cat", sys.argv[3], t["path"]],
+                     capture_output=True, check=True).stdout
+v = np.frombuffer(raw, "<f4").astype("f8")
+assert t["count"] == v.size, t
+assert abs(t["mean"] - v.mean()) < 1e-9 and abs(t["std"] - v.std()) < 1e-9
+assert t["min"] == v.min() and t["max"] == v.max()
+' "$WORK/p.json" "$TENSORFS" "$P"
+fi
+
+"$TENSORFS" diff --json "$A" "$B" >"$WORK/diff.json"
+eq "diff of different files exits 1" "$?" 1
+check "diff matches numpy" $PY diff "$A" "$B" "$WORK/diff.json"
+"$TENSORFS" diff "$A" "$A" >"$WORK/same.txt"
+eq "diff of a file with itself exits 0" "$?" 0
+check "diff summary counts them all the same" \
+	grep -q '^7 same, 0 differ' "$WORK/same.txt"
+"$TENSORFS" diff "$A" "$WORK/missing.safetensors" >/dev/null 2>&1
+eq "diff with a missing input exits 2" "$?" 2
+# a directory against a file of another format: the paths differ
+mkdir -p "$WORK/dir"
+cp "$A" "$WORK/dir/"
+"$TENSORFS" diff "$WORK/dir" "$WORK/dir" >/dev/null
+eq "diff of a directory with itself exits 0" "$?" 0
+out=$("$TENSORFS" diff "$A" "$B")
+check "diff text line for the changed tensor" \
+	grep -qE '^differ +layer/w: max abs ' <<<"$out"
+check "diff text line for the other dtype" \
+	grep -qE '^dtype +ints: int32 -> int64; max abs 0,' <<<"$out"
+"$TENSORFS" diff --help | grep -q 'Exit status as diff(1)'
+eq "diff --help" "$?" 0
+
+exit $((FAILS > 0))
