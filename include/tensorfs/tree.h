@@ -62,6 +62,13 @@ struct tfs_tensor {
 	 */
 	uint8_t *prefix;
 	uint32_t prefix_len;
+	/*
+	 * A converting view (-o as=float32, src/core/as_view.h): the file
+	 * shows the elements as dtype @view in @view_size bytes (after the
+	 * prefix) instead of its @size own bytes; INVALID: no view.
+	 */
+	enum tfs_dtype view;
+	uint64_t view_size;
 	enum tfs_encoding encoding;
 	char *digest;	/* "crc32c:0x..." / "sha256:..." or NULL */
 	uint32_t source; /* which container (image->srcs index) */

@@ -67,6 +67,13 @@ int tfs_cli_open_cmd(int argc, char **argv, const struct tfs_cli_cmd *a,
 		     int *ninputs);
 #define TFS_CLI_OPENED(ret) ((ret) == -1 ? TFS_EXIT_OK : (ret))
 
+/*
+ * --as TYPE / --as=TYPE at argv[*i] into @o: true when it was one (*i
+ * moved past its value; -1 after a message when TYPE is not float32)
+ */
+bool tfs_cli_as_option(int argc, char **argv, int *i,
+		       struct tfs_build_options *o);
+
 /* "[2,3]" */
 void tfs_cli_shape_str(char *buf, size_t len, const struct tfs_tensor *t);
 /* the image's tensor records sorted by path (malloc'd), or NULL */

@@ -63,8 +63,8 @@ int tfs_cli_open_inputs(char *const *inputs, int n,
 
 void tfs_cli_cmd_usage(FILE *f, const char *cmd, const struct tfs_cli_cmd *a)
 {
-	fprintf(f, "usage: %s %s [--flat] [--npy]%s%s %s%s%s\n", tfs_progname,
-		cmd, a->opts_usage ? " " : "",
+	fprintf(f, "usage: %s %s [--flat] [--npy] [--as float32]%s%s %s%s%s\n",
+		tfs_progname, cmd, a->opts_usage ? " " : "",
 		a->opts_usage ? a->opts_usage : "",
 		a->one_input ? "INPUT" : "INPUT...", *a->tail ? " " : "",
 		a->tail);
@@ -77,10 +77,39 @@ void tfs_cli_cmd_usage(FILE *f, const char *cmd, const struct tfs_cli_cmd *a)
 		   "  --flat   every tensor at the root under its full "
 		   "stored name\n"
 		   "  --npy    every tensor file as PATH.npy (numpy's "
-		   "header, then the bytes)\n");
+		   "header, then the bytes)\n"
+		   "  --as float32\n"
+		   "           numeric tensors of another dtype as float32 "
+		   "values\n");
 	if (a->opts_help)
 		fputs(a->opts_help, f);
 	fprintf(f, "See 'tensorfs --help' and tensorfs(1) for the rest.\n");
+}
+
+bool tfs_cli_as_option(int argc, char **argv, int *i,
+		       struct tfs_build_options *o)
+{
+	const char *val;
+
+	if (strcmp(argv[*i], "--as") == 0) {
+		if (*i + 1 == argc) {
+			val = "";
+		} else {
+			val = argv[++*i];
+		}
+	} else if (strncmp(argv[*i], "--as=", 5) == 0) {
+		val = argv[*i] + 5;
+	} else {
+		return false;
+	}
+	if (tfs_parse_as(val, &o->as)) {
+		fprintf(stderr,
+			"%s: --as %s: the one converting view is "
+			"float32\n",
+			tfs_progname, val);
+		*i = -1;
+	}
+	return true;
 }
 
 int tfs_cli_open_cmd(int argc, char **argv, const struct tfs_cli_cmd *a,
@@ -95,6 +124,9 @@ int tfs_cli_open_cmd(int argc, char **argv, const struct tfs_cli_cmd *a,
 			o.flat = true;
 		} else if (strcmp(argv[i], "--npy") == 0) {
 			o.npy = true;
+		} else if (tfs_cli_as_option(argc, argv, &i, &o)) {
+			if (i < 0)
+				return TFS_EXIT_USAGE;
 		} else if (strcmp(argv[i], "--help") == 0 ||
 			   strcmp(argv[i], "-h") == 0) {
 			tfs_cli_cmd_usage(stdout, argv[0], a);

@@ -572,6 +572,9 @@ int tfs_cmd_diff(int argc, char **argv)
 			bo.npy = true;
 		} else if (strcmp(argv[i], "--json") == 0) {
 			json = true;
+		} else if (tfs_cli_as_option(argc, argv, &i, &bo)) {
+			if (i < 0)
+				return DIFF_TROUBLE;
 		} else if (!strcmp(argv[i], "--help") ||
 			   !strcmp(argv[i], "-h")) {
 			diff_usage(stdout);

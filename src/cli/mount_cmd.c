@@ -4,11 +4,12 @@
  *
  * The command line is ours: options may come before or after the
  * positional arguments (mount.fuse3 puts "-o ..." last).  Our own -o
- * options (flat, npy, cache_size=, verify=, readahead=, keep_source_cache)
- * are taken out; the others go to libfuse.  The mountpoint is checked (a directory, not already a mount
- * point), every input is opened and validated, and only then does the FUSE
- * layer mount (tfs_fuse_run), so a refused container or a bad mountpoint
- * never leaves a mount behind.
+ * options (flat, npy, as=, cache_size=, verify=, readahead=,
+ * keep_source_cache)
+ * are taken out; the others go to libfuse.  The mountpoint is checked (a
+ * directory, not already a mount point), every input is opened and validated,
+ * and only then does the FUSE layer mount (tfs_fuse_run), so a refused
+ * container or a bad mountpoint never leaves a mount behind.
  */
 #include <errno.h>
 #include <limits.h>
@@ -29,7 +30,7 @@ struct mount_cmd {
 	int npos;
 	bool foreground, debug, single_thread, help, version;
 	struct tfs_build_options build;
-	char *cache_size, *verify, *readahead;
+	char *cache_size, *verify, *readahead, *as;
 	bool keep_source_cache;
 	char *fuse_options; /* comma-separated, for libfuse */
 };
@@ -46,6 +47,22 @@ static int add_fuse_option(struct mount_cmd *m, const char *o, size_t len)
 	memcpy(n + old, o, len);
 	n[old + len] = '\0';
 	m->fuse_options = n;
+	return 0;
+}
+
+/* -o as=TYPE */
+static int take_as(struct mount_cmd *m, const char *v, size_t len)
+{
+	free(m->as);
+	m->as = strndup(v, len);
+	if (!m->as)
+		return -1;
+	if (tfs_parse_as(m->as, &m->build.as)) {
+		fprintf(stderr,
+			"%s: as=%s: the one converting view is float32\n",
+			tfs_progname, m->as);
+		return -1;
+	}
 	return 0;
 }
 
@@ -66,7 +83,10 @@ static int take_options(struct mount_cmd *m, const char *list)
 			m->cache_size = strndup(p + 11, len - 11);
 		else if (len > 7 && strncmp(p, "verify=", 7) == 0)
 			m->verify = strndup(p + 7, len - 7);
-		else if (len > 10 && strncmp(p, "readahead=", 10) == 0)
+		else if (len > 3 && strncmp(p, "as=", 3) == 0) {
+			if (take_as(m, p + 3, len - 3))
+				return -1;
+		} else if (len > 10 && strncmp(p, "readahead=", 10) == 0)
 			m->readahead = strndup(p + 10, len - 10);
 		else if (len == 17 && strncmp(p, "keep_source_cache", 17) == 0)
 			m->keep_source_cache = true;
@@ -307,6 +327,7 @@ out:
 	free(m.pos);
 	free(m.cache_size);
 	free(m.readahead);
+	free(m.as);
 	free(m.verify);
 	free(m.fuse_options);
 	return ret;

@@ -94,7 +94,9 @@ uint64_t tfs_node_size(const struct tfs_tree *t, uint32_t node)
 
 	if (n->kind == TFS_NODE_TENSOR)
 		return t->tensors[n->tensor].prefix_len +
-		       t->tensors[n->tensor].size;
+		       (t->tensors[n->tensor].view
+				? t->tensors[n->tensor].view_size
+				: t->tensors[n->tensor].size);
 	if (n->kind == TFS_NODE_MEMFILE)
 		return n->mem_len;
 	return 0;

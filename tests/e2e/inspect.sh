@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# tensorfs stats and diff against numpy (tests/e2e/valuecheck.py computes the
-# expectations from the safetensors bytes by the spec, independently).
+# tensorfs stats and diff, and -o as=float32, against numpy
+# (tests/e2e/valuecheck.py computes the expectations from the safetensors
+# bytes by the spec, independently).
 . "$(dirname "$0")/lib.sh"
 need_fixtures
 if ! /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
@@ -61,5 +62,31 @@ check "diff text line for the other dtype" \
 	grep -qE '^dtype +ints: int32 -> int64; max abs 0,' <<<"$out"
 "$TENSORFS" diff --help | grep -q 'Exit status as diff(1)'
 eq "diff --help" "$?" 0
+
+# -o as=float32 through real mounts, and --as float32 in the CLI
+need_fuse
+M=$(mount_container "$A" -o as=float32) || fail "mount -o as=float32"
+if [ -n "${M:-}" ]; then
+	check "as=float32: sizes, values, xattrs, odd offsets" \
+		$PY asf32 "$A" "$M"
+	eq "as=float32: a float32 tensor is left alone" \
+		"$(getfattr --only-values -n user.tensorfs.stored_dtype "$M/big" 2>/dev/null)" ""
+	eq "as=float32: stored_dtype of the bfloat16 tensor" \
+		"$(getfattr --only-values -n user.tensorfs.stored_dtype "$M/layer/w")" bfloat16
+	check "as=float32: cat --as float32 gives the mount's bytes" \
+		cmp <("$TENSORFS" cat --as float32 "$A" layer.w) "$M/layer/w"
+	unmount "$M"
+fi
+M=$(mount_container "$A" -o as=float32,npy) || fail "mount -o as=float32,npy"
+if [ -n "${M:-}" ]; then
+	check "as=float32,npy: np.load gives float32 values" \
+		$PY asf32npy "$A" "$M"
+	unmount "$M"
+fi
+"$TENSORFS" -o as=float16 "$A" "$WORK" >/dev/null 2>&1
+eq "as=float16 is refused (usage)" "$?" 1
+"$TENSORFS" stats --as float32 --json "$A" >"$WORK/stats32.json"
+check "stats --as float32: the stored values' stats" \
+	$PY stats "$A" "$WORK/stats32.json"
 
 exit $((FAILS > 0))

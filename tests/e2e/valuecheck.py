@@ -164,7 +164,7 @@ def diff(a, b, js):
 
 def asf32(path, mnt):
     for name, (dt, shape, v) in read_st(path).items():
-        p = os.path.join(mnt, name)
+        p = os.path.join(mnt, name.replace(".", "/"))
         got = np.fromfile(p, "<f4")
         if os.path.getsize(p) != 4 * v.size:
             sys.exit("%s: size %d, want %d" % (p, os.path.getsize(p),
@@ -187,6 +187,18 @@ def asf32(path, mnt):
                     sys.exit("%s: read at %d differs" % (p, off))
 
 
+def asf32npy(path, mnt):
+    """-o as=float32,npy: np.load gives the float32 values, shape kept"""
+    for name, (dt, shape, v) in read_st(path).items():
+        p = os.path.join(mnt, name.replace(".", "/") + ".npy")
+        a = np.load(p, mmap_mode="r")
+        if a.dtype != np.float32 or list(a.shape) != list(shape):
+            sys.exit("%s: %s %s" % (p, a.dtype, a.shape))
+        if not np.array_equal(np.asarray(a).reshape(-1), v.astype("<f4"),
+                              equal_nan=True):
+            sys.exit("%s: values differ" % p)
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "make":
@@ -197,5 +209,7 @@ if __name__ == "__main__":
         diff(sys.argv[2], sys.argv[3], sys.argv[4])
     elif cmd == "asf32":
         asf32(sys.argv[2], sys.argv[3])
+    elif cmd == "asf32npy":
+        asf32npy(sys.argv[2], sys.argv[3])
     else:
         sys.exit("unknown command " + cmd)

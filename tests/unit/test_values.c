@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tensorfs/source.h"
 #include "tensorfs/values.h"
 #include "testutil.h"
 
@@ -274,6 +275,71 @@ START_TEST(read_through_image)
 }
 END_TEST
 
+/*
+ * -o as=float32 (builder option .as): a float16 tensor is shown as float32
+ * (size, xattrs) and a read at any offset gives the bytes of the
+ * float32 conversion of the decoded values; a float32 tensor is left as it
+ * is.
+ */
+START_TEST(as_float32_view)
+{
+	const char *hdr = "{\"h\":{\"dtype\":\"F16\",\"shape\":[5000],"
+			  "\"data_offsets\":[0,10000]},"
+			  "\"f\":{\"dtype\":\"F32\",\"shape\":[2],"
+			  "\"data_offsets\":[10000,10008]}}";
+	struct tfs_build_options o = {.as = TFS_DTYPE_FLOAT32};
+	size_t hl = strlen(hdr), len = 8 + hl + 10008, i;
+	uint8_t *buf = calloc(1, len), *data = buf + 8 + hl;
+	static const struct {
+		uint64_t off;
+		size_t len;
+	} r[] = {{0, 20000}, {1, 7}, {4095, 4099}, {19999, 1}, {19990, 100}};
+	static double dv[5000];
+	static float want[5000];
+	struct tfs_source src;
+	struct tfs_image *img;
+	struct tfs_view v;
+	struct tfs_diag d;
+	uint32_t h, f;
+	size_t k;
+
+	ck_assert_ptr_nonnull(buf);
+	for (i = 0; i < 8; i++)
+		buf[i] = (uint8_t)(hl >> (8 * i));
+	memcpy(buf + 8, hdr, hl);
+	for (i = 0; i < 10000; i++)
+		data[i] = (uint8_t)(i * 7 + (i >> 3));
+	ck_assert_int_eq(
+		tfs_values_decode(TFS_DTYPE_FLOAT16, 0, data, 5000, dv), 0);
+	for (i = 0; i < 5000; i++)
+		want[i] = (float)dv[i];
+	tfs_source_init_memory(&src, buf, len);
+	ck_assert_int_eq(tfs_image_load(&img, &src, &o, &d), 0);
+	h = tfs_tree_resolve(img->tree, "h");
+	f = tfs_tree_resolve(img->tree, "f");
+	ck_assert_uint_eq(tfs_node_size(img->tree, h), 20000);
+	ck_assert_uint_eq(tfs_node_size(img->tree, f), 8);
+	ck_assert_str_eq(tu_xattr(img, "h", "dtype"), "float32");
+	ck_assert_str_eq(tu_xattr(img, "h", "stored_dtype"), "float16");
+	ck_assert_ptr_null(tu_xattr(img, "f", "stored_dtype"));
+	for (k = 0; k < sizeof(r) / sizeof(r[0]); k++) {
+		ck_assert_int_eq(tfs_image_read(img, h, r[k].off, r[k].len, &v),
+				 0);
+		ck_assert_uint_eq(v.len, r[k].off + r[k].len > 20000
+						 ? 20000 - r[k].off
+						 : r[k].len);
+		ck_assert_mem_eq(v.data, (const uint8_t *)want + r[k].off,
+				 v.len);
+		tfs_view_release(img, &v);
+	}
+	ck_assert_int_eq(tfs_image_read(img, f, 0, 8, &v), 0);
+	ck_assert_ptr_eq(v.data, data + 10000); /* straight from the bytes */
+	tfs_view_release(img, &v);
+	tfs_image_close(img);
+	free(buf);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("values");
@@ -286,6 +352,7 @@ int main(void)
 	tcase_add_test(tc, small_floats_by_hand);
 	tcase_add_test(tc, refusals);
 	tcase_add_test(tc, read_through_image);
+	tcase_add_test(tc, as_float32_view);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
 }
