@@ -5,15 +5,18 @@
  * they print is what the mount shows.
  */
 #include <errno.h>
+#include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <wchar.h>
 
 #include "cli/cli.h"
 #include "tensorfs/codec.h"
 #include "tensorfs/format.h"
+#include "tensorfs/names.h"
 #include "tensorfs/tree.h"
 
 int tfs_exit_for(int err)
@@ -188,37 +191,130 @@ const struct tfs_tensor **tfs_cli_sorted_tensors(const struct tfs_image *img)
 	return v;
 }
 
+/* columns on a terminal a UTF-8 string takes (wcwidth; 1 when unknown) */
+static int display_width(const char *s)
+{
+	mbstate_t st;
+	size_t n, len = strlen(s);
+	wchar_t wc;
+	int w = 0, cw;
+
+	memset(&st, 0, sizeof(st));
+	while (len) {
+		n = mbrtowc(&wc, s, len, &st);
+		if (n == (size_t)-1 || n == (size_t)-2 || n == 0) {
+			memset(&st, 0, sizeof(st));
+			n = 1;
+			cw = 1;
+		} else {
+			cw = wcwidth(wc);
+			if (cw < 0)
+				cw = 1;
+		}
+		w += cw;
+		s += n;
+		len -= n;
+	}
+	return w;
+}
+
+/* @s, then spaces up to @w display columns */
+static void print_padded(const char *s, int w)
+{
+	int pad = w - display_width(s);
+
+	fputs(s, stdout);
+	printf("%*s", pad > 0 ? pad : 0, "");
+}
+
+/* what ls shows of a tensor record */
+struct ls_row {
+	char name[TFS_PRINTABLE_MAX + 64];
+	char shape[256];
+	const char *dtype;
+	uint64_t bytes;
+};
+
+static void ls_row(const struct tfs_tensor *x, struct ls_row *r)
+{
+	size_t o;
+
+	/* the stored name, escaped where unprintable; a component of a
+	 * group is its group's name and its role */
+	tfs_name_printable(r->name, TFS_PRINTABLE_MAX, x->name, x->name_len);
+	o = strlen(r->name);
+	if (x->role)
+		snprintf(r->name + o, sizeof(r->name) - o, " [%s]", x->role);
+	tfs_cli_shape_str(r->shape, sizeof(r->shape), x);
+	r->dtype = x->view ? tfs_dtype_name(x->view) : x->dtype;
+	r->bytes = x->view ? x->view_size : x->size;
+}
+
+static bool ls_option(void *ctx, const char *opt)
+{
+	bool *paths = ctx;
+
+	if (strcmp(opt, "--paths") == 0)
+		return *paths = true;
+	return false;
+}
+
 int tfs_cmd_ls(int argc, char **argv)
 {
-	struct tfs_image *img;
-	const struct tfs_tensor **v;
 	static const struct tfs_cli_cmd a = {
 		.tail = "",
-		.what = "List every tensor: stored name, dtype, shape and bytes."};
-	char shape[256];
-	int i, n, ret, w = 4;
-	uint32_t k;
+		.what = "List every tensor: its stored name, dtype, shape and "
+			"bytes, in aligned\ncolumns (a component of a group: "
+			"the group's name and [ROLE]).",
+		.opts_usage = "[--paths]",
+		.opts_help = "  --paths  add each tensor's path in the mount\n",
+		.option = ls_option,
+	};
+	struct tfs_image *img;
+	const struct tfs_tensor **v;
+	struct ls_row *rows;
+	int i, n, ret, wn = 4, wd = 5, ws = 2, wb = 1, len;
+	bool paths = false;
+	char num[24];
+	uint32_t k, nt;
 
-	ret = tfs_cli_open_cmd(argc, argv, &a, NULL, &img, &i, &n);
+	ret = tfs_cli_open_cmd(argc, argv, &a, &paths, &img, &i, &n);
 	if (ret)
 		return TFS_CLI_OPENED(ret);
+	nt = img->tree->ntensors;
 	v = tfs_cli_sorted_tensors(img);
-	if (!v) {
+	rows = calloc(nt + 1, sizeof(*rows));
+	if (!v || !rows) {
+		free(v);
+		free(rows);
 		tfs_image_close(img);
 		return TFS_EXIT_USAGE;
 	}
-	/* align on the longest path, up to a point: a 250-byte name must
-	 * not push every other line off the screen */
-	for (k = 0; k < img->tree->ntensors; k++)
-		if ((int)strlen(v[k]->path) > w)
-			w = (int)strlen(v[k]->path);
-	if (w > 64)
-		w = 64;
-	for (k = 0; k < img->tree->ntensors; k++) {
-		tfs_cli_shape_str(shape, sizeof(shape), v[k]);
-		printf("%-*s  %-9s %-16s %12llu\n", w, v[k]->path, v[k]->dtype,
-		       shape, (unsigned long long)v[k]->size);
+	/* UTF-8 names are measured in terminal columns */
+	setlocale(LC_CTYPE, "C.UTF-8");
+	for (k = 0; k < nt; k++) {
+		ls_row(v[k], &rows[k]);
+		len = display_width(rows[k].name);
+		wn = len > wn ? len : wn;
+		len = (int)strlen(rows[k].dtype);
+		wd = len > wd ? len : wd;
+		len = (int)strlen(rows[k].shape);
+		ws = len > ws ? len : ws;
+		len = snprintf(num, sizeof(num), "%llu",
+			       (unsigned long long)rows[k].bytes);
+		wb = len > wb ? len : wb;
 	}
+	/* a 250-byte name must not push every other line off the screen */
+	wn = wn > 64 ? 64 : wn;
+	for (k = 0; k < nt; k++) {
+		print_padded(rows[k].name, wn);
+		printf("  %-*s  %-*s  %*llu", wd, rows[k].dtype, ws,
+		       rows[k].shape, wb, (unsigned long long)rows[k].bytes);
+		if (paths)
+			printf("  %s", v[k]->path);
+		putchar('\n');
+	}
+	free(rows);
 	free(v);
 	tfs_image_close(img);
 	return TFS_EXIT_OK;
@@ -334,8 +430,10 @@ int tfs_cmd_info(int argc, char **argv)
 	for (size = 0, k = 0; k < img->nsrcs; k++)
 		size += img->srcs[k].size;
 	printf("size:     %llu bytes\n", (unsigned long long)size);
-	printf("tensors:  %u files, %llu bytes of tensor data\n",
-	       img->tree->ntensors, (unsigned long long)img->tree->total_bytes);
+	printf("tensors:  %u %s, %llu bytes of tensor data\n",
+	       img->tree->ntensors,
+	       img->tree->ntensors == 1 ? "tensor" : "tensors",
+	       (unsigned long long)img->tree->total_bytes);
 	n = tfs_tree_resolve(img->tree, ".tensorfs/metadata.json");
 	if (n != TFS_NO_NODE) {
 		meta = &img->tree->nodes[n];

@@ -83,6 +83,8 @@ void tfs_usage(FILE *f)
 		"                   tensor was read through the mount (by default\n"
 		"                   they are dropped: the mount's cache holds the\n"
 		"                   bytes, so a model is not cached twice)\n"
+		"  -o logfile=PATH  append the log (integrity failures met by reads,\n"
+		"                   with the time) to PATH instead of syslog/stderr\n"
 		"  -f               stay in the foreground (logs to stderr, else syslog)\n"
 		"  -d               debug output (implies -f)\n"
 		"  -s               single-threaded\n"

@@ -5,7 +5,7 @@
  * The command line is ours: options may come before or after the
  * positional arguments (mount.fuse3 puts "-o ..." last).  Our own -o
  * options (flat, npy, as=, cache_size=, verify=, readahead=,
- * keep_source_cache)
+ * keep_source_cache, logfile=)
  * are taken out; the others go to libfuse.  The mountpoint is checked (a
  * directory, not already a mount point), every input is opened and validated,
  * and only then does the FUSE layer mount (tfs_fuse_run), so a refused
@@ -30,7 +30,7 @@ struct mount_cmd {
 	int npos;
 	bool foreground, debug, single_thread, help, version;
 	struct tfs_build_options build;
-	char *cache_size, *verify, *readahead, *as;
+	char *cache_size, *verify, *readahead, *as, *logfile;
 	bool keep_source_cache;
 	char *fuse_options; /* comma-separated, for libfuse */
 };
@@ -86,6 +86,9 @@ static int take_options(struct mount_cmd *m, const char *list)
 		else if (len > 3 && strncmp(p, "as=", 3) == 0) {
 			if (take_as(m, p + 3, len - 3))
 				return -1;
+		} else if (len > 8 && strncmp(p, "logfile=", 8) == 0) {
+			free(m->logfile);
+			m->logfile = strndup(p + 8, len - 8);
 		} else if (len > 10 && strncmp(p, "readahead=", 10) == 0)
 			m->readahead = strndup(p + 10, len - 10);
 		else if (len == 17 && strncmp(p, "keep_source_cache", 17) == 0)
@@ -243,6 +246,7 @@ static int run(struct mount_cmd *m, const struct tfs_image_options *io)
 		.single_thread = m->single_thread,
 		.readahead = TFS_DEFAULT_READAHEAD,
 		.keep_source_cache = m->keep_source_cache,
+		.logfile = m->logfile,
 		.read = *io,
 	};
 	struct tfs_image *img = NULL;
@@ -328,6 +332,7 @@ out:
 	free(m.cache_size);
 	free(m.readahead);
 	free(m.as);
+	free(m.logfile);
 	free(m.verify);
 	free(m.fuse_options);
 	return ret;

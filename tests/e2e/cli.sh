@@ -5,9 +5,12 @@ need_fixtures
 
 out=$("$TENSORFS" ls "$SAMPLE")
 eq "ls lists the sample's 9 tensors" "$(echo "$out" | wc -l)" 9
-eq "ls shows path, dtype, shape, bytes" \
-	"$(echo "$out" | grep '^encoder/layers/0/weight ' | tr -s ' ')" \
-	"encoder/layers/0/weight float32 [4,4] 64"
+eq "ls shows stored name, dtype, shape, bytes" \
+	"$(echo "$out" | grep '^encoder.layers.0.weight ' | tr -s ' ')" \
+	"encoder.layers.0.weight float32 [4,4] 64"
+eq "ls --paths adds the path in the mount" \
+	"$("$TENSORFS" ls --paths "$SAMPLE" | grep '^encoder.layers.0.weight ' | tr -s ' ')" \
+	"encoder.layers.0.weight float32 [4,4] 64 encoder/layers/0/weight"
 eq "ls shows a scalar" "$(echo "$out" | grep '^step ' | tr -s ' ')" \
 	"step int64 [] 8"
 
@@ -28,7 +31,9 @@ eq "cat of a directory exits 6" "$?" 6
 
 out=$("$TENSORFS" info "$SAMPLE")
 check "info names the format" grep -q '^format: *ztensor' <<<"$out"
-check "info counts tensors" grep -q '^tensors: *9 files, 328 bytes' <<<"$out"
+check "info counts tensors" grep -q '^tensors: *9 tensors, 328 bytes' <<<"$out"
+check "info: one tensor is \"1 tensor\"" grep -q '^tensors: *1 tensor, 32 bytes' \
+	<<<"$("$TENSORFS" info "$TFS_TESTDATA/tsr/valid/fp32_3d_2x2x2.tsr")"
 
 out=$("$TENSORFS" xattr "$SAMPLE" head/weight)
 check "xattr shows dtype" grep -qx 'user.tensorfs.dtype="float16"' <<<"$out"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tensorfs stats and diff, and -o as=float32, against numpy
+# tensorfs stats and diff, -o as=float32 against numpy, ls, -o logfile=
 # (tests/e2e/valuecheck.py computes the expectations from the safetensors
 # bytes by the spec, independently).
 . "$(dirname "$0")/lib.sh"
@@ -63,6 +63,12 @@ check "diff text line for the other dtype" \
 "$TENSORFS" diff --help | grep -q 'Exit status as diff(1)'
 eq "diff --help" "$?" 0
 
+# ls: stored names in columns aligned by display width
+$PY make_utf8 "$WORK" || fail "make utf8.safetensors"
+"$TENSORFS" ls "$WORK/utf8.safetensors" >"$WORK/ls.txt"
+eq "ls lists the four tensors" "$(wc -l <"$WORK/ls.txt")" 4
+check "ls aligns UTF-8 names by display width" $PY ls_aligned "$WORK/ls.txt"
+
 # -o as=float32 through real mounts, and --as float32 in the CLI
 need_fuse
 M=$(mount_container "$A" -o as=float32) || fail "mount -o as=float32"
@@ -85,6 +91,20 @@ if [ -n "${M:-}" ]; then
 fi
 "$TENSORFS" -o as=float16 "$A" "$WORK" >/dev/null 2>&1
 eq "as=float16 is refused (usage)" "$?" 1
+# -o logfile=: a detached daemon's integrity failures land there, timed
+M=$(mount_container "$TFS_TESTDATA/ztensor/read_eio/digest_mismatch.zt" \
+	-o "logfile=$WORK/daemon.log") || fail "mount -o logfile="
+if [ -n "${M:-}" ]; then
+	cat "$M/bad" >/dev/null 2>&1
+	eq "logfile: the bad tensor's read fails" "$?" 1
+	unmount "$M"
+	check "logfile: one timed line names the tensor" grep -qE \
+		"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z \[[0-9]+\] .*tensor 'bad'" \
+		"$WORK/daemon.log"
+fi
+"$TENSORFS" -o logfile=/nonexistent/dir/log "$A" "$WORK" >/dev/null 2>&1
+check "logfile: an unwritable path fails the mount" test $? -ne 0
+check "logfile: and leaves no mount" sh -c "! mountpoint -q '$WORK'"
 "$TENSORFS" stats --as float32 --json "$A" >"$WORK/stats32.json"
 check "stats --as float32: the stored values' stats" \
 	$PY stats "$A" "$WORK/stats32.json"

@@ -1,11 +1,13 @@
 #!/usr/bin/python3
 """Expectations for tests/e2e/inspect.sh, computed with numpy.
 
-  valuecheck.py make DIR            write DIR/a.safetensors and DIR/b.safetensors
-  valuecheck.py stats FILE JSON     check `tensorfs stats --json FILE` (in JSON)
-  valuecheck.py diff A B JSON       check `tensorfs diff --json A B` (in JSON)
-  valuecheck.py asf32 FILE MNT      every tensor file of the -o as=float32
-                                 mount MNT holds FILE's values as float32
+  valuecheck.py make DIR          write DIR/a.safetensors, DIR/b.safetensors
+  valuecheck.py make_utf8 DIR     write DIR/utf8.safetensors (wide names)
+  valuecheck.py ls_aligned OUT    OUT (tensorfs ls) has aligned columns
+  valuecheck.py stats FILE JSON   check `tensorfs stats --json FILE` (JSON)
+  valuecheck.py diff A B JSON     check `tensorfs diff --json A B` (JSON)
+  valuecheck.py asf32 FILE MNT    every tensor file of the -o as=float32
+                                  mount MNT holds FILE's values as float32
 Exits 1 with a message on the first mismatch.
 """
 import json
@@ -92,6 +94,30 @@ def make(d):
     b["shape"] = ("F32", (3, 2), np.arange(6, dtype="<f4").tobytes())
     b["new"] = ("I8", (2,), b"\x05\x06")
     write_st(os.path.join(d, "b.safetensors"), b)
+
+
+def make_utf8(d):
+    """names of different display widths, same dtype and shape"""
+    t = {n: ("F32", (2,), b"\0" * 8) for n in
+         ["\u65e5\u672c\u8a9e.w", "\u00fc", "plain_name", "e\u0301"]}
+    write_st(os.path.join(d, "utf8.safetensors"), t)
+
+
+def ls_aligned(path):
+    """every line of `tensorfs ls` output (in PATH) has its dtype column
+    at the same display column (East Asian wide characters take 2,
+    combining marks 0)"""
+    import unicodedata
+
+    cols = set()
+    for line in open(path, encoding="utf-8"):
+        name = line[:line.index("float32")]
+        w = sum(0 if unicodedata.combining(c) else
+                2 if unicodedata.east_asian_width(c) in "WF" else 1
+                for c in name)
+        cols.add(w)
+    if len(cols) != 1:
+        sys.exit("ls columns not aligned: %r" % cols)
 
 
 def close(got, want, what):
@@ -203,6 +229,10 @@ if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "make":
         make(sys.argv[2])
+    elif cmd == "make_utf8":
+        make_utf8(sys.argv[2])
+    elif cmd == "ls_aligned":
+        ls_aligned(sys.argv[2])
     elif cmd == "stats":
         stats(sys.argv[2], sys.argv[3])
     elif cmd == "diff":
