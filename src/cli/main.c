@@ -16,7 +16,7 @@ void tfs_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: tensorfs [options] INPUT... MOUNTPOINT\n"
-		"       tensorfs ls [--flat] [--npy] [--as float32] INPUT...\n"
+		"       tensorfs ls [--flat] [--npy] [--as float32] [--paths] INPUT...\n"
 		"       tensorfs cat [--flat] [--npy] [--as float32] INPUT... NAME|PATH\n"
 		"       tensorfs info [--flat] [--npy] [--as float32] INPUT...\n"
 		"       tensorfs xattr [--flat] [--npy] [--as float32] INPUT [PATH]\n"
