@@ -47,6 +47,9 @@ struct tfs_build_options {
 	 * dtype, converted on read (src/core/as_view.h); INVALID: as stored
 	 */
 	enum tfs_dtype as;
+	/* -o previews: "<file>.png" beside each numeric tensor of one or
+	 * more dimensions (src/core/preview.h) */
+	bool previews;
 };
 
 /* "float32" (the one converting view) into *out; -EINVAL otherwise */
@@ -190,8 +193,8 @@ void tfs_builder_abort_source(struct tfs_builder *b);
  * returned.  The name is the builder's until finish.
  */
 int tfs_builder_each_tensor(struct tfs_builder *b,
-			    int (*fn)(void *arg, const char *name,
-				      size_t len, uint32_t source),
+			    int (*fn)(void *arg, const char *name, size_t len,
+				      uint32_t source),
 			    void *arg);
 /* the bytes of every tensor file added so far (decoded sizes) */
 uint64_t tfs_builder_total_bytes(const struct tfs_builder *b);

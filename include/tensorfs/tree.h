@@ -8,11 +8,13 @@
  * contiguous in tree->children, sorted bytewise by name, so lookup is a
  * binary search and readdir an index.
  *
- * Three kinds of node:
+ * Four kinds of node:
  *   TFS_NODE_DIR     a directory (the root, a path prefix, a tensor group)
  *   TFS_NODE_TENSOR  a regular file whose bytes are a tensor's elements,
  *                    described by tree->tensors[node->tensor]
  *   TFS_NODE_MEMFILE a regular file held in memory (the .json files)
+ *   TFS_NODE_PREVIEW a PNG picture of tree->tensors[node->tensor] (-o
+ *                    previews), node->mem_len bytes, made on first read
  */
 #ifndef TENSORFS_TREE_H
 #define TENSORFS_TREE_H
@@ -30,6 +32,7 @@ enum tfs_node_kind {
 	TFS_NODE_DIR,
 	TFS_NODE_TENSOR,
 	TFS_NODE_MEMFILE,
+	TFS_NODE_PREVIEW,
 };
 
 enum tfs_encoding {
@@ -47,8 +50,8 @@ struct tfs_xattr {
 struct tfs_tensor {
 	char *name; /* stored name as in the container (may be raw bytes) */
 	size_t name_len;
-	char *path; /* its path in the mount, "/"-separated, no leading "/" */
-	char *dtype;		/* its name: "float32", "void12" (tree-owned) */
+	char *path;  /* its path in the mount, "/"-separated, no leading "/" */
+	char *dtype; /* its name: "float32", "void12" (tree-owned) */
 	enum tfs_dtype dtype_id;
 	uint32_t record_size; /* TFS_DTYPE_VOID: bytes per record */
 	uint32_t ndim;
@@ -70,11 +73,11 @@ struct tfs_tensor {
 	enum tfs_dtype view;
 	uint64_t view_size;
 	enum tfs_encoding encoding;
-	char *digest;	/* "crc32c:0x..." / "sha256:..." or NULL */
+	char *digest;	 /* "crc32c:0x..." / "sha256:..." or NULL */
 	uint32_t source; /* which container (image->srcs index) */
-	uint32_t node;	/* its node */
-	uint32_t group; /* the tensor's group node, or TFS_NO_NODE */
-	char *role;	/* component role inside its group, or NULL */
+	uint32_t node;	 /* its node */
+	uint32_t group;	 /* the tensor's group node, or TFS_NO_NODE */
+	char *role;	 /* component role inside its group, or NULL */
 };
 
 struct tfs_node {
@@ -84,9 +87,9 @@ struct tfs_node {
 	uint32_t first_child; /* index into tree->children */
 	uint32_t nchildren;
 	uint32_t nsubdirs; /* for st_nlink */
-	uint32_t tensor;   /* TFS_NODE_TENSOR: index into tree->tensors */
+	uint32_t tensor;   /* TENSOR, PREVIEW: index into tree->tensors */
 	const char *mem;   /* TFS_NODE_MEMFILE: contents */
-	uint64_t mem_len;
+	uint64_t mem_len;  /* MEMFILE, PREVIEW: size */
 	struct tfs_xattr *xattrs; /* sorted by name */
 	uint32_t nxattrs;
 	size_t xattr_names_len; /* listxattr length: sum of strlen(name) + 1 */

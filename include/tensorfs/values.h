@@ -59,7 +59,8 @@ uint64_t tfs_values_count(const struct tfs_tree *tree, uint32_t tensor);
 
 /*
  * The TFS_VALUES_* layout flags of tensor record @tensor: BIG_ENDIAN when
- * its node (or its group) has user.tensorfs.byte_order=big.
+ * its node (or its group) has user.tensorfs.byte_order=big (or, converted
+ * by -o as=float32, stored_byte_order=big).
  */
 unsigned tfs_values_tensor_flags(const struct tfs_tree *tree, uint32_t tensor);
 

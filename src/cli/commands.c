@@ -83,7 +83,10 @@ void tfs_cli_cmd_usage(FILE *f, const char *cmd, const struct tfs_cli_cmd *a)
 		   "header, then the bytes)\n"
 		   "  --as float32\n"
 		   "           numeric tensors of another dtype as float32 "
-		   "values\n");
+		   "values\n"
+		   "  --previews\n"
+		   "           PATH.png pictures beside numeric tensors (for "
+		   "cat)\n");
 	if (a->opts_help)
 		fputs(a->opts_help, f);
 	fprintf(f, "See 'tensorfs --help' and tensorfs(1) for the rest.\n");
@@ -127,6 +130,8 @@ int tfs_cli_open_cmd(int argc, char **argv, const struct tfs_cli_cmd *a,
 			o.flat = true;
 		} else if (strcmp(argv[i], "--npy") == 0) {
 			o.npy = true;
+		} else if (strcmp(argv[i], "--previews") == 0) {
+			o.previews = true;
 		} else if (tfs_cli_as_option(argc, argv, &i, &o)) {
 			if (i < 0)
 				return TFS_EXIT_USAGE;
@@ -235,13 +240,22 @@ struct ls_row {
 	uint64_t bytes;
 };
 
-static void ls_row(const struct tfs_tensor *x, struct ls_row *r)
+static void ls_row(const struct tfs_tree *t, const struct tfs_tensor *x,
+		   struct ls_row *r)
 {
+	const struct tfs_xattr *g = NULL;
 	size_t o;
 
 	/* the stored name, escaped where unprintable; a component of a
 	 * group is its group's name and its role */
-	tfs_name_printable(r->name, TFS_PRINTABLE_MAX, x->name, x->name_len);
+	if (x->group != TFS_NO_NODE)
+		g = tfs_tree_xattr(t, x->group, TFS_XATTR_PREFIX "name");
+	if (g)
+		tfs_name_printable(r->name, TFS_PRINTABLE_MAX, g->value,
+				   g->len);
+	else
+		tfs_name_printable(r->name, TFS_PRINTABLE_MAX, x->name,
+				   x->name_len);
 	o = strlen(r->name);
 	if (x->role)
 		snprintf(r->name + o, sizeof(r->name) - o, " [%s]", x->role);
@@ -293,7 +307,7 @@ int tfs_cmd_ls(int argc, char **argv)
 	/* UTF-8 names are measured in terminal columns */
 	setlocale(LC_CTYPE, "C.UTF-8");
 	for (k = 0; k < nt; k++) {
-		ls_row(v[k], &rows[k]);
+		ls_row(img->tree, v[k], &rows[k]);
 		len = display_width(rows[k].name);
 		wn = len > wn ? len : wn;
 		len = (int)strlen(rows[k].dtype);

@@ -4,7 +4,7 @@
  *
  * The command line is ours: options may come before or after the
  * positional arguments (mount.fuse3 puts "-o ..." last).  Our own -o
- * options (flat, npy, as=, cache_size=, verify=, readahead=,
+ * options (flat, npy, as=, previews, cache_size=, verify=, readahead=,
  * keep_source_cache, logfile=)
  * are taken out; the others go to libfuse.  The mountpoint is checked (a
  * directory, not already a mount point), every input is opened and validated,
@@ -79,6 +79,8 @@ static int take_options(struct mount_cmd *m, const char *list)
 			m->build.flat = true;
 		else if (len == 3 && strncmp(p, "npy", 3) == 0)
 			m->build.npy = true;
+		else if (len == 8 && strncmp(p, "previews", 8) == 0)
+			m->build.previews = true;
 		else if (len > 11 && strncmp(p, "cache_size=", 11) == 0)
 			m->cache_size = strndup(p + 11, len - 11);
 		else if (len > 7 && strncmp(p, "verify=", 7) == 0)

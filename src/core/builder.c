@@ -32,6 +32,7 @@
 #include "tensorfs/source.h"
 #include "tensorfs/names.h"
 #include "as_view.h"
+#include "preview.h"
 #include "npy_view.h"
 #include "strmap.h"
 
@@ -58,9 +59,8 @@ struct entry {
 	enum tfs_dtype dtype_id;
 	uint32_t record_size;
 	uint64_t desc_offset;
-	uint32_t source; /* index into b->sources */
-	bool big,
-		fortran; /* byte_order=big / order=F, own or group's */
+	uint32_t source;     /* index into b->sources */
+	bool big, fortran;   /* byte_order=big / order=F, own or group's */
 	enum tfs_dtype view; /* -o as: the dtype shown, or INVALID */
 	uint64_t view_size;  /* -o as: the converted bytes */
 	uint32_t ndim;
@@ -1389,9 +1389,10 @@ static json_t *json_file_entry(const struct entry *e, const char *path)
 		json_name(o, e->name, e->name_len);
 	json_object_set_new(o, "path", json_string(path));
 	if (e->dtype)
-		json_object_set_new(o, "dtype",
-				    json_string(e->view ? tfs_dtype_name(e->view)
-							: e->dtype));
+		json_object_set_new(
+			o, "dtype",
+			json_string(e->view ? tfs_dtype_name(e->view)
+					    : e->dtype));
 	if (e->view)
 		json_object_set_new(o, "stored_dtype", json_string(e->dtype));
 	json_object_set_new(o, "shape", json_shape(e->shape, e->ndim));
@@ -1792,6 +1793,88 @@ out:
 	return ret;
 }
 
+/* byte_order=big (or stored_byte_order=big: -o as) on a finished node */
+static bool node_big(const struct tfs_node *nd)
+{
+	uint32_t i;
+
+	for (i = 0; i < nd->nxattrs; i++)
+		if ((!strcmp(nd->xattrs[i].name,
+			     TFS_XATTR_PREFIX "byte_order") ||
+		     !strcmp(nd->xattrs[i].name,
+			     TFS_XATTR_PREFIX "stored_byte_order")) &&
+		    nd->xattrs[i].len == 3 &&
+		    !memcmp(nd->xattrs[i].value, "big", 3))
+			return true;
+	return false;
+}
+
+/*
+ * -o previews: "<file>.png" beside each tensor file that gets a picture,
+ * unless that name is taken (a preview never displaces a file or a
+ * directory) or too long.  After the tensor records: the nodes so far are
+ * every name there is.
+ */
+static int add_previews(struct node_list *nl, const struct tfs_tree *t)
+{
+	struct tfs_strmap taken;
+	char **keys = NULL, *name = NULL;
+	uint32_t i, n = nl->n, node, w, h;
+	uint64_t size;
+	int ret = -ENOMEM;
+
+	tfs_strmap_init(&taken);
+	keys = calloc(n ? n : 1, sizeof(*keys));
+	if (!keys)
+		goto out;
+	for (i = 0; i < n; i++) {
+		if (asprintf(&keys[i], "%u/%s", nl->v[i].parent,
+			     nl->v[i].name) < 0) {
+			keys[i] = NULL;
+			goto out;
+		}
+		if (tfs_strmap_put(&taken, keys[i], i))
+			goto out;
+	}
+	for (i = 0; i < t->ntensors; i++) {
+		const struct tfs_tensor *x = &t->tensors[i];
+		const struct tfs_node *tn = &nl->v[x->node];
+		uint32_t parent = tn->parent;
+		bool big = node_big(tn) || (x->group != TFS_NO_NODE &&
+					    node_big(&nl->v[x->group]));
+
+		if (!tfs_preview_geometry(x->dtype_id, big, x->shape, x->ndim,
+					  &w, &h) ||
+		    strlen(tn->name) + 4 > TFS_NAME_MAX)
+			continue;
+		free(name);
+		if (asprintf(&name, "%u/%s.png", parent, tn->name) < 0) {
+			name = NULL;
+			goto out;
+		}
+		if (tfs_strmap_get(&taken, name, &node))
+			continue;
+		ret = tfs_preview_size(w, h, &size);
+		if (!ret)
+			ret = new_node(nl, strchr(name, '/') + 1,
+				       strlen(strchr(name, '/') + 1), parent,
+				       TFS_NODE_PREVIEW, &node);
+		if (ret)
+			goto out;
+		nl->v[node].tensor = i;
+		nl->v[node].mem_len = size;
+		ret = -ENOMEM;
+	}
+	ret = 0;
+out:
+	free(name);
+	for (i = 0; keys && i < n; i++)
+		free(keys[i]);
+	free(keys);
+	tfs_strmap_free(&taken);
+	return ret;
+}
+
 static int link_children(struct tfs_tree *t)
 {
 	uint32_t i, n = t->nnodes;
@@ -2024,6 +2107,8 @@ int tfs_builder_finish(struct tfs_builder *b, const char *format,
 	ret = t->tensors ? place_leaves(b) : -ENOMEM;
 	if (!ret)
 		ret = build_nodes(b, &nl, t, format);
+	if (!ret && b->opts.previews)
+		ret = add_previews(&nl, t);
 	t->nodes = nl.v;
 	t->nnodes = nl.n;
 	if (!ret)

@@ -17,6 +17,7 @@
 #include "tensorfs/format.h"
 #include "tensorfs/image.h"
 #include "as_view.h"
+#include "preview.h"
 #include "image_i.h"
 
 /* ---- open / close -------------------------------------------------------- */
@@ -208,7 +209,7 @@ void tfs_image_drop_source_cache(struct tfs_image *img, uint32_t node,
 	x = &t->tensors[t->nodes[node].tensor];
 	if (x->encoding != TFS_ENCODING_RAW || x->view || off + len < off ||
 	    off + len <= x->prefix_len)
-		return; /* decoded bytes, or only the header */
+		return;			 /* decoded bytes, or only the header */
 	end = off + len - x->prefix_len; /* in the tensor's bytes */
 	if (end > x->stored_length)
 		return;
@@ -218,8 +219,8 @@ void tfs_image_drop_source_cache(struct tfs_image *img, uint32_t node,
 	} else {
 		/* a window boundary crossed: the window behind it */
 		to = end / TFS_DROP_WINDOW * TFS_DROP_WINDOW;
-		if (to == 0 || (off > x->prefix_len &&
-				off - x->prefix_len >= to))
+		if (to == 0 ||
+		    (off > x->prefix_len && off - x->prefix_len >= to))
 			return;
 		from = to - TFS_DROP_WINDOW;
 	}
@@ -251,6 +252,8 @@ int tfs_image_read(struct tfs_image *img, uint32_t node, uint64_t off,
 		v->len = len;
 		return 0;
 	}
+	if (n->kind == TFS_NODE_PREVIEW)
+		return tfs_preview_read(img, node, off, len, v);
 	x = &t->tensors[n->tensor];
 	if (off < x->prefix_len)
 		return read_prefixed(img, n->tensor, off, len, v);

@@ -97,7 +97,7 @@ uint64_t tfs_node_size(const struct tfs_tree *t, uint32_t node)
 		       (t->tensors[n->tensor].view
 				? t->tensors[n->tensor].view_size
 				: t->tensors[n->tensor].size);
-	if (n->kind == TFS_NODE_MEMFILE)
+	if (n->kind == TFS_NODE_MEMFILE || n->kind == TFS_NODE_PREVIEW)
 		return n->mem_len;
 	return 0;
 }

@@ -489,9 +489,12 @@ unsigned tfs_values_tensor_flags(const struct tfs_tree *tree, uint32_t tensor)
 {
 	const struct tfs_tensor *x = &tree->tensors[tensor];
 	const char *bo = TFS_XATTR_PREFIX "byte_order";
+	/* what -o as=float32 calls it on a converted tensor */
+	const char *sbo = TFS_XATTR_PREFIX "stored_byte_order";
 
 	return xattr_is(tree, x->node, bo, "big") ||
-			       xattr_is(tree, x->group, bo, "big")
+			       xattr_is(tree, x->group, bo, "big") ||
+			       xattr_is(tree, x->node, sbo, "big")
 		       ? TFS_VALUES_BIG_ENDIAN
 		       : 0;
 }
@@ -508,7 +511,7 @@ int tfs_values_read(struct tfs_image *img, uint32_t tensor, unsigned flags,
 	uint64_t off, skip;
 	size_t chunk_blocks, take;
 	struct tfs_view v;
-	double *tmp = NULL;
+	double small[256], *tmp = small;
 	int ret;
 
 	flags = (flags & ~TFS_VALUES_BIG_ENDIAN) |
@@ -518,14 +521,19 @@ int tfs_values_read(struct tfs_image *img, uint32_t tensor, unsigned flags,
 		return ret;
 	if (first > total || count > total - first)
 		return -ERANGE;
-	chunk_blocks = CHUNK_ELEMS / di->block_elems;
-	if (!chunk_blocks)
-		chunk_blocks = 1;
-	tmp = malloc(chunk_blocks * di->block_elems * sizeof(*tmp));
-	if (!tmp)
-		return -ENOMEM;
 	blk = first / di->block_elems;
 	skip = first % di->block_elems;
+	chunk_blocks = CHUNK_ELEMS / di->block_elems;
+	nblk = (skip + count + di->block_elems - 1) / di->block_elems;
+	if (nblk < chunk_blocks)
+		chunk_blocks = (size_t)nblk;
+	if (!chunk_blocks)
+		chunk_blocks = 1;
+	/* a few elements (a preview's samples): no allocation */
+	if (chunk_blocks * di->block_elems > sizeof(small) / sizeof(*small))
+		tmp = malloc(chunk_blocks * di->block_elems * sizeof(*tmp));
+	if (!tmp)
+		return -ENOMEM;
 	while (count) {
 		nblk = (skip + count + di->block_elems - 1) / di->block_elems;
 		if (nblk > chunk_blocks)
@@ -550,6 +558,7 @@ int tfs_values_read(struct tfs_image *img, uint32_t tensor, unsigned flags,
 		blk += nblk;
 		skip = 0;
 	}
-	free(tmp);
+	if (tmp != small)
+		free(tmp);
 	return ret;
 }

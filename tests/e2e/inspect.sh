@@ -91,6 +91,39 @@ if [ -n "${M:-}" ]; then
 fi
 "$TENSORFS" -o as=float16 "$A" "$WORK" >/dev/null 2>&1
 eq "as=float16 is refused (usage)" "$?" 1
+# -o previews: valid PNGs of the documented size and pixels
+$PY make_pictures "$WORK" || fail "make pic.safetensors"
+M=$(mount_container "$WORK/pic.safetensors" -o previews) || fail "mount -o previews"
+if [ -n "${M:-}" ]; then
+	check "previews: PNGs, sizes and pixels as documented" \
+		$PY previews "$WORK/pic.safetensors" "$M"
+	check "previews: cat --previews gives the same picture" \
+		cmp <("$TENSORFS" cat --previews "$WORK/pic.safetensors" wave.png) "$M/wave.png"
+	unmount "$M"
+fi
+P=$TFS_FIXTURES/primitiv/model.model
+M=$(mount_container "$P" -o previews) || fail "mount primitiv -o previews"
+if [ -n "${M:-}" ]; then
+	check "previews: a column-major tensor is shown in logical order" \
+		$PY preview_fortran "$M" w/value
+	unmount "$M"
+fi
+M=$(mount_container "$WORK/a.safetensors" -o previews,as=float32,npy) ||
+	fail "mount -o previews,as=float32,npy"
+if [ -n "${M:-}" ]; then
+	check "previews with as=float32,npy: PATH.npy.png" \
+		test -s "$M/layer/w.npy.png"
+	check "previews: file(1) says PNG" \
+		grep -q 'PNG image data, 64 x 79' <<<"$(file "$M/layer/w.npy.png")"
+	unmount "$M"
+fi
+M=$(mount_container "$WORK/collide.safetensors" -o previews,flat) || fail "mount collide"
+if [ -n "${M:-}" ]; then
+	eq "previews: a tensor named x.png keeps its name" "$(stat -c %s "$M/x.png")" 8
+	check "previews: and has its own picture" test -s "$M/x.png.png"
+	unmount "$M"
+fi
+
 # -o logfile=: a detached daemon's integrity failures land there, timed
 M=$(mount_container "$TFS_TESTDATA/ztensor/read_eio/digest_mismatch.zt" \
 	-o "logfile=$WORK/daemon.log") || fail "mount -o logfile="

@@ -8,6 +8,9 @@
   valuecheck.py diff A B JSON     check `tensorfs diff --json A B` (JSON)
   valuecheck.py asf32 FILE MNT    every tensor file of the -o as=float32
                                   mount MNT holds FILE's values as float32
+  valuecheck.py make_pictures DIR write DIR/pic.safetensors, collide...
+  valuecheck.py previews FILE MNT the -o previews pictures of FILE in MNT
+  valuecheck.py preview_fortran MNT PATH  the picture of a column-major one
 Exits 1 with a message on the first mismatch.
 """
 import json
@@ -120,6 +123,121 @@ def ls_aligned(path):
         sys.exit("ls columns not aligned: %r" % cols)
 
 
+def make_pictures(d):
+    """pic.safetensors: a 2-D wave with a NaN patch, a 3-D tensor, a
+    column vector; collide.safetensors: tensors "x" and "x.png" """
+    y, x = np.mgrid[0:768, 0:1024]
+    wave = (np.sin(x / 60.0) * np.cos(y / 45.0) + x / 1024.0).astype("<f2")
+    wave[100:120, 200:260] = np.nan
+    cube = np.random.default_rng(1).standard_normal((4, 300, 3))
+    col = np.arange(40, dtype="<i2").reshape(40, 1)
+    write_st(os.path.join(d, "pic.safetensors"), {
+        "wave": ("F16", wave.shape, wave.tobytes()),
+        "cube": ("F32", cube.shape, cube.astype("<f4").tobytes()),
+        "col": ("I16", col.shape, col.tobytes()),
+        "scalar": ("F32", (), b"\0\0\x80\x3f"),
+    })
+    write_st(os.path.join(d, "collide.safetensors"), {
+        "x": ("F32", (2,), b"\0" * 8), "x.png": ("F32", (2,), b"\0" * 8)})
+
+
+def read_png(path):
+    """(width, height, rows of palette indices), checking the signature,
+    every chunk's CRC, IHDR (8-bit palette, not interlaced) and that the
+    file ends with IEND"""
+    import zlib
+
+    b = open(path, "rb").read()
+    if b[:8] != b"\x89PNG\r\n\x1a\n":
+        sys.exit("%s: not a PNG" % path)
+    at, idat, ihdr, end = 8, b"", None, False
+    while at < len(b):
+        n, = struct.unpack(">I", b[at:at + 4])
+        kind, data = b[at + 4:at + 8], b[at + 8:at + 8 + n]
+        crc, = struct.unpack(">I", b[at + 8 + n:at + 12 + n])
+        if zlib.crc32(kind + data) != crc:
+            sys.exit("%s: bad CRC in %r" % (path, kind))
+        if kind == b"IHDR":
+            ihdr = struct.unpack(">IIBBBBB", data)
+        elif kind == b"IDAT":
+            idat += data
+        elif kind == b"IEND":
+            end = at + 12 + n == len(b)
+        at += 12 + n
+    w, h, depth, ctype, _, _, interlace = ihdr
+    if not end or depth != 8 or ctype != 3 or interlace:
+        sys.exit("%s: IHDR %r, IEND at the end %r" % (path, ihdr, end))
+    raw = zlib.decompress(idat)
+    if len(raw) != h * (w + 1):
+        sys.exit("%s: %d bytes of pixels" % (path, len(raw)))
+    rows = []
+    for i in range(h):
+        if raw[i * (w + 1)] != 0:
+            sys.exit("%s: row %d filtered" % (path, i))
+        rows.append(raw[i * (w + 1) + 1:(i + 1) * (w + 1)])
+    return w, h, rows
+
+
+def check_picture(p, a):
+    """PNG @p is the picture of @a (rows x cols, logical order) as
+    documented: row i of H from tensor row i*rows//H, column j of W from
+    column j*cols//W, in 252 colours from the sampled finite minimum to the
+    maximum, NaN 252; then a black row and the histogram"""
+    import math as m
+
+    rows, cols = a.shape
+    W, H = min(max(cols, 64), 512), min(max(rows, 16), 512)
+    w, h, px = read_png(p)
+    if (w, h) != (W, H + 1 + 48):
+        sys.exit("%s: %dx%d, want %dx%d" % (p, w, h, W, H + 49))
+    s = np.array([[a[i * rows // H, j * cols // W] for j in range(W)]
+                  for i in range(H)])
+    fin = s[np.isfinite(s)]
+    lo, hi = float(fin.min()), float(fin.max())
+    for i in range(H):
+        for j in range(W):
+            x = s[i, j]
+            if m.isnan(x):
+                want = 252
+            elif hi > lo:
+                f = min(max((x - lo) / (hi - lo), 0.0), 1.0)
+                want = int(m.floor(f * 251 + 0.5))
+            else:
+                want = 126
+            if px[i][j] != want:
+                sys.exit("%s: pixel (%d,%d) %d, want %d" %
+                         (p, i, j, px[i][j], want))
+    if set(px[H]) != {254}:
+        sys.exit("%s: no separator row" % p)
+    if os.path.getsize(p) != len(open(p, "rb").read()):
+        sys.exit("%s: st_size is not the size" % p)
+
+
+def previews(path, mnt):
+    """every tensor of FILE with 1+ dimensions has PATH.png in MNT, the
+    picture of its values (check_picture); scalars have none"""
+    for name, (dt, shape, v) in read_st(path).items():
+        p = os.path.join(mnt, name.replace(".", "/")) + ".png"
+        if not shape:
+            if os.path.exists(p):
+                sys.exit("%s: a scalar has no picture" % p)
+            continue
+        rows = int(np.prod(shape[:-1])) if len(shape) > 1 else 1
+        check_picture(p, v.reshape(rows, shape[-1]))
+
+
+def preview_fortran(mnt, path):
+    """MNT/PATH is a column-major float32 tensor (order=F): its picture
+    shows it in logical order"""
+    f = os.path.join(mnt, path)
+    if os.getxattr(f, "user.tensorfs.order") != b"F":
+        sys.exit("%s: not column-major" % f)
+    shape = json.loads(os.getxattr(f, "user.tensorfs.shape"))
+    a = np.fromfile(f, "<f4").astype("f8").reshape(shape, order="F")
+    rows = int(np.prod(shape[:-1]))
+    check_picture(f + ".png", a.reshape(rows, shape[-1]))
+
+
 def close(got, want, what):
     if want is None or got is None:
         if got is not want:
@@ -229,6 +347,12 @@ if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "make":
         make(sys.argv[2])
+    elif cmd == "make_pictures":
+        make_pictures(sys.argv[2])
+    elif cmd == "previews":
+        previews(sys.argv[2], sys.argv[3])
+    elif cmd == "preview_fortran":
+        preview_fortran(sys.argv[2], sys.argv[3])
     elif cmd == "make_utf8":
         make_utf8(sys.argv[2])
     elif cmd == "ls_aligned":

@@ -210,6 +210,26 @@ START_TEST(refusals)
 END_TEST
 
 /*
+ * A safetensors file in memory: the 8-byte length, header @hdr, then
+ * @data_len zero bytes of data (at *data); *len is the whole length.
+ */
+static uint8_t *st_file(const char *hdr, size_t data_len, size_t *len,
+			uint8_t **data)
+{
+	size_t hl = strlen(hdr), i;
+	uint8_t *buf;
+
+	*len = 8 + hl + data_len;
+	buf = calloc(1, *len);
+	ck_assert_ptr_nonnull(buf);
+	for (i = 0; i < 8; i++)
+		buf[i] = (uint8_t)(hl >> (8 * i));
+	memcpy(buf + 8, hdr, hl);
+	*data = buf + 8 + hl;
+	return buf;
+}
+
+/*
  * Streaming through an image: a safetensors file with a float16 tensor of
  * 200,000 elements (element i is the binary16 pattern i % 0x7c00, all
  * finite) and a float4 one; any range, across the 64 Ki-element chunks and
@@ -221,8 +241,8 @@ START_TEST(read_through_image)
 			      "\"data_offsets\":[0,400000]},"
 			      "\"q\":{\"dtype\":\"F4\",\"shape\":[10],"
 			      "\"data_offsets\":[400000,400005]}}";
-	size_t hl = strlen(hdr_fmt), len = 8 + hl + 400005, i;
-	uint8_t *buf = calloc(1, len), *data = buf + 8 + hl;
+	size_t len, i;
+	uint8_t *data, *buf = st_file(hdr_fmt, 400005, &len, &data);
 	static double got[200000], want[200000];
 	struct tfs_image *img;
 	struct tfs_diag d;
@@ -237,10 +257,6 @@ START_TEST(read_through_image)
 		 {199999, 1},
 		 {200000, 0}};
 
-	ck_assert_ptr_nonnull(buf);
-	for (i = 0; i < 8; i++)
-		buf[i] = (uint8_t)(hl >> (8 * i));
-	memcpy(buf + 8, hdr_fmt, hl);
 	for (i = 0; i < 200000; i++) {
 		data[2 * i] = (uint8_t)(i % 0x7c00);
 		data[2 * i + 1] = (uint8_t)((i % 0x7c00) >> 8);
@@ -288,8 +304,8 @@ START_TEST(as_float32_view)
 			  "\"f\":{\"dtype\":\"F32\",\"shape\":[2],"
 			  "\"data_offsets\":[10000,10008]}}";
 	struct tfs_build_options o = {.as = TFS_DTYPE_FLOAT32};
-	size_t hl = strlen(hdr), len = 8 + hl + 10008, i;
-	uint8_t *buf = calloc(1, len), *data = buf + 8 + hl;
+	size_t len, i;
+	uint8_t *data, *buf = st_file(hdr, 10008, &len, &data);
 	static const struct {
 		uint64_t off;
 		size_t len;
@@ -303,10 +319,6 @@ START_TEST(as_float32_view)
 	uint32_t h, f;
 	size_t k;
 
-	ck_assert_ptr_nonnull(buf);
-	for (i = 0; i < 8; i++)
-		buf[i] = (uint8_t)(hl >> (8 * i));
-	memcpy(buf + 8, hdr, hl);
 	for (i = 0; i < 10000; i++)
 		data[i] = (uint8_t)(i * 7 + (i >> 3));
 	ck_assert_int_eq(
@@ -340,6 +352,62 @@ START_TEST(as_float32_view)
 }
 END_TEST
 
+static uint32_t be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	       (uint32_t)p[2] << 8 | p[3];
+}
+
+/*
+ * -o previews (builder option .previews): "h.png" beside a [50, 5000]
+ * float16 tensor is a PNG of the announced size, 512 x (50 + 1 + 48),
+ * 8-bit palette; the same bytes on a second read (kept in the cache) and
+ * at an offset; none beside a scalar.
+ */
+START_TEST(previews)
+{
+	const char *hdr = "{\"h\":{\"dtype\":\"F16\",\"shape\":[50,5000],"
+			  "\"data_offsets\":[0,500000]},"
+			  "\"s\":{\"dtype\":\"F32\",\"shape\":[],"
+			  "\"data_offsets\":[500000,500004]}}";
+	struct tfs_build_options o = {.previews = true};
+	size_t len, plen, plen2, i;
+	uint8_t *data, *buf = st_file(hdr, 500004, &len, &data), *png, *png2;
+	struct tfs_source src;
+	struct tfs_image *img;
+	struct tfs_view v;
+	struct tfs_diag d;
+	uint32_t n;
+
+	for (i = 0; i < 500000; i++)
+		data[i] = (uint8_t)(i * 13 + (i >> 9));
+	tfs_source_init_memory(&src, buf, len);
+	ck_assert_int_eq(tfs_image_load(&img, &src, &o, &d), 0);
+	n = tfs_tree_resolve(img->tree, "h.png");
+	ck_assert_uint_ne(n, TFS_NO_NODE);
+	ck_assert_uint_eq(tfs_tree_resolve(img->tree, "s.png"), TFS_NO_NODE);
+	png = tu_read_node(img, n, &plen);
+	ck_assert_uint_eq(plen, tfs_node_size(img->tree, n));
+	ck_assert_mem_eq(png, "\x89PNG\r\n\x1a\n", 8);
+	ck_assert_mem_eq(png + 12, "IHDR", 4);
+	ck_assert_uint_eq(be32(png + 16), 512);
+	ck_assert_uint_eq(be32(png + 20), 50 + 1 + 48);
+	ck_assert_uint_eq(png[24], 8); /* bit depth */
+	ck_assert_uint_eq(png[25], 3); /* palette */
+	png2 = tu_read_node(img, n, &plen2);
+	ck_assert_uint_eq(plen2, plen);
+	ck_assert_mem_eq(png2, png, plen);
+	ck_assert_int_eq(tfs_image_read(img, n, 1000, 77, &v), 0);
+	ck_assert_uint_eq(v.len, 77);
+	ck_assert_mem_eq(v.data, png + 1000, 77);
+	tfs_view_release(img, &v);
+	free(png);
+	free(png2);
+	tfs_image_close(img);
+	free(buf);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("values");
@@ -353,6 +421,7 @@ int main(void)
 	tcase_add_test(tc, refusals);
 	tcase_add_test(tc, read_through_image);
 	tcase_add_test(tc, as_float32_view);
+	tcase_add_test(tc, previews);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
 }
