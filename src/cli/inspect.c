@@ -25,17 +25,22 @@
 
 struct stats {
 	uint64_t count, finite, nan, pinf, ninf, zeros;
-	double min, max, mean, m2; /* Welford, over the finite values */
+	double min, max, mean, m2; /* over the finite values */
 };
 
+/*
+ * Add a chunk: its own mean and sum of squared deviations by two passes
+ * over it, merged into the running ones by Chan et al.'s update (the
+ * pairwise form of Welford's method): stable, and no division per element.
+ */
 static void stats_add(struct stats *s, const double *v, size_t n)
 {
-	double x, delta;
+	double x, sum = 0, m2 = 0, mean, delta;
+	uint64_t k = 0, total;
 	size_t i;
 
 	for (i = 0; i < n; i++) {
 		x = v[i];
-		s->count++;
 		if (isnan(x)) {
 			s->nan++;
 			continue;
@@ -49,15 +54,31 @@ static void stats_add(struct stats *s, const double *v, size_t n)
 		}
 		if (x == 0)
 			s->zeros++;
-		if (!s->finite || x < s->min)
+		if ((!s->finite && !k) || x < s->min)
 			s->min = x;
-		if (!s->finite || x > s->max)
+		if ((!s->finite && !k) || x > s->max)
 			s->max = x;
-		s->finite++;
-		delta = x - s->mean;
-		s->mean += delta / (double)s->finite;
-		s->m2 += delta * (x - s->mean);
+		sum += x;
+		k++;
 	}
+	s->count += n;
+	if (!k)
+		return;
+	mean = sum / (double)k;
+	if (!isfinite(mean)) { /* the sum overflowed: a running mean */
+		for (mean = 0, k = 0, i = 0; i < n; i++)
+			if (isfinite(v[i]))
+				mean += (v[i] - mean) / (double)++k;
+	}
+	for (i = 0; i < n; i++)
+		if (isfinite(v[i]))
+			m2 += (v[i] - mean) * (v[i] - mean);
+	total = s->finite + k;
+	delta = mean - s->mean;
+	s->mean += delta * (double)k / (double)total;
+	s->m2 += m2 +
+		 delta * delta * (double)s->finite * (double)k / (double)total;
+	s->finite = total;
 }
 
 /* the statistics of tensor record @idx; 0, -ENOTSUP, -EIO, -ENOMEM */
