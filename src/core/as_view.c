@@ -28,12 +28,15 @@ bool tfs_as_view_applies(enum tfs_dtype as, enum tfs_dtype dtype, bool big)
 	       0;
 }
 
+/* elements converted per step: bounded memory whatever the read's size */
+#define STEP 65536u
+
 int tfs_as_view_read(struct tfs_image *img, uint32_t tensor, uint64_t off,
 		     size_t len, struct tfs_view *v)
 {
-	uint64_t first = off / 4, end = (off + len + 3) / 4;
-	size_t n = (size_t)(end - first), i;
-	uint8_t *out = NULL, *tmp;
+	uint64_t first = off / 4, end = (off + len + 3) / 4, at;
+	size_t head = (size_t)(off - first * 4), k, i, o;
+	uint8_t *out = NULL, bytes[4];
 	double *d = NULL;
 	float f;
 	int ret = -ENOMEM;
@@ -41,30 +44,40 @@ int tfs_as_view_read(struct tfs_image *img, uint32_t tensor, uint64_t off,
 	memset(v, 0, sizeof(*v));
 	if (!len)
 		return 0;
-	d = malloc(n * sizeof(*d));
-	tmp = malloc(n * 4);
+	d = malloc((end - first < STEP ? end - first : STEP) * sizeof(*d));
 	out = malloc(len);
-	if (!d || !tmp || !out)
+	if (!d || !out)
 		goto out;
-	ret = tfs_values_read(img, tensor, 0, first, n, d);
-	if (ret) {
-		if (ret == -ERANGE || ret == -ENOTSUP)
-			ret = -EIO;
-		goto out;
+	/* element first + e is out[4e - head .. 4e - head + 4), clipped */
+	for (at = 0; at < end - first; at += k) {
+		k = end - first - at < STEP ? (size_t)(end - first - at) : STEP;
+		ret = tfs_values_read(img, tensor, 0, first + at, k, d);
+		if (ret) {
+			if (ret == -ERANGE || ret == -ENOTSUP)
+				ret = -EIO;
+			goto out;
+		}
+		for (i = 0; i < k; i++) {
+			f = (float)d[i]; /* the host's order: little */
+			o = (size_t)(at + i) * 4;
+			if (o >= head && o - head + 4 <= len) {
+				memcpy(out + o - head, &f, 4);
+				continue;
+			}
+			memcpy(bytes, &f, 4); /* the first or last, cut */
+			for (size_t b = 0; b < 4; b++)
+				if (o + b >= head && o + b - head < len)
+					out[o + b - head] = bytes[b];
+		}
 	}
-	for (i = 0; i < n; i++) {
-		f = (float)d[i];
-		memcpy(tmp + 4 * i, &f, 4); /* the host's order: little */
-	}
-	memcpy(out, tmp + (off - first * 4), len);
 	v->data = out;
 	v->len = len;
 	v->pin = out;
 	v->pin_kind = PIN_BOUNCE;
 	out = NULL;
+	ret = 0;
 out:
 	free(out);
-	free(tmp);
 	free(d);
 	return ret;
 }
