@@ -195,23 +195,22 @@ static bool stats_option(void *ctx, const char *opt)
 	return false;
 }
 
-/* whether tensor @x is one of @names (mount paths, directories in the
- * mount, or stored names); every tensor when there are none */
-static bool selected(const struct tfs_image *img, const struct tfs_tensor *x,
-		     char **names, int n, bool *used)
+/*
+ * whether tensor @x is, or is under, one of the @n nodes @sel (the NAME
+ * arguments resolved: mount paths, directories or stored names); every
+ * tensor when there are none
+ */
+static bool selected(const struct tfs_tree *t, const struct tfs_tensor *x,
+		     const uint32_t *sel, int n, bool *used)
 {
-	const struct tfs_tree *t = img->tree;
-	uint32_t node, up;
+	uint32_t up;
 	int i;
 
 	if (!n)
 		return true;
 	for (i = 0; i < n; i++) {
-		node = tfs_cli_find_node(t, names[i]);
-		if (node == TFS_NO_NODE)
-			continue;
 		for (up = x->node;; up = t->nodes[up].parent) {
-			if (up == node) {
+			if (up == sel[i]) {
 				used[i] = true;
 				return true;
 			}
@@ -245,6 +244,7 @@ int tfs_cmd_stats(int argc, char **argv)
 	json_t *arr = NULL;
 	struct stats s;
 	bool *used = NULL;
+	uint32_t *sel = NULL;
 	double *buf = NULL;
 	uint64_t total = 0;
 	uint32_t k, idx;
@@ -258,13 +258,16 @@ int tfs_cmd_stats(int argc, char **argv)
 	v = tfs_cli_sorted_tensors(img);
 	buf = malloc(CHUNK * sizeof(*buf));
 	used = calloc((size_t)nnames + 1, sizeof(*used));
+	sel = calloc((size_t)nnames + 1, sizeof(*sel));
 	arr = json_array();
-	if (!v || !buf || !used || !arr) {
+	if (!v || !buf || !used || !sel || !arr) {
 		status = TFS_EXIT_USAGE;
 		goto out;
 	}
+	for (k = 0; k < (uint32_t)nnames; k++)
+		sel[k] = tfs_cli_find_node(img->tree, argv[i + 1 + k]);
 	for (k = 0; k < img->tree->ntensors; k++) {
-		if (!selected(img, v[k], argv + i + 1, nnames, used))
+		if (!selected(img->tree, v[k], sel, nnames, used))
 			continue;
 		total += v[k]->size;
 		if ((int)strlen(v[k]->path) > w)
@@ -285,7 +288,7 @@ int tfs_cmd_stats(int argc, char **argv)
 		       "std", "nan", "+inf", "-inf", "zeros");
 	tfs_progress_start(&p, "stats", total);
 	for (k = 0; k < img->tree->ntensors; k++) {
-		if (!selected(img, v[k], argv + i + 1, nnames, used))
+		if (!selected(img->tree, v[k], sel, nnames, used))
 			continue;
 		idx = (uint32_t)(v[k] - img->tree->tensors);
 		p.done_before = p.now;
@@ -310,6 +313,7 @@ int tfs_cmd_stats(int argc, char **argv)
 	}
 out:
 	json_decref(arr);
+	free(sel);
 	free(used);
 	free(buf);
 	free(v);
