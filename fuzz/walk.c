@@ -27,6 +27,7 @@
 #include "tensorfs/checked.h"
 #include "fuzz.h"
 #include "tensorfs/names.h"
+#include "tensorfs/values.h"
 
 #define META_DIR ".tensorfs"
 
@@ -419,6 +420,28 @@ static int check_verify(struct tfs_image *img, uint32_t idx, int first_read)
 }
 
 /*
+ * The first and last element values of a tensor (values.h), as stats and
+ * -o as=float32 decode them: 0, or -EIO when its bytes fail a check.
+ */
+static void check_values(struct tfs_image *img, uint32_t tensor)
+{
+	const struct tfs_tensor *x = &img->tree->tensors[tensor];
+	uint64_t n = tfs_values_count(img->tree, tensor);
+	double v[2] = {0, 0};
+	int ret;
+
+	if (!n || tfs_values_supported(x->dtype_id, tfs_values_tensor_flags(
+							    img->tree, tensor)))
+		return;
+	ret = tfs_values_read(img, tensor, 0, 0, 1, &v[0]);
+	if (!ret)
+		ret = tfs_values_read(img, tensor, 0, n - 1, 1, &v[1]);
+	if (ret && ret != -EIO)
+		tfs_fuzz_fail("'%s': values read returned %d", x->path, ret);
+	sink ^= (uint8_t)(v[0] == v[1]);
+}
+
+/*
  * The first and last byte of every file, as the daemon reads them, then
  * verification of every tensor; directories refuse reads.
  */
@@ -473,8 +496,10 @@ static void check_reads(struct tfs_image *img)
 				      "bytes",
 				      n->name, ret, v.len);
 		tfs_view_release(img, &v);
-		if (x && (!encoded || size <= FUZZ_DECODE_MAX))
+		if (x && (!encoded || size <= FUZZ_DECODE_MAX)) {
 			check_verify(img, n->tensor, first);
+			check_values(img, n->tensor);
+		}
 	}
 }
 

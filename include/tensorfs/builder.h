@@ -42,7 +42,18 @@ struct tfs_source;
 struct tfs_build_options {
 	bool flat; /* -o flat: every tensor at the root, unsplit */
 	bool npy;  /* -o npy: every tensor file is a .npy file (npy_view.h) */
+	/*
+	 * -o as=float32: numeric tensors of another dtype are shown as this
+	 * dtype, converted on read (src/core/as_view.h); INVALID: as stored
+	 */
+	enum tfs_dtype as;
+	/* -o previews: "<file>.png" beside each numeric tensor of one or
+	 * more dimensions (src/core/preview.h) */
+	bool previews;
 };
+
+/* "float32" (the one converting view) into *out; -EINVAL otherwise */
+int tfs_parse_as(const char *s, enum tfs_dtype *out);
 
 struct tfs_tensor_spec {
 	const char *name; /* stored name (any bytes) */

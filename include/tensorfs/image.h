@@ -199,6 +199,15 @@ int tfs_image_read(struct tfs_image *img, uint32_t node, uint64_t off,
 void tfs_view_release(struct tfs_image *img, struct tfs_view *v);
 
 /*
+ * View up to @len bytes from @off of tensor record @tensor's own bytes
+ * (decoded, in its stored dtype), without the file's views (-o npy's
+ * header, -o as=float32): what values.h decodes.  Same returns as
+ * tfs_image_read().
+ */
+int tfs_image_read_tensor(struct tfs_image *img, uint32_t tensor, uint64_t off,
+			  size_t len, struct tfs_view *v);
+
+/*
  * Bytes [@off, @off + @len) of regular file @node have just been copied
  * into the mount's page cache.  When the file's bytes are the container's
  * own (raw, served from the mapping), drop the container's cached pages

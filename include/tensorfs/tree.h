@@ -8,11 +8,13 @@
  * contiguous in tree->children, sorted bytewise by name, so lookup is a
  * binary search and readdir an index.
  *
- * Three kinds of node:
+ * Four kinds of node:
  *   TFS_NODE_DIR     a directory (the root, a path prefix, a tensor group)
  *   TFS_NODE_TENSOR  a regular file whose bytes are a tensor's elements,
  *                    described by tree->tensors[node->tensor]
  *   TFS_NODE_MEMFILE a regular file held in memory (the .json files)
+ *   TFS_NODE_PREVIEW a PNG picture of tree->tensors[node->tensor] (-o
+ *                    previews), node->mem_len bytes, made on first read
  */
 #ifndef TENSORFS_TREE_H
 #define TENSORFS_TREE_H
@@ -35,6 +37,7 @@ enum tfs_node_kind {
 	TFS_NODE_DIR,
 	TFS_NODE_TENSOR,
 	TFS_NODE_MEMFILE,
+	TFS_NODE_PREVIEW,
 };
 
 enum tfs_encoding {
@@ -88,6 +91,13 @@ struct tfs_tensor {
 	 */
 	uint8_t *prefix;
 	uint32_t prefix_len;
+	/*
+	 * A converting view (-o as=float32, src/core/as_view.h): the file
+	 * shows the elements as dtype @view in @view_size bytes (after the
+	 * prefix) instead of its @size own bytes; INVALID: no view.
+	 */
+	enum tfs_dtype view;
+	uint64_t view_size;
 	enum tfs_encoding encoding;
 	struct tfs_codec_params codec; /* for the decoder (codec.h) */
 	char *digest; /* "crc32c:0x..." / "sha256:..." or NULL */
@@ -115,9 +125,9 @@ struct tfs_node {
 	uint32_t first_child; /* index into tree->children */
 	uint32_t nchildren;
 	uint32_t nsubdirs; /* for st_nlink */
-	uint32_t tensor;   /* TFS_NODE_TENSOR: index into tree->tensors */
+	uint32_t tensor;   /* TENSOR, PREVIEW: index into tree->tensors */
 	const char *mem;   /* TFS_NODE_MEMFILE: contents */
-	uint64_t mem_len;
+	uint64_t mem_len; /* MEMFILE, PREVIEW: size */
 	/* a MEMFILE made on first use (tfs_node_size), or NULL */
 	struct tfs_lazy_file *lazy;
 	/* sorted by name; one allocation holding the names and values */

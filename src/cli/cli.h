@@ -6,7 +6,10 @@
 #ifndef TFS_CLI_H
 #define TFS_CLI_H
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 #include "tensorfs/builder.h"
 #include "tensorfs/diag.h"
@@ -36,7 +39,72 @@ int tfs_cli_open_inputs(char *const *inputs, int n,
 			const struct tfs_build_options *opts,
 			struct tfs_image **img);
 
+/* what a subcommand takes (tfs_cli_open_cmd) */
+struct tfs_cli_cmd {
+	const char *tail;  /* usage after the inputs: "NAME|PATH", "[PATH]" */
+	bool one_input;	   /* exactly one INPUT (else INPUT...) */
+	int trailing;	   /* arguments after the inputs (cat: 1) */
+	int optional;	   /* of which optional (xattr: 1) */
+	bool any_trailing; /* any number of them (stats: NAME...) */
+	const char *what;  /* --help: one line saying what it does */
+	const char *opts_usage; /* its own options in the usage line */
+	const char *opts_help;	/* --help lines for them */
+	/* one of its own options: true when taken (@ctx as given) */
+	bool (*option)(void *ctx, const char *opt);
+};
+
+/* the usage (to stderr) or the whole --help (to stdout) of @cmd */
+void tfs_cli_cmd_usage(FILE *f, const char *cmd, const struct tfs_cli_cmd *a);
+
+/*
+ * The start of every subcommand: options, INPUT..., the trailing
+ * arguments; then open the inputs.  Returns 0 with *img, *first (index of
+ * the first input in argv) and *ninputs, or the exit status to return
+ * (-1: --help was printed, exit 0: see TFS_CLI_OPENED).
+ */
+int tfs_cli_open_cmd(int argc, char **argv, const struct tfs_cli_cmd *a,
+		     void *ctx, struct tfs_image **img, int *first,
+		     int *ninputs);
+#define TFS_CLI_OPENED(ret) ((ret) == -1 ? TFS_EXIT_OK : (ret))
+
+/*
+ * --as TYPE / --as=TYPE at argv[*i] into @o: true when it was one (*i
+ * moved past its value; -1 after a message when TYPE is not float32)
+ */
+bool tfs_cli_as_option(int argc, char **argv, int *i,
+		       struct tfs_build_options *o);
+
+/* "[2,3]" */
+void tfs_cli_shape_str(char *buf, size_t len, const struct tfs_tensor *t);
+/* the image's tensor records sorted by path (malloc'd), or NULL */
+const struct tfs_tensor **tfs_cli_sorted_tensors(const struct tfs_image *img);
+/* a node by mount path, else a tensor by its stored name; TFS_NO_NODE */
+uint32_t tfs_cli_find_node(const struct tfs_tree *t, const char *what);
+/* integrity failures met by reads (digest, zstd) go to stderr */
+void tfs_cli_log_stderr(void *arg, const char *line);
+
+/*
+ * A progress line on stderr, only when stderr is a terminal and the work
+ * is at least TFS_PROGRESS_MIN bytes; redrawn at most every 200 ms.
+ */
+#define TFS_PROGRESS_MIN (64ull << 20)
+struct tfs_progress {
+	const char *label;
+	bool on;
+	uint64_t total, done_before, now;
+	struct timespec last;
+};
+void tfs_progress_start(struct tfs_progress *p, const char *label,
+			uint64_t total);
+void tfs_progress_show(struct tfs_progress *p, bool force);
+/* a callback: @done bytes of the current item, after p->done_before */
+void tfs_progress_cb(void *arg, uint64_t done);
+/* erase the line (before printing on stdout to a shared terminal) */
+void tfs_progress_clear(struct tfs_progress *p);
+
 int tfs_cmd_ls(int argc, char **argv);
+int tfs_cmd_stats(int argc, char **argv);
+int tfs_cmd_diff(int argc, char **argv);
 int tfs_cmd_cat(int argc, char **argv);
 int tfs_cmd_info(int argc, char **argv);
 int tfs_cmd_xattr(int argc, char **argv);

@@ -5,16 +5,19 @@
  * they print is what the mount shows.
  */
 #include <errno.h>
+#include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <wchar.h>
 
 #include "cli/cli.h"
 #include "tensorfs/checked.h"
 #include "tensorfs/codec.h"
 #include "tensorfs/format.h"
+#include "tensorfs/names.h"
 #include "tensorfs/tree.h"
 
 int tfs_exit_for(int err)
@@ -62,38 +65,63 @@ int tfs_cli_open_inputs(char *const *inputs, int n,
 	return 0;
 }
 
-/* what a subcommand takes after its options */
-struct cmd_args {
-	const char *tail; /* usage after the inputs: "NAME|PATH", "[PATH]" */
-	bool one_input;	  /* exactly one INPUT (else INPUT...) */
-	int trailing;	  /* arguments after the inputs (cat: 1) */
-	int optional;	  /* of which optional (xattr: 1) */
-};
-
-static void cmd_usage(FILE *f, const char *cmd, const struct cmd_args *a)
+void tfs_cli_cmd_usage(FILE *f, const char *cmd, const struct tfs_cli_cmd *a)
 {
-	fprintf(f, "usage: %s %s [--flat] [--npy] %s%s%s\n", tfs_progname, cmd,
+	fprintf(f, "usage: %s %s [--flat] [--npy] [--as float32]%s%s %s%s%s\n",
+		tfs_progname, cmd, a->opts_usage ? " " : "",
+		a->opts_usage ? a->opts_usage : "",
 		a->one_input ? "INPUT" : "INPUT...", *a->tail ? " " : "",
 		a->tail);
-	if (f == stdout)
-		fprintf(f,
-			"  INPUT    a container file or a directory (a sharded "
-			"model is one tree)\n"
-			"  --flat   every tensor at the root under its full "
-			"stored name\n"
-			"  --npy    every tensor file as PATH.npy (numpy's "
-			"header, then the bytes)\n"
-			"See 'tensorfs --help' for the rest.\n");
+	if (f != stdout)
+		return;
+	if (a->what)
+		fprintf(f, "%s\n", a->what);
+	fprintf(f, "  INPUT    a container file or a directory (a sharded "
+		   "model is one tree)\n"
+		   "  --flat   every tensor at the root under its full "
+		   "stored name\n"
+		   "  --npy    every tensor file as PATH.npy (numpy's "
+		   "header, then the bytes)\n"
+		   "  --as float32\n"
+		   "           numeric tensors of another dtype as float32 "
+		   "values\n"
+		   "  --previews\n"
+		   "           PATH.png pictures beside numeric tensors (for "
+		   "cat)\n");
+	if (a->opts_help)
+		fputs(a->opts_help, f);
+	fprintf(f, "See 'tensorfs --help' and tensorfs(1) for the rest.\n");
 }
 
-/*
- * The start of every subcommand: options, INPUT..., the trailing
- * arguments; then open the inputs.  Returns 0 with *img, *first (index of
- * the first input in argv) and *ninputs, or the exit status to return
- * (-1: --help was printed, exit 0).
- */
-static int open_for(int argc, char **argv, const struct cmd_args *a,
-		    struct tfs_image **img, int *first, int *ninputs)
+bool tfs_cli_as_option(int argc, char **argv, int *i,
+		       struct tfs_build_options *o)
+{
+	const char *val;
+
+	if (strcmp(argv[*i], "--as") == 0) {
+		if (*i + 1 == argc) {
+			val = "";
+		} else {
+			val = argv[++*i];
+		}
+	} else if (strncmp(argv[*i], "--as=", 5) == 0) {
+		val = argv[*i] + 5;
+	} else {
+		return false;
+	}
+	if (tfs_parse_as(val, &o->as)) {
+		fprintf(stderr,
+			"%s: --as %s: the one converting view is "
+			"float32\n",
+			tfs_progname, val);
+		*i = -1;
+	}
+	return true;
+}
+
+int tfs_cli_open_cmd(int argc, char **argv, const struct tfs_cli_cmd *a,
+		     void *ctx, struct tfs_image **img, int *first,
+		     int *ninputs)
 {
 	struct tfs_build_options o = {0};
 	int i = 1, npos, n;
@@ -103,25 +131,32 @@ static int open_for(int argc, char **argv, const struct cmd_args *a,
 			o.flat = true;
 		} else if (strcmp(argv[i], "--npy") == 0) {
 			o.npy = true;
+		} else if (strcmp(argv[i], "--previews") == 0) {
+			o.previews = true;
+		} else if (tfs_cli_as_option(argc, argv, &i, &o)) {
+			if (i < 0)
+				return TFS_EXIT_USAGE;
 		} else if (strcmp(argv[i], "--help") == 0 ||
 			   strcmp(argv[i], "-h") == 0) {
-			cmd_usage(stdout, argv[0], a);
+			tfs_cli_cmd_usage(stdout, argv[0], a);
 			return -1;
 		} else if (strcmp(argv[i], "--") == 0) {
 			i++;
 			break;
+		} else if (a->option && a->option(ctx, argv[i])) {
+			continue;
 		} else {
 			fprintf(stderr, "%s %s: unknown option %s\n",
 				tfs_progname, argv[0], argv[i]);
-			cmd_usage(stderr, argv[0], a);
+			tfs_cli_cmd_usage(stderr, argv[0], a);
 			return TFS_EXIT_USAGE;
 		}
 	}
 	npos = argc - i;
 	n = a->one_input ? 1 : npos - a->trailing;
-	if (n < 1 || npos - n > a->trailing ||
+	if (n < 1 || npos < n || (!a->any_trailing && npos - n > a->trailing) ||
 	    npos - n < a->trailing - a->optional) {
-		cmd_usage(stderr, argv[0], a);
+		tfs_cli_cmd_usage(stderr, argv[0], a);
 		return TFS_EXIT_USAGE;
 	}
 	*first = i;
@@ -129,10 +164,7 @@ static int open_for(int argc, char **argv, const struct cmd_args *a,
 	return tfs_cli_open_inputs(argv + i, n, &o, img);
 }
 
-/* the exit status of open_for's result: --help is a success */
-#define OPENED(ret) ((ret) == -1 ? TFS_EXIT_OK : (ret))
-
-static void shape_str(char *buf, size_t len, const struct tfs_tensor *t)
+void tfs_cli_shape_str(char *buf, size_t len, const struct tfs_tensor *t)
 {
 	size_t o = 0;
 	uint32_t i;
@@ -151,8 +183,7 @@ static int cmp_path(const void *a, const void *b)
 		      (*(const struct tfs_tensor *const *)b)->path);
 }
 
-/* the image's tensor records sorted by path (malloc'd), or NULL */
-static const struct tfs_tensor **sorted_tensors(const struct tfs_image *img)
+const struct tfs_tensor **tfs_cli_sorted_tensors(const struct tfs_image *img)
 {
 	const struct tfs_tensor **v;
 	uint32_t k;
@@ -166,42 +197,145 @@ static const struct tfs_tensor **sorted_tensors(const struct tfs_image *img)
 	return v;
 }
 
+/* columns on a terminal a UTF-8 string takes (wcwidth; 1 when unknown) */
+static int display_width(const char *s)
+{
+	mbstate_t st;
+	size_t n, len = strlen(s);
+	wchar_t wc;
+	int w = 0, cw;
+
+	memset(&st, 0, sizeof(st));
+	while (len) {
+		n = mbrtowc(&wc, s, len, &st);
+		if (n == (size_t)-1 || n == (size_t)-2 || n == 0) {
+			memset(&st, 0, sizeof(st));
+			n = 1;
+			cw = 1;
+		} else {
+			cw = wcwidth(wc);
+			if (cw < 0)
+				cw = 1;
+		}
+		w += cw;
+		s += n;
+		len -= n;
+	}
+	return w;
+}
+
+/* @s, then spaces up to @w display columns */
+static void print_padded(const char *s, int w)
+{
+	int pad = w - display_width(s);
+
+	fputs(s, stdout);
+	printf("%*s", pad > 0 ? pad : 0, "");
+}
+
+/* what ls shows of a tensor record */
+struct ls_row {
+	char name[TFS_PRINTABLE_MAX + 64];
+	char shape[256];
+	const char *dtype;
+	uint64_t bytes;
+};
+
+static void ls_row(const struct tfs_tree *t, const struct tfs_tensor *x,
+		   struct ls_row *r)
+{
+	const struct tfs_xattr *g = NULL;
+	size_t o;
+
+	/* the stored name, escaped where unprintable; a component of a
+	 * group is its group's name and its role */
+	if (x->group != TFS_NO_NODE)
+		g = tfs_tree_xattr(t, x->group, TFS_XATTR_PREFIX "name");
+	if (g)
+		tfs_name_printable(r->name, TFS_PRINTABLE_MAX, g->value,
+				   g->len);
+	else
+		tfs_name_printable(r->name, TFS_PRINTABLE_MAX, x->name,
+				   x->name_len);
+	o = strlen(r->name);
+	if (x->role)
+		snprintf(r->name + o, sizeof(r->name) - o, " [%s]", x->role);
+	tfs_cli_shape_str(r->shape, sizeof(r->shape), x);
+	r->dtype = x->view ? tfs_dtype_name(x->view) : x->dtype;
+	r->bytes = x->view ? x->view_size : x->size;
+}
+
+static bool ls_option(void *ctx, const char *opt)
+{
+	bool *paths = ctx;
+
+	if (strcmp(opt, "--paths") == 0)
+		return *paths = true;
+	return false;
+}
+
 int tfs_cmd_ls(int argc, char **argv)
 {
+	static const struct tfs_cli_cmd a = {
+		.tail = "",
+		.what = "List every tensor: its stored name, dtype, shape and "
+			"bytes, in aligned\ncolumns (a component of a group: "
+			"the group's name and [ROLE]).",
+		.opts_usage = "[--paths]",
+		.opts_help = "  --paths  add each tensor's path in the mount\n",
+		.option = ls_option,
+	};
 	struct tfs_image *img;
 	const struct tfs_tensor **v;
-	static const struct cmd_args a = {.tail = ""};
-	char shape[256];
-	int i, n, ret, w = 4;
-	uint32_t k;
+	struct ls_row *rows;
+	int i, n, ret, wn = 4, wd = 5, ws = 2, wb = 1, len;
+	bool paths = false;
+	char num[24];
+	uint32_t k, nt;
 
-	ret = open_for(argc, argv, &a, &img, &i, &n);
+	ret = tfs_cli_open_cmd(argc, argv, &a, &paths, &img, &i, &n);
 	if (ret)
-		return OPENED(ret);
-	v = sorted_tensors(img);
-	if (!v) {
+		return TFS_CLI_OPENED(ret);
+	nt = img->tree->ntensors;
+	v = tfs_cli_sorted_tensors(img);
+	rows = calloc(nt + 1, sizeof(*rows));
+	if (!v || !rows) {
+		free(v);
+		free(rows);
 		tfs_image_close(img);
 		return TFS_EXIT_USAGE;
 	}
-	/* align on the longest path, up to a point: a 250-byte name must
-	 * not push every other line off the screen */
-	for (k = 0; k < img->tree->ntensors; k++)
-		if ((int)strlen(v[k]->path) > w)
-			w = (int)strlen(v[k]->path);
-	if (w > 64)
-		w = 64;
-	for (k = 0; k < img->tree->ntensors; k++) {
-		shape_str(shape, sizeof(shape), v[k]);
-		printf("%-*s  %-9s %-16s %12llu\n", w, v[k]->path, v[k]->dtype,
-		       shape, (unsigned long long)v[k]->size);
+	/* UTF-8 names are measured in terminal columns */
+	setlocale(LC_CTYPE, "C.UTF-8");
+	for (k = 0; k < nt; k++) {
+		ls_row(img->tree, v[k], &rows[k]);
+		len = display_width(rows[k].name);
+		wn = len > wn ? len : wn;
+		len = (int)strlen(rows[k].dtype);
+		wd = len > wd ? len : wd;
+		len = (int)strlen(rows[k].shape);
+		ws = len > ws ? len : ws;
+		len = snprintf(num, sizeof(num), "%llu",
+			       (unsigned long long)rows[k].bytes);
+		wb = len > wb ? len : wb;
 	}
+	/* a 250-byte name must not push every other line off the screen */
+	wn = wn > 64 ? 64 : wn;
+	for (k = 0; k < nt; k++) {
+		print_padded(rows[k].name, wn);
+		printf("  %-*s  %-*s  %*llu", wd, rows[k].dtype, ws,
+		       rows[k].shape, wb, (unsigned long long)rows[k].bytes);
+		if (paths)
+			printf("  %s", v[k]->path);
+		putchar('\n');
+	}
+	free(rows);
 	free(v);
 	tfs_image_close(img);
 	return TFS_EXIT_OK;
 }
 
-/* a node by mount path, else a tensor by its stored name */
-static uint32_t find_node(const struct tfs_tree *t, const char *what)
+uint32_t tfs_cli_find_node(const struct tfs_tree *t, const char *what)
 {
 	uint32_t n = tfs_tree_resolve(t, what), k;
 
@@ -233,8 +367,7 @@ static int write_all(int fd, const void *p, size_t len)
 	return 0;
 }
 
-/* integrity failures met by reads (digest, zstd) go to stderr */
-static void log_stderr(void *arg, const char *line)
+void tfs_cli_log_stderr(void *arg, const char *line)
 {
 	(void)arg;
 	fprintf(stderr, "%s: %s\n", tfs_progname, line);
@@ -242,8 +375,12 @@ static void log_stderr(void *arg, const char *line)
 
 int tfs_cmd_cat(int argc, char **argv)
 {
-	static const struct cmd_args a = {.tail = "NAME|PATH", .trailing = 1};
-	struct tfs_image_options io = {.log = log_stderr};
+	static const struct tfs_cli_cmd a = {
+		.tail = "NAME|PATH",
+		.trailing = 1,
+		.what = "Write one tensor's bytes (or any file of the tree) to "
+			"stdout."};
+	struct tfs_image_options io = {.log = tfs_cli_log_stderr};
 	struct tfs_image *img;
 	struct tfs_view v;
 	uint64_t off = 0, size;
@@ -251,12 +388,12 @@ int tfs_cmd_cat(int argc, char **argv)
 	uint32_t n;
 	int i, k, ret;
 
-	ret = open_for(argc, argv, &a, &img, &i, &k);
+	ret = tfs_cli_open_cmd(argc, argv, &a, NULL, &img, &i, &k);
 	if (ret)
-		return OPENED(ret);
+		return TFS_CLI_OPENED(ret);
 	what = argv[i + k];
 	tfs_image_configure(img, &io);
-	n = find_node(img->tree, what);
+	n = tfs_cli_find_node(img->tree, what);
 	if (n == TFS_NO_NODE || img->tree->nodes[n].kind == TFS_NODE_DIR) {
 		fprintf(stderr, "%s: %s: %s: %s\n", tfs_progname, argv[i], what,
 			n == TFS_NO_NODE ? "no such tensor or path"
@@ -352,15 +489,17 @@ static void print_summary(const struct tfs_tree *t)
 int tfs_cmd_info(int argc, char **argv)
 {
 	struct tfs_image *img;
-	static const struct cmd_args a = {.tail = ""};
+	static const struct tfs_cli_cmd a = {
+		.tail = "",
+		.what = "Format, size, tensor count and the container's metadata."};
 	const struct tfs_node *meta;
 	uint64_t size;
 	uint32_t n, k;
 	int i, ni, ret;
 
-	ret = open_for(argc, argv, &a, &img, &i, &ni);
+	ret = tfs_cli_open_cmd(argc, argv, &a, NULL, &img, &i, &ni);
 	if (ret)
-		return OPENED(ret);
+		return TFS_CLI_OPENED(ret);
 	printf("file:     %s\n", argv[i]);
 	if (img->format)
 		printf("format:   %s (%s)\n", tfs_format_shown(img->format),
@@ -371,8 +510,10 @@ int tfs_cmd_info(int argc, char **argv)
 	for (size = 0, k = 0; k < img->nsrcs; k++)
 		size += img->srcs[k].size;
 	printf("size:     %llu bytes\n", (unsigned long long)size);
-	printf("tensors:  %u files, %llu bytes of tensor data\n",
-	       img->tree->ntensors, (unsigned long long)img->tree->total_bytes);
+	printf("tensors:  %u %s, %llu bytes of tensor data\n",
+	       img->tree->ntensors,
+	       img->tree->ntensors == 1 ? "tensor" : "tensors",
+	       (unsigned long long)img->tree->total_bytes);
 	print_summary(img->tree);
 	n = tfs_tree_resolve(img->tree, ".tensorfs/metadata.json");
 	if (n != TFS_NO_NODE) {
@@ -395,20 +536,22 @@ int tfs_cmd_xattr(int argc, char **argv)
 {
 	struct tfs_image *img;
 	const struct tfs_node *nd;
-	static const struct cmd_args a = {.tail = "[PATH]",
-					  .one_input = true,
-					  .trailing = 1,
-					  .optional = 1};
+	static const struct tfs_cli_cmd a = {
+		.tail = "[PATH]",
+		.one_input = true,
+		.trailing = 1,
+		.optional = 1,
+		.what = "The extended attributes of PATH (default: the root)."};
 	const char *path;
 	uint32_t n, k;
 	size_t j;
 	int i, ni, ret;
 
-	ret = open_for(argc, argv, &a, &img, &i, &ni);
+	ret = tfs_cli_open_cmd(argc, argv, &a, NULL, &img, &i, &ni);
 	if (ret)
-		return OPENED(ret);
+		return TFS_CLI_OPENED(ret);
 	path = argc - i == 2 ? argv[i + 1] : "";
-	n = find_node(img->tree, path);
+	n = tfs_cli_find_node(img->tree, path);
 	if (n == TFS_NO_NODE) {
 		fprintf(stderr, "%s: %s: %s: no such tensor or path\n",
 			tfs_progname, argv[i], path);
@@ -437,13 +580,16 @@ int tfs_cmd_xattr(int argc, char **argv)
 /* ---- verify ---------------------------------------------------------------
  */
 
-struct progress {
-	bool on; /* stderr is a terminal and the work is large */
-	uint64_t total, done_before, now;
-	struct timespec last;
-};
+void tfs_progress_start(struct tfs_progress *p, const char *label,
+			uint64_t total)
+{
+	memset(p, 0, sizeof(*p));
+	p->label = label;
+	p->total = total;
+	p->on = isatty(STDERR_FILENO) && total >= TFS_PROGRESS_MIN;
+}
 
-static void progress_show(struct progress *p, bool force)
+void tfs_progress_show(struct tfs_progress *p, bool force)
 {
 	struct timespec t;
 	double ms;
@@ -456,19 +602,25 @@ static void progress_show(struct progress *p, bool force)
 	if (!force && ms < 200)
 		return;
 	p->last = t;
-	fprintf(stderr, "\rverifying: %3d%% (%llu of %llu MiB)",
+	fprintf(stderr, "\r%s: %3d%% (%llu of %llu MiB)", p->label,
 		p->total ? (int)(p->now * 100 / p->total) : 100,
 		(unsigned long long)(p->now >> 20),
 		(unsigned long long)(p->total >> 20));
 	fflush(stderr);
 }
 
-static void progress_cb(void *arg, uint64_t done)
+void tfs_progress_cb(void *arg, uint64_t done)
 {
-	struct progress *p = arg;
+	struct tfs_progress *p = arg;
 
 	p->now = p->done_before + done;
-	progress_show(p, false);
+	tfs_progress_show(p, false);
+}
+
+void tfs_progress_clear(struct tfs_progress *p)
+{
+	if (p->on)
+		fprintf(stderr, "\r\033[K");
 }
 
 /* the readers' warnings (rules they report, not enforce) */
@@ -485,34 +637,37 @@ int tfs_cmd_verify(int argc, char **argv)
 {
 	struct tfs_image *img;
 	struct tfs_check_result r;
-	struct progress p = {0};
+	struct tfs_progress p;
 	const struct tfs_tensor **v;
-	static const struct cmd_args a = {.tail = ""};
+	static const struct tfs_cli_cmd a = {
+		.tail = "",
+		.what = "Check every structural rule, digest and compressed "
+			"tensor; exit 2 on a failure."};
 	unsigned failed = 0, digests = 0, unknown = 0, decoded = 0, skipped = 0,
 		 warnings;
+	uint64_t total;
 	uint32_t k, idx;
 	int i, ni, ret;
 
 	/* loading checks every structural rule; a failure is one line */
-	ret = open_for(argc, argv, &a, &img, &i, &ni);
+	ret = tfs_cli_open_cmd(argc, argv, &a, NULL, &img, &i, &ni);
 	if (ret)
-		return OPENED(ret);
-	v = sorted_tensors(img);
+		return TFS_CLI_OPENED(ret);
+	v = tfs_cli_sorted_tensors(img);
 	if (!v) {
 		tfs_image_close(img);
 		return TFS_EXIT_USAGE;
 	}
-	for (k = 0; k < img->tree->ntensors; k++)
-		p.total += v[k]->stored_length;
-	p.on = isatty(STDERR_FILENO) && p.total >= (64u << 20);
+	for (total = 0, k = 0; k < img->tree->ntensors; k++)
+		total += v[k]->stored_length;
+	tfs_progress_start(&p, "verifying", total);
 	warnings = print_warnings(img);
 	for (k = 0; k < img->tree->ntensors; k++) {
 		idx = (uint32_t)(v[k] - img->tree->tensors);
 		p.done_before = p.now;
-		tfs_image_check_tensor(img, idx, &r, progress_cb, &p);
+		tfs_image_check_tensor(img, idx, &r, tfs_progress_cb, &p);
 		p.now = p.done_before + v[k]->stored_length;
-		if (p.on)
-			fprintf(stderr, "\r\033[K");
+		tfs_progress_clear(&p);
 		if (r.digest_checked)
 			digests++;
 		if (r.digest == TFS_DIGEST_UNKNOWN)
@@ -543,10 +698,9 @@ int tfs_cmd_verify(int argc, char **argv)
 				       (unsigned long long)v[k]->size);
 		}
 		fflush(stdout);
-		progress_show(&p, false);
+		tfs_progress_show(&p, false);
 	}
-	if (p.on)
-		fprintf(stderr, "\r\033[K");
+	tfs_progress_clear(&p);
 	printf("%s: %u %s, %u ok, %u failed, %u skipped; %u %s checked, %u "
 	       "with an unknown algorithm (not checked), %u decoded; %u %s\n",
 	       argv[i], img->tree->ntensors,

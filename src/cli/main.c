@@ -16,11 +16,13 @@ void tfs_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: tensorfs [options] INPUT... MOUNTPOINT\n"
-		"       tensorfs ls [--flat] [--npy] INPUT...\n"
-		"       tensorfs cat [--flat] [--npy] INPUT... NAME|PATH\n"
-		"       tensorfs info [--flat] [--npy] INPUT...\n"
-		"       tensorfs xattr [--flat] [--npy] INPUT [PATH]\n"
-		"       tensorfs verify [--flat] [--npy] INPUT...\n"
+		"       tensorfs ls [--flat] [--npy] [--as float32] [--paths] INPUT...\n"
+		"       tensorfs cat [--flat] [--npy] [--as float32] INPUT... NAME|PATH\n"
+		"       tensorfs info [--flat] [--npy] [--as float32] INPUT...\n"
+		"       tensorfs xattr [--flat] [--npy] [--as float32] INPUT [PATH]\n"
+		"       tensorfs verify [--flat] [--npy] [--as float32] INPUT...\n"
+		"       tensorfs stats [--flat] [--npy] [--as float32] [--json] INPUT [NAME...]\n"
+		"       tensorfs diff [--flat] [--npy] [--as float32] [--json] A B\n"
 		"       tensorfs --help | --version\n"
 		"\n"
 		"An INPUT is a container file, or a directory: a sharded model\n"
@@ -45,13 +47,32 @@ void tfs_usage(FILE *f)
 		"  verify  check every structural rule, every digest, and that\n"
 		"          every compressed tensor decodes to its size; one line\n"
 		"          per tensor and a summary (exit 2 on any failure)\n"
+		"  stats   per tensor: count, min, max, mean, std (finite values),\n"
+		"          NaN, +Inf, -Inf and zero counts; --json\n"
+		"  diff    compare the tensors of A and B (files or directories,\n"
+		"          any formats): same, differ (max abs, mean abs, relative\n"
+		"          L2 error), dtype, shape, only-a, only-b; exit 0 same,\n"
+		"          1 different, 2 trouble; --json\n"
 		"  --flat  place every tensor at the root under its full stored name\n"
 		"  --npy   every tensor file is a .npy file (PATH.npy): numpy's\n"
 		"          header, then the tensor's bytes (np.load works)\n"
+		"  --as float32\n"
+		"          numeric tensors of another dtype as float32 values\n"
+		"  --previews\n"
+		"          PATH.png pictures beside numeric tensors (-o previews)\n"
 		"\n"
 		"Mount options:\n"
 		"  -o flat          as --flat\n"
 		"  -o npy           as --npy: np.load(PATH.npy, mmap_mode='r') works\n"
+		"  -o as=float32    as --as float32: every tensor of another numeric\n"
+		"                   dtype (float16, bfloat16, float8, float4,\n"
+		"                   integers, bool, ggml quantized blocks) is shown\n"
+		"                   as float32 values computed on read; the stored\n"
+		"                   dtype is in user.tensorfs.stored_dtype\n"
+		"  -o previews      beside each numeric tensor of 1 or more\n"
+		"                   dimensions, PATH.png: a heat map of its values\n"
+		"                   (at most 512x512, sampled) over a histogram,\n"
+		"                   made on first read (--previews in the CLI)\n"
 		"  -o cache_size=SIZE\n"
 		"                   memory for decoded (zstd, deflate) tensor data, least\n"
 		"                   recently used evicted first; bytes or with\n"
@@ -70,6 +91,8 @@ void tfs_usage(FILE *f)
 		"                   tensor was read through the mount (by default\n"
 		"                   they are dropped: the mount's cache holds the\n"
 		"                   bytes, so a model is not cached twice)\n"
+		"  -o logfile=PATH  append the log (integrity failures met by reads,\n"
+		"                   with the time) to PATH instead of syslog/stderr\n"
 		"  -f               stay in the foreground (logs to stderr, else syslog)\n"
 		"  -d               debug output (implies -f)\n"
 		"  -s               single-threaded\n"
@@ -87,7 +110,7 @@ static void short_usage(void)
 {
 	fprintf(stderr,
 		"usage: tensorfs [options] INPUT... MOUNTPOINT\n"
-		"       tensorfs ls|cat|info|xattr|verify [--help] INPUT...\n"
+		"       tensorfs ls|cat|info|xattr|verify|stats|diff [--help] ...\n"
 		"Try 'tensorfs --help' for more.\n");
 }
 
@@ -100,6 +123,7 @@ int main(int argc, char **argv)
 		{"ls", tfs_cmd_ls},	    {"cat", tfs_cmd_cat},
 		{"info", tfs_cmd_info},	    {"xattr", tfs_cmd_xattr},
 		{"verify", tfs_cmd_verify}, {"mount", tfs_cmd_mount},
+		{"stats", tfs_cmd_stats},   {"diff", tfs_cmd_diff},
 	};
 	const char *cmd = argc > 1 ? argv[1] : NULL;
 	size_t i;

@@ -4,11 +4,12 @@
  *
  * The command line is ours: options may come before or after the
  * positional arguments (mount.fuse3 puts "-o ..." last).  Our own -o
- * options (flat, npy, cache_size=, verify=, readahead=, keep_source_cache)
- * are taken out; the others go to libfuse.  The mountpoint is checked (a directory, not already a mount
- * point), every input is opened and validated, and only then does the FUSE
- * layer mount (tfs_fuse_run), so a refused container or a bad mountpoint
- * never leaves a mount behind.
+ * options (flat, npy, as=, previews, cache_size=, verify=, readahead=,
+ * keep_source_cache, logfile=)
+ * are taken out; the others go to libfuse.  The mountpoint is checked (a
+ * directory, not already a mount point), every input is opened and validated,
+ * and only then does the FUSE layer mount (tfs_fuse_run), so a refused
+ * container or a bad mountpoint never leaves a mount behind.
  */
 #include <errno.h>
 #include <limits.h>
@@ -29,7 +30,7 @@ struct mount_cmd {
 	int npos;
 	bool foreground, debug, single_thread, help, version;
 	struct tfs_build_options build;
-	char *cache_size, *verify, *readahead;
+	char *cache_size, *verify, *readahead, *as, *logfile;
 	bool keep_source_cache;
 	char *fuse_options; /* comma-separated, for libfuse */
 };
@@ -49,6 +50,22 @@ static int add_fuse_option(struct mount_cmd *m, const char *o, size_t len)
 	return 0;
 }
 
+/* -o as=TYPE */
+static int take_as(struct mount_cmd *m, const char *v, size_t len)
+{
+	free(m->as);
+	m->as = strndup(v, len);
+	if (!m->as)
+		return -1;
+	if (tfs_parse_as(m->as, &m->build.as)) {
+		fprintf(stderr,
+			"%s: as=%s: the one converting view is float32\n",
+			tfs_progname, m->as);
+		return -1;
+	}
+	return 0;
+}
+
 /* one "-o a,b=c" list: ours are kept, the rest go to libfuse */
 static int take_options(struct mount_cmd *m, const char *list)
 {
@@ -62,11 +79,19 @@ static int take_options(struct mount_cmd *m, const char *list)
 			m->build.flat = true;
 		else if (len == 3 && strncmp(p, "npy", 3) == 0)
 			m->build.npy = true;
+		else if (len == 8 && strncmp(p, "previews", 8) == 0)
+			m->build.previews = true;
 		else if (len > 11 && strncmp(p, "cache_size=", 11) == 0)
 			m->cache_size = strndup(p + 11, len - 11);
 		else if (len > 7 && strncmp(p, "verify=", 7) == 0)
 			m->verify = strndup(p + 7, len - 7);
-		else if (len > 10 && strncmp(p, "readahead=", 10) == 0)
+		else if (len > 3 && strncmp(p, "as=", 3) == 0) {
+			if (take_as(m, p + 3, len - 3))
+				return -1;
+		} else if (len > 8 && strncmp(p, "logfile=", 8) == 0) {
+			free(m->logfile);
+			m->logfile = strndup(p + 8, len - 8);
+		} else if (len > 10 && strncmp(p, "readahead=", 10) == 0)
 			m->readahead = strndup(p + 10, len - 10);
 		else if (len == 17 && strncmp(p, "keep_source_cache", 17) == 0)
 			m->keep_source_cache = true;
@@ -223,6 +248,7 @@ static int run(struct mount_cmd *m, const struct tfs_image_options *io)
 		.single_thread = m->single_thread,
 		.readahead = TFS_DEFAULT_READAHEAD,
 		.keep_source_cache = m->keep_source_cache,
+		.logfile = m->logfile,
 		.read = *io,
 	};
 	struct tfs_image *img = NULL;
@@ -307,6 +333,8 @@ out:
 	free(m.pos);
 	free(m.cache_size);
 	free(m.readahead);
+	free(m.as);
+	free(m.logfile);
 	free(m.verify);
 	free(m.fuse_options);
 	return ret;

@@ -31,6 +31,8 @@
 #include "tensorfs/diag.h"
 #include "tensorfs/source.h"
 #include "tensorfs/names.h"
+#include "as_view.h"
+#include "preview.h"
 #include "npy_view.h"
 #include "strmap.h"
 
@@ -57,9 +59,10 @@ struct entry {
 	enum tfs_dtype dtype_id;
 	uint32_t record_size;
 	uint64_t desc_offset;
-	uint32_t source; /* index into b->sources */
-	bool big,
-		fortran; /* -o npy: byte_order=big / order=F, own or group's */
+	uint32_t source;     /* index into b->sources */
+	bool big, fortran;   /* byte_order=big / order=F, own or group's */
+	enum tfs_dtype view; /* -o as: the dtype shown, or INVALID */
+	uint64_t view_size;  /* -o as: the converted bytes */
 	uint32_t ndim;
 	uint64_t *shape;
 	uint64_t offset, length, size;
@@ -1360,6 +1363,35 @@ static int shape_text(char *buf, size_t len, const uint64_t *shape,
 	return o < len ? 0 : -E2BIG;
 }
 
+/*
+ * -o as: the dtype shown, and the stored one; the converted bytes are
+ * little-endian, so a byte_order=big of the stored bytes becomes
+ * stored_byte_order
+ */
+static int view_xattrs(struct entry *e)
+{
+	const char *shown = tfs_dtype_name(e->view);
+	char *name;
+	uint32_t i;
+	int ret;
+
+	for (i = 0; i < e->nxattrs; i++) {
+		if (strcmp(e->xattrs[i].name, TFS_XATTR_PREFIX "byte_order"))
+			continue;
+		name = strdup(TFS_XATTR_PREFIX "stored_byte_order");
+		if (!name)
+			return -ENOMEM;
+		free(e->xattrs[i].name);
+		e->xattrs[i].name = name;
+	}
+
+	ret = entry_set_xattr(e, "dtype", shown, strlen(shown), false);
+	if (!ret)
+		ret = entry_set_xattr(e, "stored_dtype", e->dtype,
+				      strlen(e->dtype), false);
+	return ret;
+}
+
 /* the xattrs tensorfs itself puts on a leaf or component */
 static int standard_xattrs(struct entry *e, const char *format,
 			   const char *shard)
@@ -1378,7 +1410,9 @@ static int standard_xattrs(struct entry *e, const char *format,
 		ret = entry_set_xattr(e, "shard", shard, strlen(shard), false);
 	if (!ret && e->kind != ENTRY_COMPONENT)
 		ret = entry_set_xattr(e, "name", e->name, e->name_len, false);
-	if (!ret && e->dtype)
+	if (!ret && e->dtype && e->view)
+		ret = view_xattrs(e);
+	else if (!ret && e->dtype)
 		ret = entry_set_xattr(e, "dtype", e->dtype, strlen(e->dtype),
 				      false);
 	slen = (size_t)e->ndim * 21 + 3;
@@ -1513,11 +1547,18 @@ static json_t *json_file_entry(const struct entry *e, const char *path)
 		json_name(o, e->name, e->name_len);
 	json_object_set_new(o, "path", json_string(path));
 	if (e->dtype)
-		json_object_set_new(o, "dtype", json_string(e->dtype));
+		json_object_set_new(
+			o, "dtype",
+			json_string(e->view ? tfs_dtype_name(e->view)
+					    : e->dtype));
+	if (e->view)
+		json_object_set_new(o, "stored_dtype", json_string(e->dtype));
 	json_object_set_new(o, "shape", json_shape(e->shape, e->ndim));
 	if (e->kind != ENTRY_GROUP) {
-		json_object_set_new(o, "size",
-				    json_integer((json_int_t)e->size));
+		json_object_set_new(
+			o, "size",
+			json_integer((json_int_t)(e->view ? e->view_size
+							  : e->size)));
 		json_object_set_new(o, "offset",
 				    json_integer((json_int_t)e->offset));
 		json_object_set_new(o, "stored_length",
@@ -1816,8 +1857,11 @@ static bool entry_xattr_is(const struct entry *e, const char *key,
 	return false;
 }
 
-/* -o npy: what the header says of the layout, before xattrs move */
-static void npy_flags(struct tfs_builder *b)
+/*
+ * The layout flags (for -o npy's header and -o as), before xattrs move;
+ * then which tensors -o as converts, and their size
+ */
+static void layout_flags(struct tfs_builder *b)
 {
 	uint32_t i;
 
@@ -1830,6 +1874,17 @@ static void npy_flags(struct tfs_builder *b)
 			 entry_xattr_is(g, "byte_order", "big");
 		e->fortran = entry_xattr_is(e, "order", "F") ||
 			     entry_xattr_is(g, "order", "F");
+		if ((e->kind == ENTRY_TENSOR || e->kind == ENTRY_COMPONENT) &&
+		    tfs_as_view_applies(b->opts.as, e->dtype_id, e->big)) {
+			const struct tfs_dtype_info *di =
+				tfs_dtype_info(e->dtype_id);
+
+			e->view = b->opts.as;
+			/* whole blocks (the builder checked the size) */
+			e->view_size = e->size / di->block_bytes *
+				       di->block_elems *
+				       tfs_dtype_size(e->view);
+		}
 	}
 }
 
@@ -1839,7 +1894,11 @@ static int fill_tensor(struct tfs_builder *b, struct tfs_tree *tree,
 {
 	int ret = 0;
 
-	if (b->opts.npy)
+	if (b->opts.npy && e->view) /* converted: little-endian */
+		ret = tfs_npy_header(e->view, 0, NULL, e->shape, e->ndim,
+				     e->view_size, false, e->fortran,
+				     &t->prefix, &t->prefix_len);
+	else if (b->opts.npy)
 		ret = tfs_npy_header(e->dtype_id, e->record_size, e->npy_descr,
 				     e->shape, e->ndim, e->size, e->big,
 				     e->fortran, &t->prefix, &t->prefix_len);
@@ -1864,6 +1923,8 @@ static int fill_tensor(struct tfs_builder *b, struct tfs_tree *tree,
 	t->offset = e->offset;
 	t->stored_length = e->length;
 	t->size = e->size;
+	t->view = e->view;
+	t->view_size = e->view_size;
 	t->encoding = e->encoding;
 	t->codec = e->codec;
 	e->codec.gather = NULL; /* the tree frees it */
@@ -1953,14 +2014,13 @@ static int build_nodes(struct tfs_builder *b, struct node_list *nl,
 				goto out;
 		}
 	}
+	layout_flags(b);
 	ret = new_node(nl, META_DIR, strlen(META_DIR), TFS_ROOT_NODE,
 		       TFS_NODE_DIR, &meta_dir);
 	if (!ret)
 		ret = build_json_files(b, nl, format, meta_dir);
 	if (ret)
 		goto out;
-	if (b->opts.npy)
-		npy_flags(b);
 	/* tensor records, in entry order; xattrs onto nodes */
 	for (i = 0; i < b->n; i++) {
 		struct entry *e = &b->e[i];
@@ -1984,6 +2044,88 @@ static int build_nodes(struct tfs_builder *b, struct node_list *nl,
 out:
 	tfs_strmap_free(&dirs);
 	path_state_free(&ps);
+	return ret;
+}
+
+/* byte_order=big (or stored_byte_order=big: -o as) on a finished node */
+static bool node_big(const struct tfs_node *nd)
+{
+	uint32_t i;
+
+	for (i = 0; i < nd->nxattrs; i++)
+		if ((!strcmp(nd->xattrs[i].name,
+			     TFS_XATTR_PREFIX "byte_order") ||
+		     !strcmp(nd->xattrs[i].name,
+			     TFS_XATTR_PREFIX "stored_byte_order")) &&
+		    nd->xattrs[i].len == 3 &&
+		    !memcmp(nd->xattrs[i].value, "big", 3))
+			return true;
+	return false;
+}
+
+/*
+ * -o previews: "<file>.png" beside each tensor file that gets a picture,
+ * unless that name is taken (a preview never displaces a file or a
+ * directory) or too long.  After the tensor records: the nodes so far are
+ * every name there is.
+ */
+static int add_previews(struct node_list *nl, const struct tfs_tree *t)
+{
+	struct tfs_strmap taken;
+	char **keys = NULL, *name = NULL;
+	uint32_t i, n = nl->n, node, w, h;
+	uint64_t size;
+	int ret = -ENOMEM;
+
+	tfs_strmap_init(&taken);
+	keys = calloc(n ? n : 1, sizeof(*keys));
+	if (!keys)
+		goto out;
+	for (i = 0; i < n; i++) {
+		if (asprintf(&keys[i], "%u/%s", nl->v[i].parent,
+			     nl->v[i].name) < 0) {
+			keys[i] = NULL;
+			goto out;
+		}
+		if (tfs_strmap_put(&taken, keys[i], i))
+			goto out;
+	}
+	for (i = 0; i < t->ntensors; i++) {
+		const struct tfs_tensor *x = &t->tensors[i];
+		const struct tfs_node *tn = &nl->v[x->node];
+		uint32_t parent = tn->parent;
+		bool big = node_big(tn) || (x->group != TFS_NO_NODE &&
+					    node_big(&nl->v[x->group]));
+
+		if (!tfs_preview_geometry(x->dtype_id, big, x->shape, x->ndim,
+					  &w, &h) ||
+		    strlen(tn->name) + 4 > TFS_NAME_MAX)
+			continue;
+		free(name);
+		if (asprintf(&name, "%u/%s.png", parent, tn->name) < 0) {
+			name = NULL;
+			goto out;
+		}
+		if (tfs_strmap_get(&taken, name, &node))
+			continue;
+		ret = tfs_preview_size(w, h, &size);
+		if (!ret)
+			ret = new_node(nl, strchr(name, '/') + 1,
+				       strlen(strchr(name, '/') + 1), parent,
+				       TFS_NODE_PREVIEW, &node);
+		if (ret)
+			goto out;
+		nl->v[node].tensor = i;
+		nl->v[node].mem_len = size;
+		ret = -ENOMEM;
+	}
+	ret = 0;
+out:
+	free(name);
+	for (i = 0; keys && i < n; i++)
+		free(keys[i]);
+	free(keys);
+	tfs_strmap_free(&taken);
 	return ret;
 }
 
@@ -2226,6 +2368,8 @@ int tfs_builder_finish(struct tfs_builder *b, const char *format,
 	ret = t->tensors ? place_leaves(b) : -ENOMEM;
 	if (!ret)
 		ret = build_nodes(b, &nl, t, format);
+	if (!ret && b->opts.previews)
+		ret = add_previews(&nl, t);
 	t->nodes = nl.v;
 	t->nnodes = nl.n;
 	if (!ret)

@@ -16,6 +16,8 @@
 #include "tensorfs/diag.h"
 #include "tensorfs/format.h"
 #include "tensorfs/image.h"
+#include "as_view.h"
+#include "preview.h"
 #include "image_i.h"
 
 /* ---- open / close -------------------------------------------------------- */
@@ -151,6 +153,15 @@ static int read_tensor(struct tfs_image *img, uint32_t idx, uint64_t off,
 	return 0;
 }
 
+/* bytes [off, off + len) of what the file shows after its prefix */
+static int read_body(struct tfs_image *img, uint32_t idx, uint64_t off,
+		     size_t len, struct tfs_view *v)
+{
+	if (img->tree->tensors[idx].view)
+		return tfs_as_view_read(img, idx, off, len, v);
+	return read_tensor(img, idx, off, len, v);
+}
+
 /*
  * A read that starts in a file's prefix (the -o npy header): the prefix's
  * bytes and the tensor's that follow, assembled in one buffer so that the
@@ -174,7 +185,7 @@ static int read_prefixed(struct tfs_image *img, uint32_t idx, uint64_t off,
 	if (!buf)
 		return -ENOMEM;
 	memcpy(buf, x->prefix + off, head);
-	ret = read_tensor(img, idx, 0, len - head, &tv);
+	ret = read_body(img, idx, 0, len - head, &tv);
 	if (!ret && tv.len != len - head)
 		ret = -EIO;
 	if (!ret)
@@ -201,9 +212,9 @@ void tfs_image_drop_source_cache(struct tfs_image *img, uint32_t node,
 	if (node >= t->nnodes || t->nodes[node].kind != TFS_NODE_TENSOR)
 		return;
 	x = &t->tensors[t->nodes[node].tensor];
-	if (x->encoding != TFS_ENCODING_RAW || off + len < off ||
+	if (x->encoding != TFS_ENCODING_RAW || x->view || off + len < off ||
 	    off + len <= x->prefix_len)
-		return; /* decoded bytes, or only the header */
+		return;			 /* decoded bytes, or only the header */
 	end = off + len - x->prefix_len; /* in the tensor's bytes */
 	if (end > x->stored_length)
 		return;
@@ -213,8 +224,8 @@ void tfs_image_drop_source_cache(struct tfs_image *img, uint32_t node,
 	} else {
 		/* a window boundary crossed: the window behind it */
 		to = end / TFS_DROP_WINDOW * TFS_DROP_WINDOW;
-		if (to == 0 || (off > x->prefix_len &&
-				off - x->prefix_len >= to))
+		if (to == 0 ||
+		    (off > x->prefix_len && off - x->prefix_len >= to))
 			return;
 		from = to - TFS_DROP_WINDOW;
 	}
@@ -246,8 +257,26 @@ int tfs_image_read(struct tfs_image *img, uint32_t node, uint64_t off,
 		v->len = len;
 		return 0;
 	}
+	if (n->kind == TFS_NODE_PREVIEW)
+		return tfs_preview_read(img, node, off, len, v);
 	x = &t->tensors[n->tensor];
 	if (off < x->prefix_len)
 		return read_prefixed(img, n->tensor, off, len, v);
-	return read_tensor(img, n->tensor, off - x->prefix_len, len, v);
+	return read_body(img, n->tensor, off - x->prefix_len, len, v);
+}
+
+int tfs_image_read_tensor(struct tfs_image *img, uint32_t tensor, uint64_t off,
+			  size_t len, struct tfs_view *v)
+{
+	const struct tfs_tensor *x;
+
+	memset(v, 0, sizeof(*v));
+	if (tensor >= img->tree->ntensors)
+		return -ENOENT;
+	x = &img->tree->tensors[tensor];
+	if (off >= x->size)
+		return 0;
+	if (len > x->size - off)
+		len = (size_t)(x->size - off);
+	return read_tensor(img, tensor, off, len, v);
 }

@@ -119,8 +119,10 @@ uint64_t tfs_node_size(const struct tfs_tree *t, uint32_t node)
 
 	if (n->kind == TFS_NODE_TENSOR)
 		return t->tensors[n->tensor].prefix_len +
-		       t->tensors[n->tensor].size;
-	if (n->kind == TFS_NODE_MEMFILE)
+		       (t->tensors[n->tensor].view
+				? t->tensors[n->tensor].view_size
+				: t->tensors[n->tensor].size);
+	if (n->kind == TFS_NODE_MEMFILE || n->kind == TFS_NODE_PREVIEW)
 		return n->mem_len;
 	return 0;
 }

@@ -4,15 +4,18 @@
  * before we detach, so the parent returns when the mount is ready, and a
  * refused container never reaches here.  SIGINT/SIGTERM/SIGHUP end the loop
  * and unmount (libfuse's handlers).  Integrity failures seen by reads are
- * logged through fuse_log: stderr in the foreground, syslog once detached.
+ * logged through fuse_log: to the -o logfile= file if given, else stderr in
+ * the foreground, syslog once detached.
  */
 #define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fuse/fs.h"
@@ -22,6 +25,26 @@ static void log_to_syslog(enum fuse_log_level level, const char *fmt,
 			  va_list ap)
 {
 	vsyslog((int)level, fmt, ap);
+}
+
+/* -o logfile=: where the log goes (fuse_log's callback takes no argument) */
+static FILE *logfile;
+
+static void log_to_file(enum fuse_log_level level, const char *fmt, va_list ap)
+{
+	char when[32];
+	struct tm tm;
+	time_t now = time(NULL);
+
+	(void)level;
+	gmtime_r(&now, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	/* one line per call: fuse_log's lines end with a newline */
+	flockfile(logfile);
+	fprintf(logfile, "%s [%ld] ", when, (long)getpid());
+	vfprintf(logfile, fmt, ap);
+	funlockfile(logfile);
+	fflush(logfile);
 }
 
 /* integrity failures seen by the read path */
@@ -132,6 +155,11 @@ enum tfs_fuse_result tfs_fuse_run(struct tfs_image *img,
 	int ret;
 
 	io.log = log_integrity;
+	if (a->logfile && !(logfile = fopen(a->logfile, "ae"))) {
+		fprintf(stderr, "tensorfs: logfile=%s: %s\n", a->logfile,
+			strerror(errno));
+		goto out;
+	}
 	if (tfs_image_configure(img, &io) || session_args(&fa, a))
 		goto out;
 	se = fuse_session_new(&fa, &tfs_fuse_ops, sizeof(tfs_fuse_ops), &fs);
@@ -152,7 +180,9 @@ enum tfs_fuse_result tfs_fuse_run(struct tfs_image *img,
 		goto out_signals;
 	if (canonical && fs.readahead)
 		find_bdi(canonical, fs.bdi, sizeof(fs.bdi));
-	if (!foreground) {
+	if (logfile) {
+		fuse_set_log_func(log_to_file);
+	} else if (!foreground) {
 		openlog("tensorfs", LOG_PID, LOG_DAEMON);
 		fuse_set_log_func(log_to_syslog);
 	}
@@ -185,5 +215,10 @@ out:
 		fuse_loop_cfg_destroy(lc);
 	free(canonical);
 	fuse_opt_free_args(&fa);
+	if (logfile) {
+		fuse_set_log_func(NULL);
+		fclose(logfile);
+		logfile = NULL;
+	}
 	return res;
 }

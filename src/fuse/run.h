@@ -26,6 +26,9 @@ struct tfs_fuse_args {
 	bool keep_source_cache;
 	/* the read options (cache, verify); the log goes where we log */
 	struct tfs_image_options read;
+	/* -o logfile=: the log appended there instead (opened before the
+	 * mount, so a relative path is the caller's), or NULL */
+	const char *logfile;
 };
 
 /*

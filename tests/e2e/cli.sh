@@ -5,9 +5,12 @@ need_fixtures
 
 out=$("$TENSORFS" ls "$SAMPLE")
 eq "ls lists the sample's 9 tensors" "$(echo "$out" | wc -l)" 9
-eq "ls shows path, dtype, shape, bytes" \
-	"$(echo "$out" | grep '^encoder/layers/0/weight ' | tr -s ' ')" \
-	"encoder/layers/0/weight float32 [4,4] 64"
+eq "ls shows stored name, dtype, shape, bytes" \
+	"$(echo "$out" | grep '^encoder.layers.0.weight ' | tr -s ' ')" \
+	"encoder.layers.0.weight float32 [4,4] 64"
+eq "ls --paths adds the path in the mount" \
+	"$("$TENSORFS" ls --paths "$SAMPLE" | grep '^encoder.layers.0.weight ' | tr -s ' ')" \
+	"encoder.layers.0.weight float32 [4,4] 64 encoder/layers/0/weight"
 eq "ls shows a scalar" "$(echo "$out" | grep '^step ' | tr -s ' ')" \
 	"step int64 [] 8"
 
@@ -28,7 +31,9 @@ eq "cat of a directory exits 6" "$?" 6
 
 out=$("$TENSORFS" info "$SAMPLE")
 check "info names the format" grep -q '^format: *ztensor' <<<"$out"
-check "info counts tensors" grep -q '^tensors: *9 files, 328 bytes' <<<"$out"
+check "info counts tensors" grep -q '^tensors: *9 tensors, 328 bytes' <<<"$out"
+check "info: one tensor is \"1 tensor\"" grep -q '^tensors: *1 tensor, 32 bytes' \
+	<<<"$("$TENSORFS" info "$TFS_TESTDATA/tsr/valid/fp32_3d_2x2x2.tsr")"
 
 out=$("$TENSORFS" xattr "$SAMPLE" head/weight)
 check "xattr shows dtype" grep -qx 'user.tensorfs.dtype="float16"' <<<"$out"
@@ -45,6 +50,25 @@ eq "--help exits 0" "$?" 0
 check "--help documents the subcommands" grep -q 'tensorfs ls' "$WORK/help"
 check "--version prints tensorfs and libfuse versions" \
 	grep -q 'libfuse' <<<"$("$TENSORFS" --version 2>&1)"
+# the manual names every option and subcommand the help texts name
+MAN=$TFS_SOURCE_ROOT/docs/tensorfs.1
+man_txt=$(MANWIDTH=1000 LC_ALL=C man -l "$MAN" 2>/dev/null)
+check "man -l docs/tensorfs.1 renders" grep -q '^SYNOPSIS' <<<"$man_txt"
+tokens=$(sed '/^FUSE options:/,$d' "$WORK/help" |
+	grep -oE -- '(--[a-z]+|-o [a-z_]+=?)' | sed 's/^-o //' | sort -u)
+for c in ls cat info xattr verify stats diff; do
+	check "man: subcommand $c" grep -qE "^ +tensorfs $c " <<<"$man_txt"
+	"$TENSORFS" "$c" --help >"$WORK/help.$c"
+	eq "$c --help exits 0" "$?" 0
+	tokens+=$'\n'$(grep -oE -- '--[a-z]+' "$WORK/help.$c" | sort -u)
+done
+missing=
+for t in $(sort -u <<<"$tokens"); do
+	grep -qF -- "$t" <<<"$man_txt" || missing+=" $t"
+done
+eq "the manual names every option of the help texts" "$missing" ""
+check "the help texts' options were found" test "$(wc -w <<<"$tokens")" -gt 20
+
 "$TENSORFS" ls /nonexistent/x.zt 2>"$WORK/err"
 eq "a missing file exits 4" "$?" 4
 check "a missing file is named in one line" \

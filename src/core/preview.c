@@ -1,0 +1,430 @@
+// SPDX-License-Identifier: MIT
+/* Pictures of tensors (-o previews): see src/core/preview.h. */
+#include <errno.h>
+#include <math.h>
+#include <png.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codec/decode_cache.h"
+#include "image_i.h"
+#include "preview.h"
+#include "tensorfs/tree.h"
+#include "tensorfs/values.h"
+
+/*
+ * The decode cache key of a tensor's picture: the tensor index and a
+ * window number the decode engine never uses (its keys are the tensor
+ * index and a window number below 2^32 - 2: src/codec/decode.c).
+ */
+#define PREVIEW_WINDOW 0xfffffffeu
+
+/* palette: 0..251 the colour map, then these */
+#define NCOLORS 252
+#define C_NAN 252
+#define C_BACK 253
+#define C_LINE 254
+
+static uint64_t clamp_u64(uint64_t v, uint64_t lo, uint64_t hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* floor(i * n / m) for i < m, without overflow */
+static uint64_t scaled(uint64_t i, uint64_t n, uint64_t m)
+{
+	return i * (n / m) + i * (n % m) / m;
+}
+
+/* rows (all dimensions but the last) and columns; false when empty */
+static bool rows_cols(const uint64_t *shape, uint32_t ndim, uint64_t *rows,
+		      uint64_t *cols)
+{
+	uint32_t i;
+
+	*rows = 1;
+	for (i = 0; i + 1 < ndim; i++) {
+		if (shape[i] && *rows > UINT64_MAX / shape[i])
+			return false;
+		*rows *= shape[i];
+	}
+	*cols = ndim ? shape[ndim - 1] : 0;
+	return *rows && *cols;
+}
+
+bool tfs_preview_geometry(enum tfs_dtype dtype, bool big, const uint64_t *shape,
+			  uint32_t ndim, uint32_t *w, uint32_t *h)
+{
+	uint64_t rows, cols;
+
+	if (!ndim ||
+	    tfs_values_supported(dtype, big ? TFS_VALUES_BIG_ENDIAN : 0) ||
+	    !rows_cols(shape, ndim, &rows, &cols))
+		return false;
+	*w = (uint32_t)clamp_u64(cols, TFS_PREVIEW_MIN_W, TFS_PREVIEW_MAX);
+	*h = (uint32_t)clamp_u64(rows, TFS_PREVIEW_MIN_H, TFS_PREVIEW_MAX);
+	return true;
+}
+
+/* ---- PNG ----------------------------------------------------------------
+ */
+
+static void palette(png_color *p)
+{
+	/* viridis, by five anchors */
+	static const uint8_t a[5][3] = {{68, 1, 84},
+					{59, 82, 139},
+					{33, 145, 140},
+					{94, 201, 98},
+					{253, 231, 37}};
+	double x, f;
+	int i, k, c;
+
+	for (i = 0; i < NCOLORS; i++) {
+		x = (double)i / (NCOLORS - 1) * 4;
+		k = x >= 4 ? 3 : (int)x;
+		f = x - k;
+		for (c = 0; c < 3; c++) {
+			uint8_t v = (uint8_t)lround(a[k][c] * (1 - f) +
+						    a[k + 1][c] * f);
+
+			if (c == 0)
+				p[i].red = v;
+			else if (c == 1)
+				p[i].green = v;
+			else
+				p[i].blue = v;
+		}
+	}
+	p[C_NAN] = (png_color){255, 0, 255};
+	p[C_BACK] = (png_color){255, 255, 255};
+	p[C_LINE] = (png_color){0, 0, 0};
+	p[255] = (png_color){128, 128, 128};
+}
+
+struct membuf {
+	uint8_t *p;
+	size_t len, cap;
+};
+
+static void write_cb(png_structp png, png_bytep data, size_t n)
+{
+	struct membuf *m = png_get_io_ptr(png);
+	uint8_t *np;
+
+	if (m->len + n > m->cap) {
+		m->cap = (m->len + n) * 2;
+		np = realloc(m->p, m->cap);
+		if (!np)
+			png_error(png, "out of memory");
+		m->p = np;
+	}
+	memcpy(m->p + m->len, data, n);
+	m->len += n;
+}
+
+static void flush_cb(png_structp png)
+{
+	(void)png;
+}
+
+static void write_image(png_structp png, png_infop info, const uint8_t *pix,
+			uint32_t w, uint32_t h)
+{
+	png_color pal[256];
+	uint32_t y;
+
+	palette(pal);
+	png_set_IHDR(png, info, w, h, 8, PNG_COLOR_TYPE_PALETTE,
+		     PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+		     PNG_FILTER_TYPE_DEFAULT);
+	png_set_PLTE(png, info, pal, 256);
+	/* stored deflate blocks, no filter: the size depends on w, h only */
+	png_set_compression_level(png, 0);
+	png_set_filter(png, 0, PNG_FILTER_NONE);
+	png_write_info(png, info);
+	for (y = 0; y < h; y++)
+		png_write_row(png, pix + (size_t)y * w);
+	png_write_end(png, info);
+}
+
+/* @w x @h palette indices into a PNG (malloc'd) */
+static int encode(const uint8_t *pix, uint32_t w, uint32_t h, uint8_t **out,
+		  size_t *len)
+{
+	png_structp png;
+	png_infop info;
+	struct membuf m = {0};
+
+	png = png_create_write_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+	if (!png)
+		return -ENOMEM;
+	info = png_create_info_struct(png);
+	if (!info) {
+		png_destroy_write_struct(&png, NULL);
+		return -ENOMEM;
+	}
+	if (setjmp(png_jmpbuf(png))) {
+		png_destroy_write_struct(&png, &info);
+		free(m.p);
+		return -ENOMEM;
+	}
+	png_set_write_fn(png, &m, write_cb, flush_cb);
+	write_image(png, info, pix, w, h);
+	png_destroy_write_struct(&png, &info);
+	*out = m.p;
+	*len = m.len;
+	return 0;
+}
+
+/* ---- sizes ----------------------------------------------------------------
+ */
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	uint32_t w, h;
+	uint64_t size;
+} memo[64];
+static unsigned nmemo;
+
+int tfs_preview_size(uint32_t w, uint32_t h, uint64_t *size)
+{
+	uint32_t total = h + 1 + TFS_PREVIEW_HIST_H;
+	uint8_t *pix, *png = NULL;
+	size_t len = 0;
+	unsigned i;
+	int ret = 0;
+
+	pthread_mutex_lock(&lock);
+	for (i = 0; i < nmemo; i++)
+		if (memo[i].w == w && memo[i].h == h) {
+			*size = memo[i].size;
+			goto out;
+		}
+	/* measured: the same pixel size always encodes to the same size */
+	pix = calloc((size_t)w * total, 1);
+	ret = pix ? encode(pix, w, total, &png, &len) : -ENOMEM;
+	free(pix);
+	free(png);
+	if (ret)
+		goto out;
+	*size = len;
+	if (nmemo < sizeof(memo) / sizeof(memo[0])) {
+		memo[nmemo].w = w;
+		memo[nmemo].h = h;
+		memo[nmemo++].size = len;
+	}
+out:
+	pthread_mutex_unlock(&lock);
+	return ret;
+}
+
+/* ---- sampling -------------------------------------------------------------
+ */
+
+static bool xattr_is(const struct tfs_tree *t, uint32_t node, const char *key,
+		     const char *want)
+{
+	const struct tfs_xattr *a;
+
+	if (node == TFS_NO_NODE)
+		return false;
+	a = tfs_tree_xattr(t, node, key);
+	return a && a->len == strlen(want) && !memcmp(a->value, want, a->len);
+}
+
+/* the stored index of element (row @r, column @c) of a column-major tensor */
+static uint64_t fortran_index(const struct tfs_tensor *x, uint64_t r,
+			      uint64_t c)
+{
+	uint64_t idx = c, k;
+	uint32_t i;
+
+	/* r is the row-major number of (i0 .. i_{n-2}); the stored index
+	 * is i0 + s0 * (i1 + s1 * (... + s_{n-2} * c)) */
+	for (i = x->ndim - 1; i-- > 0;) {
+		k = r % x->shape[i];
+		r /= x->shape[i];
+		idx = idx * x->shape[i] + k;
+	}
+	return idx;
+}
+
+/* the sampled values: @h rows of @w, row i from tensor row i*rows/h */
+static int sample(struct tfs_image *img, uint32_t tensor, uint32_t w,
+		  uint32_t h, double *out)
+{
+	const struct tfs_tree *t = img->tree;
+	const struct tfs_tensor *x = &t->tensors[tensor];
+	bool fortran = xattr_is(t, x->node, TFS_XATTR_PREFIX "order", "F") ||
+		       xattr_is(t, x->group, TFS_XATTR_PREFIX "order", "F");
+	uint64_t rows, cols, r, prev = UINT64_MAX;
+	double *row = NULL;
+	uint32_t i, j;
+	int ret = 0;
+
+	rows_cols(x->shape, x->ndim, &rows, &cols);
+	/* a row no more than 8 times the samples: read it whole */
+	if (!fortran && cols <= 8 * (uint64_t)w) {
+		row = malloc(cols * sizeof(*row));
+		if (!row)
+			return -ENOMEM;
+	}
+	for (i = 0; i < h && !ret; i++) {
+		double *o = out + (size_t)i * w;
+
+		r = scaled(i, rows, h);
+		if (r == prev) {
+			memcpy(o, o - w, w * sizeof(*o));
+			continue;
+		}
+		prev = r;
+		if (row)
+			ret = tfs_values_read(img, tensor, 0, r * cols,
+					      (size_t)cols, row);
+		for (j = 0; j < w && !ret; j++) {
+			uint64_t c = scaled(j, cols, w);
+
+			if (row)
+				o[j] = row[c];
+			else
+				ret = tfs_values_read(
+					img, tensor, 0,
+					fortran ? fortran_index(x, r, c)
+						: r * cols + c,
+					1, &o[j]);
+		}
+	}
+	free(row);
+	return ret;
+}
+
+static uint8_t color_of(double v, double lo, double hi)
+{
+	double f;
+
+	if (isnan(v))
+		return C_NAN;
+	if (!(hi > lo))
+		return NCOLORS / 2;
+	f = (v - lo) / (hi - lo);
+	f = f < 0 ? 0 : f > 1 ? 1 : f;
+	return (uint8_t)lround(f * (NCOLORS - 1));
+}
+
+#define HIST_BINS 64 /* at most; one per column on narrower pictures */
+
+/* the heat map of @v (@w x @h) and the histogram strip into @pix */
+static void draw(const double *v, uint32_t w, uint32_t h, uint8_t *pix)
+{
+	uint32_t bins[HIST_BINS] = {0};
+	uint32_t nb = w < HIST_BINS ? w : HIST_BINS;
+	double lo = INFINITY, hi = -INFINITY;
+	size_t n = (size_t)w * h, i;
+	uint32_t x, y, k, most = 0, bar;
+	uint8_t *strip;
+
+	for (i = 0; i < n; i++)
+		if (isfinite(v[i])) {
+			lo = v[i] < lo ? v[i] : lo;
+			hi = v[i] > hi ? v[i] : hi;
+		}
+	for (i = 0; i < n; i++)
+		pix[i] = color_of(v[i], lo, hi);
+	memset(pix + n, C_LINE, w);
+	for (i = 0; i < n; i++) {
+		if (!isfinite(v[i]))
+			continue;
+		k = hi > lo ? (uint32_t)((v[i] - lo) / (hi - lo) * nb) : nb / 2;
+		bins[k < nb ? k : nb - 1]++;
+	}
+	for (k = 0; k < nb; k++)
+		most = bins[k] > most ? bins[k] : most;
+	strip = pix + n + w;
+	for (x = 0; x < w; x++) {
+		k = (uint32_t)((uint64_t)x * nb / w);
+		bar = most ? (uint32_t)(((uint64_t)bins[k] *
+						 TFS_PREVIEW_HIST_H +
+					 most - 1) /
+					most)
+			   : 0;
+		for (y = 0; y < TFS_PREVIEW_HIST_H; y++)
+			strip[(size_t)y * w + x] =
+				y >= TFS_PREVIEW_HIST_H - bar
+					? (uint8_t)(k * (NCOLORS - 1) /
+						    (nb > 1 ? nb - 1 : 1))
+					: C_BACK;
+	}
+}
+
+int tfs_preview_make(struct tfs_image *img, uint32_t tensor, uint8_t **png,
+		     size_t *len)
+{
+	const struct tfs_tensor *x = &img->tree->tensors[tensor];
+	uint32_t w, h, total;
+	uint8_t *pix = NULL;
+	double *v = NULL;
+	int ret = -ENOMEM;
+
+	if (!tfs_preview_geometry(x->dtype_id,
+				  tfs_values_tensor_flags(img->tree, tensor) &
+					  TFS_VALUES_BIG_ENDIAN,
+				  x->shape, x->ndim, &w, &h))
+		return -EINVAL;
+	total = h + 1 + TFS_PREVIEW_HIST_H;
+	v = malloc((size_t)w * h * sizeof(*v));
+	pix = malloc((size_t)w * total);
+	if (!v || !pix)
+		goto out;
+	ret = sample(img, tensor, w, h, v);
+	if (ret)
+		goto out;
+	draw(v, w, h, pix);
+	ret = encode(pix, w, total, png, len);
+out:
+	free(v);
+	free(pix);
+	return ret;
+}
+
+int tfs_preview_read(struct tfs_image *img, uint32_t node, uint64_t off,
+		     size_t len, struct tfs_view *v)
+{
+	const struct tfs_node *n = &img->tree->nodes[node];
+	size_t size = (size_t)n->mem_len, plen = 0;
+	struct tfs_cache_entry *e;
+	uint8_t *png = NULL;
+	int ret;
+
+	ret = tfs_cache_get(img->rs->cache,
+			    (uint64_t)n->tensor << 32 | PREVIEW_WINDOW, size,
+			    &e, NULL);
+	if (ret)
+		return ret;
+	if (tfs_cache_valid(e) < size) {
+		/* one picture made at a time: previews are for people */
+		pthread_mutex_lock(&lock);
+		if (tfs_cache_valid(e) < size) {
+			ret = tfs_preview_make(img, n->tensor, &png, &plen);
+			if (!ret && plen != size)
+				ret = -EIO; /* cannot happen: see the size */
+			if (!ret) {
+				memcpy(e->data, png, size);
+				tfs_cache_set_valid(e, size);
+			}
+			free(png);
+		}
+		pthread_mutex_unlock(&lock);
+		if (ret) {
+			tfs_cache_forget(img->rs->cache, e);
+			tfs_cache_put(img->rs->cache, e);
+			return ret == -ENOTSUP || ret == -ERANGE ? -EIO : ret;
+		}
+	}
+	v->data = e->data + off;
+	v->len = len;
+	v->pin = e;
+	v->pin_kind = PIN_ENTRY;
+	return 0;
+}

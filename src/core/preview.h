@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Pictures of tensors (-o previews): beside each numeric tensor of one or
+ * more dimensions, "<file>.png", a heat map of its values (rows = the
+ * product of all dimensions but the last, columns = the last; sampled down
+ * to at most 512 x 512 pixels, small ones scaled up to at least 64 x 16)
+ * over a histogram strip of the sampled values.  8-bit indexed colour,
+ * written by libpng uncompressed, so the file's size depends only on its
+ * pixel size and is known when the tree is built; the picture itself is
+ * made on its first read, by sampling the tensor through values.h, and kept
+ * in the decode cache.  Private to the builder and the read path.
+ */
+#ifndef TFS_CORE_PREVIEW_H
+#define TFS_CORE_PREVIEW_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tensorfs/dtype.h"
+
+struct tfs_image;
+struct tfs_view;
+
+#define TFS_PREVIEW_MAX 512   /* heat map: at most this wide and tall */
+#define TFS_PREVIEW_MIN_W 64  /* ... and at least this wide */
+#define TFS_PREVIEW_MIN_H 16  /* ... and tall */
+#define TFS_PREVIEW_HIST_H 48 /* the histogram strip below it */
+
+/* the picture's pixel size for a tensor; false: it gets none */
+bool tfs_preview_geometry(enum tfs_dtype dtype, bool big, const uint64_t *shape,
+			  uint32_t ndim, uint32_t *w, uint32_t *h);
+
+/* the PNG's size in bytes for a heat map of @w x @h; 0 or -errno */
+int tfs_preview_size(uint32_t w, uint32_t h, uint64_t *size);
+
+/* the PNG of tensor record @tensor (@size bytes), whole, malloc'd */
+int tfs_preview_make(struct tfs_image *img, uint32_t tensor, uint8_t **png,
+		     size_t *len);
+
+/*
+ * Bytes [@off, @off + @len) of preview node @node (inside its size): the
+ * picture is made on the first read and kept in the decode cache.
+ */
+int tfs_preview_read(struct tfs_image *img, uint32_t node, uint64_t off,
+		     size_t len, struct tfs_view *v);
+
+#endif
