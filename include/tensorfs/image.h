@@ -96,6 +96,11 @@ struct tfs_image_options {
 	 * tensor; NULL: not reported.  Called from reader threads.
 	 */
 	void (*log)(void *arg, const char *line);
+	/*
+	 * The same failure as data, once per tensor record (@tensor indexes
+	 * tree->tensors; @what says what failed); NULL: not reported.
+	 */
+	void (*failed)(void *arg, uint32_t tensor, const char *what);
 	void *log_arg;
 };
 

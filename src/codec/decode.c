@@ -194,11 +194,16 @@ static void report(struct tfs_image *img, uint32_t idx, const char *fmt, ...)
 	char what[400], line[600];
 	va_list ap;
 
-	if (!rs->opts.log || atomic_exchange(&rs->ts[idx].logged, true))
+	if ((!rs->opts.log && !rs->opts.failed) ||
+	    atomic_exchange(&rs->ts[idx].logged, true))
 		return;
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
+	if (rs->opts.failed)
+		rs->opts.failed(rs->opts.log_arg, idx, what);
+	if (!rs->opts.log)
+		return;
 	snprintf(line, sizeof(line),
 		 "%s: tensor '%s': %s; its reads fail with EIO",
 		 tfs_image_source(img, &img->tree->tensors[idx])->path

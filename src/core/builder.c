@@ -1801,6 +1801,7 @@ static int build_json_files(struct tfs_builder *b, struct node_list *nl,
 	char *data;
 	size_t len;
 	uint32_t i;
+	bool have_errors = false;
 	int ret = -ENOMEM;
 
 	data = manifest_text(b, format, &len);
@@ -1833,10 +1834,18 @@ static int build_json_files(struct tfs_builder *b, struct node_list *nl,
 			   : -ENOMEM;
 	}
 	for (i = 0; !ret && i < b->nfiles; i++) {
+		if (strcmp(b->files[i].name, "errors.json") == 0)
+			have_errors = true;
 		data = b->files[i].data;
 		b->files[i].data = NULL;
 		ret = add_memfile(nl, meta_dir, b->files[i].name, data,
 				  b->files[i].len);
+	}
+	/* every mount has one: the daemon adds the failures it meets */
+	if (!ret && !have_errors) {
+		data = strdup("[]\n");
+		ret = data ? add_memfile(nl, meta_dir, "errors.json", data, 3)
+			   : -ENOMEM;
 	}
 out:
 	return ret;

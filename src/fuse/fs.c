@@ -21,6 +21,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "fuse/errors.h"
 #include "fuse/fs.h"
 #include "tensorfs/image.h"
 #include "tensorfs/tree.h"
@@ -87,6 +88,14 @@ static void fill_stat(const struct tfs_fs *fs, uint32_t node, struct stat *st)
 		st->st_mode = S_IFREG | 0444;
 		st->st_nlink = 1;
 		st->st_size = (off_t)tfs_node_size(t, node);
+		if (node == tfs_errors_node(fs->errors)) {
+			size_t len = 0;
+			char *s = tfs_errors_text(fs->errors, &len);
+
+			if (s)
+				st->st_size = (off_t)len;
+			free(s);
+		}
 		st->st_blocks = (blkcnt_t)((st->st_size + 511) / 512);
 	}
 }
@@ -100,6 +109,9 @@ static void fill_entry(const struct tfs_fs *fs, uint32_t node,
 	e->attr_timeout = TFS_CACHE_TIMEOUT;
 	e->entry_timeout = TFS_CACHE_TIMEOUT;
 	fill_stat(fs, node, &e->attr);
+	/* errors.json grows while mounted: never cache its size */
+	if (node == tfs_errors_node(fs->errors))
+		e->attr_timeout = 0;
 }
 
 static void tfs_init(void *userdata, struct fuse_conn_info *conn)
@@ -173,7 +185,9 @@ static void tfs_getattr(fuse_req_t req, fuse_ino_t ino,
 		return;
 	}
 	fill_stat(fs, node, &st);
-	fuse_reply_attr(req, &st, TFS_CACHE_TIMEOUT);
+	fuse_reply_attr(req, &st,
+			node == tfs_errors_node(fs->errors) ? 0
+							    : TFS_CACHE_TIMEOUT);
 }
 
 static void tfs_opendir(fuse_req_t req, fuse_ino_t ino,
@@ -283,8 +297,31 @@ static void tfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, EROFS);
 		return;
 	}
-	fi->keep_cache = 1;
+	if (node == tfs_errors_node(fs->errors))
+		fi->direct_io = 1; /* its bytes change: read them each time */
+	else
+		fi->keep_cache = 1;
 	fuse_reply_open(req, fi);
+}
+
+/* .tensorfs/errors.json as it is now */
+static void read_errors(fuse_req_t req, struct tfs_fs *fs, size_t size,
+			off_t off)
+{
+	size_t len = 0;
+	char *s = tfs_errors_text(fs->errors, &len);
+
+	if (!s) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	if ((uint64_t)off >= len)
+		fuse_reply_buf(req, NULL, 0);
+	else
+		fuse_reply_buf(req, s + off,
+			       len - (size_t)off < size ? len - (size_t)off
+							: size);
+	free(s);
 }
 
 static void tfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -298,6 +335,10 @@ static void tfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	(void)fi;
 	if (node == TFS_NO_NODE || off < 0) {
 		fuse_reply_err(req, node == TFS_NO_NODE ? ENOENT : EINVAL);
+		return;
+	}
+	if (node == tfs_errors_node(fs->errors)) {
+		read_errors(req, fs, size, off);
 		return;
 	}
 	ret = tfs_image_read(fs->img, node, (uint64_t)off, size, &v);

@@ -9,12 +9,14 @@
 #include <sys/types.h>
 
 struct tfs_image;
+struct tfs_errors;
 
 struct tfs_fs {
 	struct tfs_image *img;
 	uid_t uid; /* owner of every node: the mounting user */
 	gid_t gid;
 	bool drop_source_cache; /* see tfs_image_drop_source_cache */
+	struct tfs_errors *errors; /* .tensorfs/errors.json, live */
 	/*
 	 * The readahead to set on the mount's backing device ("MAJ:MIN" in
 	 * /sys/class/bdi), once the kernel has taken our INIT reply (which

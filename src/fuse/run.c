@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fuse/errors.h"
 #include "fuse/fs.h"
 #include "fuse/run.h"
 
@@ -45,6 +46,15 @@ static void log_to_file(enum fuse_log_level level, const char *fmt, va_list ap)
 	vfprintf(logfile, fmt, ap);
 	funlockfile(logfile);
 	fflush(logfile);
+}
+
+/* the same failure, for .tensorfs/errors.json */
+static void record_failure(void *arg, uint32_t tensor, const char *what)
+{
+	struct tfs_fs *fs = arg;
+
+	if (fs->errors)
+		tfs_errors_add(fs->errors, tensor, what);
 }
 
 /* integrity failures seen by the read path */
@@ -155,6 +165,11 @@ enum tfs_fuse_result tfs_fuse_run(struct tfs_image *img,
 	int ret;
 
 	io.log = log_integrity;
+	io.failed = record_failure;
+	io.log_arg = &fs;
+	fs.errors = tfs_errors_new(img);
+	if (!fs.errors)
+		goto out;
 	if (a->logfile && !(logfile = fopen(a->logfile, "ae"))) {
 		fprintf(stderr, "tensorfs: logfile=%s: %s\n", a->logfile,
 			strerror(errno));
@@ -214,6 +229,7 @@ out:
 	if (lc)
 		fuse_loop_cfg_destroy(lc);
 	free(canonical);
+	tfs_errors_free(fs.errors);
 	fuse_opt_free_args(&fa);
 	if (logfile) {
 		fuse_set_log_func(NULL);
