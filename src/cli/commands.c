@@ -43,6 +43,8 @@ int tfs_cli_open_inputs(char *const *inputs, int n,
 	int ret;
 
 	tfs_diag_clear(&d);
+	if (tfs_cli_remote_setup())
+		return TFS_EXIT_USAGE;
 	if (n == 1)
 		ret = tfs_image_open(img, path, opts, &d);
 	else

@@ -138,9 +138,10 @@ static int read_tensor(struct tfs_image *img, uint32_t idx, uint64_t off,
 	ret = tfs_digest_gate(img, idx);
 	if (ret)
 		return ret;
-	if (!tfs_source_live_range_ok(tfs_image_source(img, x), x->offset + off,
-				      len))
-		return -EIO;
+	/* a remote source fetches the range here (-ESTALE, -EAGAIN) */
+	ret = tfs_source_fetch(tfs_image_source(img, x), x->offset + off, len);
+	if (ret)
+		return ret;
 	v->data = tfs_image_source(img, x)->data + x->offset + off;
 	v->len = len;
 	return 0;
