@@ -54,6 +54,8 @@ int tfs_cmd_mount(int argc, char **argv);
 int tfs_cli_remote_option(const char *opt, size_t len);
 int tfs_cli_remote_setup(void);
 void tfs_cli_remote_mounted(void);
+/* @path as it may be printed: a URL without its query or password */
+const char *tfs_cli_shown(const char *path, char *buf, size_t n);
 
 /* the whole help text */
 void tfs_usage(FILE *f);

@@ -38,7 +38,7 @@ int tfs_cli_open_inputs(char *const *inputs, int n,
 {
 	const char *path = inputs[0];
 	struct tfs_diag d;
-	char line[512];
+	char line[512], shown[1024];
 	uint32_t i;
 	int ret;
 
@@ -52,7 +52,8 @@ int tfs_cli_open_inputs(char *const *inputs, int n,
 					   (size_t)n, opts, &d);
 	if (ret) {
 		tfs_diag_format(&d, line, sizeof(line));
-		fprintf(stderr, "%s: %s: %s\n", tfs_progname, path, line);
+		fprintf(stderr, "%s: %s: %s\n", tfs_progname,
+			tfs_cli_shown(path, shown, sizeof(shown)), line);
 		return tfs_exit_for(ret);
 	}
 	/* a directory mount goes on without the containers that failed */

@@ -31,13 +31,29 @@ static void log_line(const char *line)
 #endif
 }
 
-static void init_cfg(void)
+static int init_cfg(void)
 {
+	const char *env = getenv("TENSORFS_REMOTE_OPTIONS"), *p, *end;
+	size_t len;
+
 	if (have_cfg)
-		return;
+		return 0;
 	tfs_remote_config_default(&cfg);
 	cfg.log = log_line;
 	have_cfg = true;
+	/* the environment first: -o options given after it override it */
+	for (p = env; p && *p; p += len + (end ? 1 : 0)) {
+		end = strchr(p, ',');
+		len = end ? (size_t)(end - p) : strlen(p);
+		if (len && tfs_remote_option(&cfg, p, len) != 1) {
+			fprintf(stderr,
+				"%s: TENSORFS_REMOTE_OPTIONS: %.*s: not a "
+				"remote option, or a bad value\n",
+				tfs_progname, (int)len, p);
+			return -1;
+		}
+	}
+	return 0;
 }
 #endif
 
@@ -46,7 +62,8 @@ int tfs_cli_remote_option(const char *opt, size_t len)
 #if TFS_HAVE_REMOTE
 	int r;
 
-	init_cfg();
+	if (init_cfg())
+		return -1;
 	r = tfs_remote_option(&cfg, opt, len);
 	if (r < 0) {
 		fprintf(stderr, "%s: %.*s: bad value (see --help)\n",
@@ -62,22 +79,7 @@ int tfs_cli_remote_option(const char *opt, size_t len)
 int tfs_cli_remote_setup(void)
 {
 #if TFS_HAVE_REMOTE
-	const char *env = getenv("TENSORFS_REMOTE_OPTIONS"), *p, *end;
-	size_t len;
-
-	init_cfg();
-	for (p = env; p && *p; p += len + (end ? 1 : 0)) {
-		end = strchr(p, ',');
-		len = end ? (size_t)(end - p) : strlen(p);
-		if (len && tfs_cli_remote_option(p, len) != 1) {
-			fprintf(stderr,
-				"%s: TENSORFS_REMOTE_OPTIONS: %.*s: not a "
-				"remote option\n",
-				tfs_progname, (int)len, p);
-			return -1;
-		}
-	}
-	if (tfs_remote_configure(&cfg))
+	if (init_cfg() || tfs_remote_configure(&cfg))
 		return -1;
 	tfs_source_set_url_opener(tfs_remote_open);
 #endif
@@ -89,4 +91,22 @@ void tfs_cli_remote_mounted(void)
 #if TFS_HAVE_REMOTE
 	tfs_remote_mounted();
 #endif
+}
+
+const char *tfs_cli_shown(const char *path, char *buf, size_t n)
+{
+	const char *host, *at;
+	size_t end;
+
+	if (!tfs_source_is_url(path))
+		return path;
+	/* no query (a signature), no user:password@ */
+	host = strstr(path, "://") + 3;
+	end = strcspn(host, "?#");
+	at = memchr(host, '@', end);
+	if (at && (size_t)(at - host) < strcspn(host, "/"))
+		host = at + 1;
+	snprintf(buf, n, "%.*s://%.*s", (int)(strstr(path, "://") - path), path,
+		 (int)strcspn(host, "?#"), host);
+	return buf;
 }

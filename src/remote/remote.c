@@ -748,6 +748,11 @@ static int fetch(struct remote *r, uint64_t off, uint64_t len, bool ahead)
 			ret = r->err[c];
 			break;
 		}
+		if (r->state[c] == CH_MISSING) {
+			/* dropped (remote_drop) after it came: again */
+			ret = schedule(r, c, c1, true);
+			continue;
+		}
 		if (r->stopping) {
 			ret = -EIO;
 			break;

@@ -4,11 +4,12 @@
 
 Serves the files under ROOT with Range (one range), ETag (size and mtime,
 strong) and If-Match (412 on a mismatch), and logs every response to LOG
-as one line: "METHOD PATH STATUS FIRST-LAST" (bytes of the body; "-" for
-none).  Faults come from the JSON file FAULTS, re-read on every request:
+as one line: "METHOD PATH STATUS FIRST-LAST [cut] TIME" (bytes of the
+body, "-" for none; "cut" when cut short; a monotonic time in seconds).  Faults come from the JSON file FAULTS, re-read on every request:
   {"delay": seconds, "status": [code, times], "truncate": [bytes, times]}
 "status" answers `times` requests with `code`; "truncate" cuts `times`
-bodies after `bytes` bytes (the connection is then closed).
+bodies after `bytes` bytes (the connection is then closed).  The counts
+start again whenever the file's text changes.
 Usage: server.py ROOT PORTFILE LOG FAULTS   (binds 127.0.0.1, port 0)
 """
 import http.server
@@ -21,21 +22,29 @@ import time
 
 ROOT, PORTFILE, LOG, FAULTS = sys.argv[1:5]
 lock = threading.Lock()
-used = {"status": 0, "truncate": 0}
+used = {"status": 0, "truncate": 0, "text": ""}
 
 
 def faults():
+    """the faults in force; counts start again when the file changes"""
     try:
         with open(FAULTS) as f:
-            return json.load(f)
-    except (OSError, ValueError):
+            text = f.read()
+    except OSError:
+        text = "{}"
+    with lock:
+        if text != used["text"]:
+            used.update(status=0, truncate=0, text=text)
+    try:
+        return json.loads(text)
+    except ValueError:
         return {}
 
 
 def log(line):
     with lock:
         with open(LOG, "a") as f:
-            f.write(line + "\n")
+            f.write("%s %.3f\n" % (line, time.monotonic()))
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
