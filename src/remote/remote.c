@@ -599,11 +599,6 @@ static int run_piece(struct remote *r, CURL *h, uint8_t *buf,
 		pthread_mutex_lock(&r->lock);
 		r->stats.bytes_fetched += len;
 		pthread_mutex_unlock(&r->lock);
-		for (; i < j && r->cache; i++)
-			tfs_chunk_cache_put(r->cache, p->first + i,
-					    chunk_off(p->first + i),
-					    buf + chunk_off(p->first + i) - off,
-					    (size_t)chunk_len(r, p->first + i));
 	}
 	if (!ret) {
 		uint64_t len = chunk_off(p->first + p->count - 1) - off +
@@ -621,6 +616,13 @@ static int run_piece(struct remote *r, CURL *h, uint8_t *buf,
 	pthread_cond_broadcast(&r->done);
 	pthread_mutex_unlock(&r->lock);
 	wake_range(r, off, p->count * (uint64_t)CHUNK);
+	/* the readers have the bytes: now keep them for the next mount */
+	for (i = 0; !ret && r->cache && i < p->count; i++)
+		if (!have[i])
+			tfs_chunk_cache_put(r->cache, p->first + i,
+					    chunk_off(p->first + i),
+					    buf + chunk_off(p->first + i) - off,
+					    (size_t)chunk_len(r, p->first + i));
 	return ret;
 }
 
