@@ -35,6 +35,7 @@
 #include "remote/chunk_cache.h"
 #include "remote/remote.h"
 #include "remote/range_plan.h"
+#include "remote/resolve.h"
 #include "tensorfs/checked.h"
 #include "tensorfs/diag.h"
 #include "tensorfs/image.h"
@@ -61,8 +62,8 @@ struct piece {
 
 struct remote {
 	struct tfs_remote_config cfg;
-	char *url;     /* as given: may carry a signature; never shown */
-	char *shown;   /* redacted, for messages */
+	struct tfs_remote_target tgt; /* what is fetched: never shown */
+	char *shown;		      /* redacted, for messages */
 	char *etag;    /* the pinned version ("" when the server gave none) */
 	bool if_match; /* send If-Match: a strong ETag was given */
 	uint64_t size, nchunks, piece_chunks;
@@ -232,7 +233,8 @@ static void logf_(const struct remote *r, const char *fmt, ...)
 bool tfs_remote_is_url(const char *path)
 {
 	return strncmp(path, "http://", 7) == 0 ||
-	       strncmp(path, "https://", 8) == 0;
+	       strncmp(path, "https://", 8) == 0 ||
+	       strncmp(path, "s3://", 5) == 0 || strncmp(path, "hf://", 5) == 0;
 }
 
 char *tfs_remote_redact(const char *url)
@@ -350,6 +352,10 @@ static CURL *new_handle(const struct remote *r)
 		curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
 		curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
 	}
+	if (r->tgt.userpwd) {
+		curl_easy_setopt(h, CURLOPT_USERPWD, r->tgt.userpwd);
+		curl_easy_setopt(h, CURLOPT_AWS_SIGV4, r->tgt.sigv4);
+	}
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
 	return h;
@@ -384,9 +390,18 @@ static int get_range(struct remote *r, CURL *h, uint64_t off, uint64_t len,
 			hdrs = nh;
 		}
 	}
+	for (nh = r->tgt.headers; nh && hdrs; nh = nh->next) {
+		struct curl_slist *more = curl_slist_append(hdrs, nh->data);
+
+		if (!more) {
+			curl_slist_free_all(hdrs);
+			hdrs = NULL;
+		}
+		hdrs = more;
+	}
 	if (!hdrs)
 		return -ENOMEM;
-	curl_easy_setopt(h, CURLOPT_URL, r->url);
+	curl_easy_setopt(h, CURLOPT_URL, r->tgt.url);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
@@ -1033,7 +1048,7 @@ static void remote_free(struct remote *r)
 	tfs_remote_config_free(&r->cfg);
 	free(r->state);
 	free(r->err);
-	free(r->url);
+	tfs_remote_target_free(&r->tgt);
 	free(r->shown);
 	free(r->etag);
 	free(r);
@@ -1126,12 +1141,15 @@ int tfs_remote_open(struct tfs_source *s, const char *url, struct tfs_diag *d)
 	pthread_cond_init(&r->work, NULL);
 	r->cfg = config;
 	r->cfg.cache_dir = config.cache_dir ? strdup(config.cache_dir) : NULL;
-	r->url = strdup(url);
 	r->shown = tfs_remote_redact(url);
-	if (!r->url || !r->shown || (config.cache_dir && !r->cfg.cache_dir)) {
+	if (!r->shown || (config.cache_dir && !r->cfg.cache_dir)) {
 		ret = -ENOMEM;
 		goto out;
 	}
+	ret = tfs_remote_resolve(url, &r->tgt, r->cfg.insecure,
+				 (long)r->cfg.timeout_ms, d);
+	if (ret)
+		goto out;
 	ret = probe(r, d, &first, &got);
 	if (ret)
 		goto out;
@@ -1165,10 +1183,16 @@ int tfs_remote_open(struct tfs_source *s, const char *url, struct tfs_diag *d)
 			goto out;
 		}
 	}
-	if (r->cfg.cache_dir && r->cfg.cache_max)
-		tfs_chunk_cache_open(&r->cache, r->cfg.cache_dir,
-				     r->cfg.cache_max, r->shown, r->etag,
-				     r->size);
+	if (r->cfg.cache_dir && r->cfg.cache_max) {
+		/* keyed by what is fetched: an hf:// commit, an endpoint */
+		char *key = tfs_remote_redact(r->tgt.url);
+
+		if (key)
+			tfs_chunk_cache_open(&r->cache, r->cfg.cache_dir,
+					     r->cfg.cache_max, key, r->etag,
+					     r->size);
+		free(key);
+	}
 	/* the probe's bytes: chunk 0, whole (or the whole object) */
 	if (r->nchunks && got >= chunk_len(r, 0)) {
 		ret = pwrite_all(r->memfd, first, chunk_len(r, 0), 0);

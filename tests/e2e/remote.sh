@@ -10,7 +10,9 @@
 #    changed object as an error with one log line, 404 and an unreachable
 #    host exit 4 with one line;
 #  - the disk cache: a second mount reads from it, a corrupted chunk is
-#    fetched again, cache_max evicts.
+#    fetched again, cache_max evicts;
+#  - s3:// signed by curl's SigV4 and checked by the server (whose check
+#    agrees with AWS's published example), hf:// pinned to a commit.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 need_fixtures
@@ -220,4 +222,46 @@ unmount "$mnt"
 used=$(du -sb "$WORK/c3" | cut -f1)
 [ "$used" -le $((2 * 1048576 + 2 * CHUNK + 8192)) ] &&
 	ok "cache_max=2M holds $used bytes" || fail "cache holds $used bytes"
+stop_server
+
+# ---- s3:// (SigV4 checked by the server) and hf:// (revision -> commit) ----
+check "the server's SigV4 check agrees with AWS's published example" \
+	python3 "$TFS_SOURCE_ROOT/tests/remote/server.py" --selftest
+mkdir -p "$WORK/obj/bkt/dir" "$WORK/obj/org/repo"
+cp "$M" "$WORK/obj/bkt/dir/m.safetensors"
+cp "$M" "$WORK/obj/org/repo/model.safetensors"
+export TFS_S3_ID=AKIDEXAMPLE TFS_S3_SECRET=test-secret TFS_HF_TOKEN=hf_test
+start_server "$WORK/obj"
+unset TFS_S3_ID TFS_S3_SECRET TFS_HF_TOKEN
+export AWS_ENDPOINT_URL=http://127.0.0.1:$PORT AWS_REGION=eu-west-1
+export AWS_ACCESS_KEY_ID=AKIDEXAMPLE AWS_SECRET_ACCESS_KEY=test-secret
+mnt=$(mount_container s3://bkt/dir/m.safetensors -o no_cache) ||
+	fail "s3:// mount"
+cat "$mnt"/t* | cmp - <(tail -c +$((hdr_end + 1)) "$M") &&
+	ok "s3:// reads, signed (SigV4, UNSIGNED-PAYLOAD)" || fail "s3:// bytes"
+unmount "$mnt"
+eq "every S3 request was signed right" "$(awk '$3 == 403' "$LOG" | wc -l)" 0
+AWS_SECRET_ACCESS_KEY=wrong "$TENSORFS" ls s3://bkt/dir/m.safetensors \
+	2>"$WORK/e" >/dev/null
+eq "a wrong secret exits 4" "$?" 4
+grep -q wrong "$WORK/e" && fail "the secret was printed" ||
+	ok "the secret is not printed"
+unset AWS_ENDPOINT_URL AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_REGION
+export HF_ENDPOINT=http://127.0.0.1:$PORT HF_TOKEN=hf_test
+: >"$LOG"
+mnt=$(mount_container hf://org/repo@v1.0/model.safetensors -o no_cache) ||
+	fail "hf:// mount"
+sha=$(python3 -c 'import hashlib;print(hashlib.sha1(b"v1.0").hexdigest())')
+grep -q "GET /api/models/org/repo/revision/v1.0 200" "$LOG" &&
+	grep -q "/org/repo/resolve/$sha/model.safetensors 302" "$LOG" &&
+	ok "hf:// pins the revision to its commit" || fail "hf:// requests"
+cat "$mnt"/t* | cmp - <(tail -c +$((hdr_end + 1)) "$M") &&
+	ok "hf:// reads through the redirect" || fail "hf:// bytes"
+unmount "$mnt"
+HF_TOKEN=bad "$TENSORFS" ls hf://org/repo/model.safetensors 2>"$WORK/e" \
+	>/dev/null
+eq "a refused token exits 4" "$?" 4
+grep -q bad "$WORK/e" && fail "the token was printed" ||
+	ok "the token is not printed"
+unset HF_ENDPOINT HF_TOKEN
 finish

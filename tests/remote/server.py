@@ -10,8 +10,18 @@ body, "-" for none; "cut" when cut short; a monotonic time in seconds).  Faults 
 "status" answers `times` requests with `code`; "truncate" cuts `times`
 bodies after `bytes` bytes (the connection is then closed).  The counts
 start again whenever the file's text changes.
+S3: with TFS_S3_ID and TFS_S3_SECRET in the environment, every request
+must carry a valid AWS Signature Version 4 (Authorization header, checked
+by sigv4_signature below, itself checked against AWS's published example
+by `server.py --selftest`), else 403; paths are /BUCKET/KEY (path style).
+The Hub: GET /api/models/ORG/REPO/revision/REV answers {"sha": sha1(REV)};
+/ORG/REPO/resolve/SHA/PATH redirects (302) to /cdn/ORG/REPO/PATH, which
+serves ROOT/ORG/REPO/PATH; with TFS_HF_TOKEN set both need
+"Authorization: Bearer <it>" (401 otherwise), the CDN does not.
 Usage: server.py ROOT PORTFILE LOG FAULTS   (binds 127.0.0.1, port 0)
 """
+import hashlib
+import hmac
 import http.server
 import json
 import os
@@ -20,7 +30,40 @@ import sys
 import threading
 import time
 
+
+
+def sigv4_signature(secret, method, path, query, headers, signed, amzdate,
+                    scope):
+    """AWS SigV4 (S3 flavour: the path is not encoded again)"""
+    canon_headers = "".join("%s:%s\n" % (h, " ".join(headers[h].split()))
+                            for h in signed)
+    creq = "\n".join([method, path, query, canon_headers, ";".join(signed),
+                      headers["x-amz-content-sha256"]])
+    sts = "\n".join(["AWS4-HMAC-SHA256", amzdate, scope,
+                     hashlib.sha256(creq.encode()).hexdigest()])
+    date, region, service, _ = scope.split("/")
+    k = ("AWS4" + secret).encode()
+    for part in (date, region, service, "aws4_request"):
+        k = hmac.new(k, part.encode(), hashlib.sha256).digest()
+    return hmac.new(k, sts.encode(), hashlib.sha256).hexdigest()
+
+
+if sys.argv[1:] == ["--selftest"]:
+    # "GET Object" of AWS's "Signature Calculations ... Examples"
+    sig = sigv4_signature(
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "GET", "/test.txt", "",
+        {"host": "examplebucket.s3.amazonaws.com", "range": "bytes=0-9",
+         "x-amz-content-sha256": hashlib.sha256(b"").hexdigest(),
+         "x-amz-date": "20130524T000000Z"},
+        ["host", "range", "x-amz-content-sha256", "x-amz-date"],
+        "20130524T000000Z", "20130524/us-east-1/s3/aws4_request")
+    want = "f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"
+    print("sigv4 selftest", "ok" if sig == want else "FAILED " + sig)
+    sys.exit(0 if sig == want else 1)
+
 ROOT, PORTFILE, LOG, FAULTS = sys.argv[1:5]
+S3_ID, S3_SECRET = os.environ.get("TFS_S3_ID"), os.environ.get("TFS_S3_SECRET")
+HF_TOKEN = os.environ.get("TFS_HF_TOKEN")
 lock = threading.Lock()
 used = {"status": 0, "truncate": 0, "text": ""}
 
@@ -66,7 +109,53 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_HEAD(self):
         self.do_GET()
 
+    def s3_ok(self):
+        auth = self.headers.get("Authorization", "")
+        m = re.fullmatch(r"AWS4-HMAC-SHA256 Credential=([^/]+)/([^,]+), *"
+                         r"SignedHeaders=([^,]+), *Signature=([0-9a-f]{64})",
+                         auth)
+        if not m or m.group(1) != S3_ID:
+            return False
+        signed = m.group(3).split(";")
+        hdrs = {k.lower(): v for k, v in self.headers.items()}
+        if any(h not in hdrs for h in signed) or "host" not in signed or \
+                hdrs.get("x-amz-content-sha256") != "UNSIGNED-PAYLOAD":
+            return False
+        path, _, query = self.path.partition("?")
+        want = sigv4_signature(S3_SECRET, self.command, path, query, hdrs,
+                               signed, hdrs.get("x-amz-date", ""),
+                               m.group(2))
+        return hmac.compare_digest(want, m.group(4))
+
+    def hub(self):
+        """the Hub's API and redirects; True if answered"""
+        path = self.path.split("?")[0]
+        m = re.fullmatch(r"/api/models/([^/]+/[^/]+)/revision/(.+)", path)
+        r = re.fullmatch(r"/([^/]+/[^/]+)/resolve/([0-9a-f]{40})/(.+)", path)
+        if not m and not r:
+            return False
+        if HF_TOKEN and self.headers.get("Authorization") != \
+                "Bearer " + HF_TOKEN:
+            self.wfile.write(self.answer(401))
+            return True
+        if m:
+            body = json.dumps({"id": m.group(1), "sha": hashlib.sha1(
+                m.group(2).encode()).hexdigest()}).encode()
+            self.wfile.write(self.answer(200, body=body, headers=[
+                ("Content-Type", "application/json")]))
+        else:
+            self.wfile.write(self.answer(302, headers=[
+                ("Location", "/cdn/%s/%s" % (r.group(1), r.group(3)))]))
+        return True
+
     def do_GET(self):
+        if self.hub():
+            return
+        if S3_ID and not self.path.startswith("/cdn/") and not self.s3_ok():
+            self.wfile.write(self.answer(403))
+            return
+        if self.path.startswith("/cdn/"):
+            self.path = self.path[4:]
         f = faults()
         if f.get("delay"):
             time.sleep(f["delay"])

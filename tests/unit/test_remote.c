@@ -16,6 +16,7 @@
 #include "remote/chunk_cache.h"
 #include "remote/range_plan.h"
 #include "remote/remote.h"
+#include "remote/resolve.h"
 #include "testutil.h"
 
 enum {
@@ -203,6 +204,10 @@ START_TEST(options_and_redaction)
 	free(s);
 	s = tfs_remote_redact("http://host/p@q/m");
 	ck_assert_str_eq(s, "http://host/p@q/m");
+	free(s);
+	/* S3 keys and Hub paths: RFC 3986 unreserved and '/' stay */
+	s = tfs_remote_escape_path("dir/a b+c~_.-/\xc3\xa9=");
+	ck_assert_str_eq(s, "dir/a%20b%2Bc~_.-/%C3%A9%3D");
 	free(s);
 }
 END_TEST
