@@ -59,6 +59,18 @@ typedef int (*tfs_source_url_opener)(struct tfs_source *s, const char *url,
 				     struct tfs_diag *d);
 void tfs_source_set_url_opener(tfs_source_url_opener open);
 
+/*
+ * The finder of remote directories: a URL naming a prefix or a repository
+ * that holds a sharded model's index.  Returns 1 with *@dir (a URL the
+ * index's file names are joined to with '/') and *@index (its name), both
+ * malloc'd; 0 when @url names one object; -errno with @d filled.
+ */
+typedef int (*tfs_source_url_index_finder)(const char *url, char **dir,
+					   char **index, struct tfs_diag *d);
+void tfs_source_set_url_index_finder(tfs_source_url_index_finder find);
+int tfs_source_url_index(const char *url, char **dir, char **index,
+			 struct tfs_diag *d);
+
 /* does @path look like a URL ("scheme://")? */
 bool tfs_source_is_url(const char *path);
 

@@ -82,6 +82,7 @@ int tfs_cli_remote_setup(void)
 	if (init_cfg() || tfs_remote_configure(&cfg))
 		return -1;
 	tfs_source_set_url_opener(tfs_remote_open);
+	tfs_source_set_url_index_finder(tfs_remote_find_index);
 #endif
 	return 0;
 }

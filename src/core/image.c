@@ -97,8 +97,22 @@ int tfs_image_open(struct tfs_image **out, const char *path,
 	struct stat st;
 	int ret;
 
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+	if (tfs_source_is_url(path)) {
+		char *dir = NULL, *index = NULL;
+
+		/* a remote prefix or repository holding an index */
+		ret = tfs_source_url_index(path, &dir, &index, d);
+		if (ret < 0)
+			return ret;
+		if (ret > 0) {
+			ret = tfs_image_open_sharded(out, dir, index, opts, d);
+			free(dir);
+			free(index);
+			return ret;
+		}
+	} else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
 		return tfs_image_open_dir(out, path, opts, d);
+	}
 	ret = tfs_source_open(&src, path, d);
 
 	if (ret)
@@ -199,7 +213,7 @@ void tfs_image_drop_source_cache(struct tfs_image *img, uint32_t node,
 	x = &t->tensors[t->nodes[node].tensor];
 	if (x->encoding != TFS_ENCODING_RAW || off + len < off ||
 	    off + len <= x->prefix_len)
-		return; /* decoded bytes, or only the header */
+		return;			 /* decoded bytes, or only the header */
 	end = off + len - x->prefix_len; /* in the tensor's bytes */
 	if (end > x->stored_length)
 		return;
@@ -209,8 +223,8 @@ void tfs_image_drop_source_cache(struct tfs_image *img, uint32_t node,
 	} else {
 		/* a window boundary crossed: the window behind it */
 		to = end / TFS_DROP_WINDOW * TFS_DROP_WINDOW;
-		if (to == 0 || (off > x->prefix_len &&
-				off - x->prefix_len >= to))
+		if (to == 0 ||
+		    (off > x->prefix_len && off - x->prefix_len >= to))
 			return;
 		from = to - TFS_DROP_WINDOW;
 	}

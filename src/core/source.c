@@ -30,6 +30,19 @@ void tfs_source_set_url_opener(tfs_source_url_opener open)
 	url_opener = open;
 }
 
+static tfs_source_url_index_finder url_index_finder;
+
+void tfs_source_set_url_index_finder(tfs_source_url_index_finder find)
+{
+	url_index_finder = find;
+}
+
+int tfs_source_url_index(const char *url, char **dir, char **index,
+			 struct tfs_diag *d)
+{
+	return url_index_finder ? url_index_finder(url, dir, index, d) : 0;
+}
+
 bool tfs_source_is_url(const char *path)
 {
 	size_t n = strspn(path, "abcdefghijklmnopqrstuvwxyz0123456789+.-");

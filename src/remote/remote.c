@@ -1065,6 +1065,15 @@ static const struct tfs_source_ops remote_ops = {
 	.close = remote_close,
 };
 
+int tfs_remote_find_index(const char *url, char **dir, char **index,
+			  struct tfs_diag *d)
+{
+	pthread_once(&once, init_once);
+	tfs_diag_clear(d);
+	return tfs_remote_find_index_with(
+		url, config.insecure, (long)config.timeout_ms, dir, index, d);
+}
+
 int tfs_remote_stats(const struct tfs_source *s, struct tfs_remote_stats *st)
 {
 	struct remote *r = s->impl;

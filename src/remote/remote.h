@@ -63,6 +63,10 @@ int tfs_remote_open(struct tfs_source *s, const char *url, struct tfs_diag *d);
  */
 void tfs_remote_mounted(void);
 
+/* the finder tfs_source_url_index() uses: s3:// prefixes, hf:// repos */
+int tfs_remote_find_index(const char *url, char **dir, char **index,
+			  struct tfs_diag *d);
+
 /* @url without user info and query (what may be shown); malloc'd */
 char *tfs_remote_redact(const char *url);
 

@@ -27,6 +27,15 @@ int tfs_remote_resolve(const char *url, struct tfs_remote_target *t,
 		       bool insecure, long timeout_ms, struct tfs_diag *d);
 void tfs_remote_target_free(struct tfs_remote_target *t);
 
+/*
+ * Is @url a remote directory holding a sharded model's index (s3://BUCKET/
+ * or s3://BUCKET/PREFIX/ listed by ListObjectsV2, hf://ORG/REPO[@REV] by
+ * the Hub's tree API at the revision's commit)?  1 with *@dir and *@index
+ * (see tfs_source_url_index_finder), 0 if it names one object, -errno.
+ */
+int tfs_remote_find_index_with(const char *url, bool insecure, long timeout_ms,
+			       char **dir, char **index, struct tfs_diag *d);
+
 /* S3 key or Hub path to a URL path: RFC 3986 unreserved kept, '/' kept */
 char *tfs_remote_escape_path(const char *path);
 

@@ -230,6 +230,12 @@ check "the server's SigV4 check agrees with AWS's published example" \
 mkdir -p "$WORK/obj/bkt/dir" "$WORK/obj/org/repo"
 cp "$M" "$WORK/obj/bkt/dir/m.safetensors"
 cp "$M" "$WORK/obj/org/repo/model.safetensors"
+# a sharded model (index + 3 shards) as an S3 prefix and a Hub repository
+SH=$WORK/obj/bkt/sharded
+python3 "$TFS_SOURCE_ROOT/tests/e2e/make_sharded.py" "$SH" --shards 3 \
+	>/dev/null
+rm -rf "$SH/expected"
+cp -r "$SH" "$WORK/obj/org/sharded"
 export TFS_S3_ID=AKIDEXAMPLE TFS_S3_SECRET=test-secret TFS_HF_TOKEN=hf_test
 start_server "$WORK/obj"
 unset TFS_S3_ID TFS_S3_SECRET TFS_HF_TOKEN
@@ -240,6 +246,17 @@ mnt=$(mount_container s3://bkt/dir/m.safetensors -o no_cache) ||
 cat "$mnt"/t* | cmp - <(tail -c +$((hdr_end + 1)) "$M") &&
 	ok "s3:// reads, signed (SigV4, UNSIGNED-PAYLOAD)" || fail "s3:// bytes"
 unmount "$mnt"
+# s3://BUCKET/PREFIX/ with an index: one tree, like the local directory
+: >"$LOG"
+lm=$(mount_container "$SH")
+mnt=$(mount_container s3://bkt/sharded/ -o no_cache) &&
+	diff -r "$lm" "$mnt" >/dev/null &&
+	ok "an S3 prefix with an index mounts as the local directory does" ||
+	fail "s3:// prefix tree"
+grep -q "GET /bkt?delimiter=%2F&list-type=2&prefix=sharded%2F 200" "$LOG" &&
+	ok "listed by ListObjectsV2, signed" || fail "no listing: $(head -2 "$LOG")"
+unmount "$mnt"
+unmount "$lm"
 eq "every S3 request was signed right" "$(awk '$3 == 403' "$LOG" | wc -l)" 0
 AWS_SECRET_ACCESS_KEY=wrong "$TENSORFS" ls s3://bkt/dir/m.safetensors \
 	2>"$WORK/e" >/dev/null
@@ -258,6 +275,18 @@ grep -q "GET /api/models/org/repo/revision/v1.0 200" "$LOG" &&
 cat "$mnt"/t* | cmp - <(tail -c +$((hdr_end + 1)) "$M") &&
 	ok "hf:// reads through the redirect" || fail "hf:// bytes"
 unmount "$mnt"
+: >"$LOG"
+lm=$(mount_container "$SH")
+mnt=$(mount_container hf://org/sharded -o no_cache) &&
+	diff -r "$lm" "$mnt" >/dev/null &&
+	ok "a Hub repository with an index mounts as the local directory does" ||
+	fail "hf:// repository tree"
+sha=$(python3 -c 'import hashlib;print(hashlib.sha1(b"main").hexdigest())')
+eq "one revision question, then the commit only" \
+	"$(grep -c 'revision/main' "$LOG") $(grep -c "/api/models/org/sharded/tree/$sha 200" "$LOG") $(grep -c "resolve/$sha/" "$LOG")" \
+	"1 1 4"
+unmount "$mnt"
+unmount "$lm"
 HF_TOKEN=bad "$TENSORFS" ls hf://org/repo/model.safetensors 2>"$WORK/e" \
 	>/dev/null
 eq "a refused token exits 4" "$?" 4

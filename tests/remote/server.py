@@ -127,18 +127,45 @@ class Handler(http.server.BaseHTTPRequestHandler):
                                m.group(2))
         return hmac.compare_digest(want, m.group(4))
 
+    def s3_list(self):
+        """ListObjectsV2, one level (delimiter /), path style"""
+        import urllib.parse
+        path, _, query = self.path.partition("?")
+        q = urllib.parse.parse_qs(query)
+        prefix = q.get("prefix", [""])[0]
+        top = os.path.join(ROOT, path.strip("/"))
+        keys = []
+        base = os.path.join(top, prefix)
+        d = base if prefix.endswith("/") or not prefix else \
+            os.path.dirname(base)
+        for n in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+            if os.path.isfile(os.path.join(d, n)):
+                keys.append(prefix + n)
+        body = ("<?xml version=\"1.0\"?><ListBucketResult>" + "".join(
+            "<Contents><Key>%s</Key></Contents>" % k for k in keys) +
+            "</ListBucketResult>").encode()
+        self.wfile.write(self.answer(200, body=body))
+
     def hub(self):
         """the Hub's API and redirects; True if answered"""
         path = self.path.split("?")[0]
         m = re.fullmatch(r"/api/models/([^/]+/[^/]+)/revision/(.+)", path)
         r = re.fullmatch(r"/([^/]+/[^/]+)/resolve/([0-9a-f]{40})/(.+)", path)
-        if not m and not r:
+        t = re.fullmatch(r"/api/models/([^/]+/[^/]+)/tree/([0-9a-f]{40})",
+                         path)
+        if not m and not r and not t:
             return False
         if HF_TOKEN and self.headers.get("Authorization") != \
                 "Bearer " + HF_TOKEN:
             self.wfile.write(self.answer(401))
             return True
-        if m:
+        if t:
+            top = os.path.join(ROOT, t.group(1))
+            body = json.dumps([{"type": "directory" if os.path.isdir(
+                os.path.join(top, n)) else "file", "path": n}
+                for n in sorted(os.listdir(top))]).encode()
+            self.wfile.write(self.answer(200, body=body))
+        elif m:
             body = json.dumps({"id": m.group(1), "sha": hashlib.sha1(
                 m.group(2).encode()).hexdigest()}).encode()
             self.wfile.write(self.answer(200, body=body, headers=[
@@ -156,6 +183,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         if self.path.startswith("/cdn/"):
             self.path = self.path[4:]
+        if "list-type=2" in self.path:
+            self.s3_list()
+            return
         f = faults()
         if f.get("delay"):
             time.sleep(f["delay"])
