@@ -6,7 +6,10 @@
 #   1. first read of one MIB-MiB tensor through a mount of its http:// URL
 #      (empty cache) vs `curl` of the same byte range;
 #   2. a second mount of the same URL reading it from the shared disk
-#      cache vs the same container as a local file through tensorfs.
+#      cache vs the same container as a local file through tensorfs;
+#   3. the mount of a 100-shard model as hf://ORG/REPO from the test server
+#      (tests/remote/server.py, standard-library Python: slower than a real
+#      Hub), and the bytes it fetched.
 #
 #   bench/remote.sh [MIB] [RUNS]     (default 1024 3)
 # Root; needs nginx-light and curl.  TENSORFS selects the binary.
@@ -22,6 +25,7 @@ PORT=$((20000 + RANDOM % 40000))
 cleanup() {
 	mountpoint -q "$M" 2>/dev/null && fusermount3 -u "$M"
 	[ -n "${NG:-}" ] && kill "$NG" 2>/dev/null && wait "$NG" 2>/dev/null
+	[ -n "${PY:-}" ] && kill "$PY" 2>/dev/null && wait "$PY" 2>/dev/null
 	rm -rf "$W"
 }
 trap cleanup EXIT
@@ -100,3 +104,29 @@ printf '%-46s %8.3f %10s  %.2fx curl\n' "first read through the mount (empty cac
 printf '%-46s %8.3f %10s\n' "local file through tensorfs" "$local_t" "$(mibs "$local_t")"
 printf '%-46s %8.3f %10s  %.2fx local\n' "second mount, from the disk cache" \
 	"$cached_t" "$(mibs "$cached_t")" "$(echo "$local_t / $cached_t" | bc -l)"
+
+# 3. a 100-shard repository
+mkdir -p "$W/hub/org"
+python3 "$ROOT/tests/e2e/make_sharded.py" "$W/hub/org/repo" --shards 100 \
+	--tensors 300 >/dev/null
+rm -rf "$W/hub/org/repo/expected"
+echo '{}' >"$W/faults.json"
+python3 "$ROOT/tests/remote/server.py" "$W/hub" "$W/port" "$W/hub.log" \
+	"$W/faults.json" &
+PY=$!
+for _ in $(seq 100); do
+	[ -s "$W/port" ] && break
+	sleep 0.05
+done
+export HF_ENDPOINT=http://127.0.0.1:$(cat "$W/port")
+shard_t=$(for _ in $(seq "$RUNS"); do
+	: >"$W/hub.log"
+	secs "$TENSORFS" -o no_cache hf://org/repo "$M"
+	fusermount3 -u "$M"
+done | best)
+bytes=$(awk '$3 == 206 { split($4, r, "-"); s += r[2] - r[1] + 1 }
+	END { print s + 0 }' "$W/hub.log")
+total=$(cat "$W"/hub/org/repo/* | wc -c)
+printf '%-46s %8.3f  %s of %s bytes fetched, %s requests\n' \
+	"mount of a 100-shard hf:// repository" "$shard_t" "$bytes" "$total" \
+	"$(wc -l <"$W/hub.log")"

@@ -789,6 +789,13 @@ prefetch:
 	if (!ret && ahead && r->cfg.prefetch && c1 + 1 < r->nchunks) {
 		uint64_t n = r->cfg.prefetch / CHUNK, last = c1 + n;
 
+		/*
+		 * The window's end moves by whole pieces: a reader going
+		 * 1 MiB at a time then adds full-size requests, not 1 MiB
+		 * ones at the window's tail.
+		 */
+		if (last / r->piece_chunks * r->piece_chunks > c1 + 1)
+			last = last / r->piece_chunks * r->piece_chunks - 1;
 		if (last >= r->nchunks)
 			last = r->nchunks - 1;
 		schedule(r, c1 + 1, last, false);

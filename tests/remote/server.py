@@ -92,6 +92,7 @@ def log(line):
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # else 40 ms per answer (delayed ACK)
 
     def log_message(self, *args):
         pass
