@@ -685,6 +685,8 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+static int start_workers(struct remote *r);
+
 /* queue the chunks of [c0, c1] not present or on their way; under lock */
 static int schedule(struct remote *r, uint64_t c0, uint64_t c1, bool front)
 {
@@ -692,6 +694,15 @@ static int schedule(struct remote *r, uint64_t c0, uint64_t c1, bool front)
 	struct piece *head = NULL, *tail = NULL, *p;
 	uint64_t from = c0;
 	size_t n, i;
+	int ret;
+
+	/* workers start with the first need: a mount of 100 shards reads
+	 * most of them only at open */
+	if (!r->nworkers) {
+		ret = start_workers(r);
+		if (ret)
+			return ret;
+	}
 
 	while (from <= c1) {
 		n = tfs_plan_pieces(r->state, from, c1, r->piece_chunks, pieces,
@@ -892,6 +903,7 @@ static int start_workers(struct remote *r)
 {
 	unsigned i;
 
+	free(r->workers);
 	r->workers = calloc(r->cfg.conns, sizeof(*r->workers));
 	if (!r->workers)
 		return -ENOMEM;
@@ -975,7 +987,6 @@ static void after_fork_child(void)
 			r->fault_running = false;
 		}
 		r->uffd = -1;
-		start_workers(r);
 		if (r->map && start_uffd(r))
 			/* nothing serves a fault now: fetch all, once */
 			fetch(r, 0, r->size, false);
@@ -1220,9 +1231,6 @@ int tfs_remote_open(struct tfs_source *s, const char *url, struct tfs_diag *d)
 			tfs_chunk_cache_put(r->cache, 0, 0, first,
 					    (size_t)chunk_len(r, 0));
 	}
-	ret = start_workers(r);
-	if (ret)
-		goto out;
 	if (r->map && start_uffd(r)) {
 		logf_(r, "%s: userfaultfd unavailable: fetching it whole",
 		      r->shown);
