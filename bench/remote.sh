@@ -27,6 +27,7 @@ cleanup() {
 	[ -n "${NG:-}" ] && kill "$NG" 2>/dev/null && wait "$NG" 2>/dev/null
 	[ -n "${PY:-}" ] && kill "$PY" 2>/dev/null && wait "$PY" 2>/dev/null
 	rm -rf "$W"
+	return 0
 }
 trap cleanup EXIT
 
@@ -87,6 +88,11 @@ first_t=$(for _ in $(seq "$RUNS"); do
 	secs readall "$M/w"
 	fusermount3 -u "$M"
 done | best)
+nocache_t=$(for _ in $(seq "$RUNS"); do
+	"$TENSORFS" -o no_cache "$URL" "$M"
+	secs readall "$M/w"
+	fusermount3 -u "$M"
+done | best)
 cached_t=$(for _ in $(seq "$RUNS"); do
 	"$TENSORFS" -o cache_dir="$W/cache" "$URL" "$M"
 	secs readall "$M/w"
@@ -101,6 +107,8 @@ printf '%-46s %8s %10s\n' "row ($MIB MiB tensor, loopback nginx)" seconds MiB/s
 printf '%-46s %8.3f %10s\n' "curl of the tensor's range" "$curl_t" "$(mibs "$curl_t")"
 printf '%-46s %8.3f %10s  %.2fx curl\n' "first read through the mount (empty cache)" \
 	"$first_t" "$(mibs "$first_t")" "$(echo "$curl_t / $first_t" | bc -l)"
+printf '%-46s %8.3f %10s  %.2fx curl\n' "first read through the mount, no_cache" \
+	"$nocache_t" "$(mibs "$nocache_t")" "$(echo "$curl_t / $nocache_t" | bc -l)"
 printf '%-46s %8.3f %10s\n' "local file through tensorfs" "$local_t" "$(mibs "$local_t")"
 printf '%-46s %8.3f %10s  %.2fx local\n' "second mount, from the disk cache" \
 	"$cached_t" "$(mibs "$cached_t")" "$(echo "$local_t / $cached_t" | bc -l)"
@@ -130,3 +138,5 @@ total=$(cat "$W"/hub/org/repo/* | wc -c)
 printf '%-46s %8.3f  %s of %s bytes fetched, %s requests\n' \
 	"mount of a 100-shard hf:// repository" "$shard_t" "$bytes" "$total" \
 	"$(wc -l <"$W/hub.log")"
+trap - EXIT
+cleanup

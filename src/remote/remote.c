@@ -411,7 +411,7 @@ static int get_range(struct remote *r, CURL *h, uint64_t off, uint64_t len,
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
 	curl_slist_free_all(hdrs);
-	r->stats.requests++;
+	__atomic_fetch_add(&r->stats.requests, 1, __ATOMIC_RELAXED);
 	if (x->overflow) {
 		snprintf(why, whylen, "server sent more bytes than asked");
 		return -EIO;
