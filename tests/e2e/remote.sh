@@ -117,7 +117,11 @@ cmp "$mnt/t2" <("$TENSORFS" cat "$M" t2) && ok "t2 read remotely" ||
 lo=$((a / CHUNK * CHUNK)) hi=$(((z / CHUNK + 1) * CHUNK - 1))
 bad=$(ranges | awk -F- -v lo=$lo -v hi=$hi '$1 < lo || $2 > hi')
 eq "reading t2 fetched only t2's chunks" "$bad" ""
-eq "and all of them" "$(fetched)" "$((hi - lo + 1))"
+# (a chunk may come twice: once served, the mount's copy of it is dropped
+# from memory, and a concurrent readahead may ask for it again)
+covered=$(ranges | awk -F- -v c=$CHUNK '{
+	for (o = $1; o <= $2; o += c) seen[o] = 1 } END { print length(seen) }')
+eq "and all of them" "$covered" "$(((hi - lo + 1) / CHUNK))"
 
 # faults: 500 twice, then a cut body: retried, same bytes
 echo '{"status": [500, 2]}' >"$FAULTS"
