@@ -83,6 +83,7 @@ struct remote {
 	int *err;
 	struct piece *head, *tail;
 	bool stopping, stale_logged;
+	bool restart_uffd; /* forked: a new userfaultfd at the next fetch */
 	struct tfs_chunk_cache *cache;
 	struct tfs_remote_stats stats;
 	struct remote *next; /* every open remote (fork handling) */
@@ -686,6 +687,7 @@ static void *worker(void *arg)
 }
 
 static int start_workers(struct remote *r);
+static int start_uffd(struct remote *r);
 
 /* queue the chunks of [c0, c1] not present or on their way; under lock */
 static int schedule(struct remote *r, uint64_t c0, uint64_t c1, bool front)
@@ -762,6 +764,17 @@ static int fetch(struct remote *r, uint64_t off, uint64_t len, bool ahead)
 	deadline = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000 +
 		   r->cfg.timeout_ms;
 	pthread_mutex_lock(&r->lock);
+	if (r->restart_uffd) {
+		r->restart_uffd = false;
+		if (start_uffd(r)) {
+			/* nothing would serve a fault: fetch it all */
+			logf_(r,
+			      "%s: userfaultfd unavailable: fetching it "
+			      "whole",
+			      r->shown);
+			schedule(r, 0, r->nchunks - 1, false);
+		}
+	}
 	for (c = c0; c <= c1 && r->state[c] == CH_PRESENT; c++)
 		;
 	if (c > c1)
@@ -976,20 +989,24 @@ static void after_fork_child(void)
 		pthread_mutex_init(&r->lock, NULL);
 		pthread_cond_init(&r->done, NULL);
 		pthread_cond_init(&r->work, NULL);
-		/* the parent's threads are gone; their handles leak, once */
-		free(r->workers);
+		/*
+		 * The parent's threads are gone (their memory leaks, once),
+		 * and so is the registration.  No thread is started here
+		 * (a fork's child may only do async-signal-safe things;
+		 * sanitizers' allocators deadlock otherwise): the next
+		 * fetch(), which every read path calls before it touches
+		 * the mapping, starts them again.
+		 */
 		r->workers = NULL;
 		r->nworkers = 0;
 		if (r->fault_running) {
 			close(r->stop_pipe[0]);
 			close(r->stop_pipe[1]);
-			close(r->uffd); /* the registration stayed behind */
+			close(r->uffd);
 			r->fault_running = false;
 		}
 		r->uffd = -1;
-		if (r->map && start_uffd(r))
-			/* nothing serves a fault now: fetch all, once */
-			fetch(r, 0, r->size, false);
+		r->restart_uffd = r->map != NULL;
 	}
 	mounted = true;
 	pthread_mutex_init(&all_lock, NULL);
