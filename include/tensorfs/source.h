@@ -26,6 +26,20 @@
 
 struct tfs_diag;
 
+/*
+ * A source whose bytes are not all there at open (a remote object,
+ * docs/remote.md).  Its data still spans the whole container, but a range
+ * must be fetched before code outside its parser reads it:
+ * tfs_source_live_range_ok() and tfs_source_fetch() do that.
+ */
+struct tfs_source_ops {
+	/* make [off, off + len) present: 0 or -errno (-ESTALE, -EAGAIN) */
+	int (*fetch)(void *impl, uint64_t off, uint64_t len);
+	/* as tfs_source_drop_cache() */
+	void (*drop)(void *impl, uint64_t off, uint64_t len);
+	void (*close)(void *impl);
+};
+
 struct tfs_source {
 	const uint8_t *data;   /* first byte, NULL when size == 0 */
 	uint64_t size;	       /* bytes at open time */
@@ -33,9 +47,37 @@ struct tfs_source {
 	void *map;	       /* the mapping, NULL for a memory source */
 	struct timespec mtime; /* the container's mtime (0 for memory) */
 	char *path;	       /* owned copy of the path, or NULL */
+	const struct tfs_source_ops *ops; /* NULL: a file or memory */
+	void *impl;			  /* the ops' object */
 };
 
-/* Open and map @path read-only.  On failure fills @d and returns -errno. */
+/*
+ * The opener of URLs ("scheme://..."): tfs_source_open() hands them to it.
+ * Set once by the program (src/remote); without one a URL is refused.
+ */
+typedef int (*tfs_source_url_opener)(struct tfs_source *s, const char *url,
+				     struct tfs_diag *d);
+void tfs_source_set_url_opener(tfs_source_url_opener open);
+
+/*
+ * The finder of remote directories: a URL naming a prefix or a repository
+ * that holds a sharded model's index.  Returns 1 with *@dir (a URL the
+ * index's file names are joined to with '/') and *@index (its name), both
+ * malloc'd; 0 when @url names one object; -errno with @d filled.
+ */
+typedef int (*tfs_source_url_index_finder)(const char *url, char **dir,
+					   char **index, struct tfs_diag *d);
+void tfs_source_set_url_index_finder(tfs_source_url_index_finder find);
+int tfs_source_url_index(const char *url, char **dir, char **index,
+			 struct tfs_diag *d);
+
+/* does @path look like a URL ("scheme://")? */
+bool tfs_source_is_url(const char *path);
+
+/*
+ * Open and map @path read-only (a URL through the URL opener).  On failure
+ * fills @d and returns -errno.
+ */
 int tfs_source_open(struct tfs_source *s, const char *path, struct tfs_diag *d);
 
 /* Wrap a caller-owned buffer (tests, fuzzing); the buffer must outlive @s. */
@@ -60,10 +102,14 @@ bool tfs_source_range_ok(const struct tfs_source *s, uint64_t off,
 
 /*
  * Is [off, off + len) still backed by the file right now?  fstat()s the file
- * (memory sources always answer yes).  Thread-safe.
+ * (memory sources always answer yes; a remote source fetches the range
+ * first, and answers whether that worked).  Thread-safe.
  */
 bool tfs_source_live_range_ok(const struct tfs_source *s, uint64_t off,
 			      uint64_t len);
+
+/* as tfs_source_live_range_ok(), but 0 or -errno (-EIO for a file) */
+int tfs_source_fetch(const struct tfs_source *s, uint64_t off, uint64_t len);
 
 /*
  * Install the process-wide SIGBUS handler that tfs_source_guard() needs.

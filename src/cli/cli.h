@@ -113,6 +113,18 @@ int tfs_cmd_verify(int argc, char **argv);
 /* the mount command (mount_cmd.c): argv[0] is the program or "mount" */
 int tfs_cmd_mount(int argc, char **argv);
 
+/*
+ * Remote sources (remote_cli.c): one -o option, 1 if it was a remote one,
+ * 0 if not, -1 if its value is bad (printed); setup applies them and
+ * $TENSORFS_REMOTE_OPTIONS before any input is opened (-1 printed);
+ * mounted once the daemon serves.
+ */
+int tfs_cli_remote_option(const char *opt, size_t len);
+int tfs_cli_remote_setup(void);
+void tfs_cli_remote_mounted(void);
+/* @path as it may be printed: a URL without its query or password */
+const char *tfs_cli_shown(const char *path, char *buf, size_t n);
+
 /* the whole help text */
 void tfs_usage(FILE *f);
 

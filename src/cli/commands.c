@@ -42,11 +42,13 @@ int tfs_cli_open_inputs(char *const *inputs, int n,
 {
 	const char *path = inputs[0];
 	struct tfs_diag d;
-	char line[512];
+	char line[512], shown[1024];
 	uint32_t i;
 	int ret;
 
 	tfs_diag_clear(&d);
+	if (tfs_cli_remote_setup())
+		return TFS_EXIT_USAGE;
 	if (n == 1)
 		ret = tfs_image_open(img, path, opts, &d);
 	else
@@ -54,7 +56,8 @@ int tfs_cli_open_inputs(char *const *inputs, int n,
 					   (size_t)n, opts, &d);
 	if (ret) {
 		tfs_diag_format(&d, line, sizeof(line));
-		fprintf(stderr, "%s: %s: %s\n", tfs_progname, path, line);
+		fprintf(stderr, "%s: %s: %s\n", tfs_progname,
+			tfs_cli_shown(path, shown, sizeof(shown)), line);
 		return tfs_exit_for(ret);
 	}
 	/* a directory mount goes on without the containers that failed */

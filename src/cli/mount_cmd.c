@@ -71,6 +71,7 @@ static int take_options(struct mount_cmd *m, const char *list)
 {
 	const char *p = list, *end;
 	size_t len;
+	int r = 0;
 
 	while (*p) {
 		end = strchr(p, ',');
@@ -95,7 +96,9 @@ static int take_options(struct mount_cmd *m, const char *list)
 			m->readahead = strndup(p + 10, len - 10);
 		else if (len == 17 && strncmp(p, "keep_source_cache", 17) == 0)
 			m->keep_source_cache = true;
-		else if (len && add_fuse_option(m, p, len))
+		else if (len && (r = tfs_cli_remote_option(p, len)) < 0)
+			return -1;
+		else if (len && !r && add_fuse_option(m, p, len))
 			return -1;
 		p += len + (end ? 1 : 0);
 	}
@@ -265,6 +268,7 @@ static int run(struct mount_cmd *m, const struct tfs_image_options *io)
 	ret = tfs_cli_open_inputs(m->pos, m->npos - 1, &m->build, &img);
 	if (ret)
 		return ret;
+	tfs_cli_remote_mounted();
 	/* the loaders' scratch heap (JSON, builder) back to the system */
 	malloc_trim(0);
 	switch (tfs_fuse_run(img, &fa)) {

@@ -1024,6 +1024,15 @@ out:
 	return ret;
 }
 
+int tfs_image_open_sharded(struct tfs_image **out, const char *dir,
+			   const char *index_name,
+			   const struct tfs_build_options *opts,
+			   struct tfs_diag *d)
+{
+	tfs_diag_clear(d);
+	return open_sharded(out, dir, index_name, opts, d);
+}
+
 int tfs_image_open_dir(struct tfs_image **out, const char *dir,
 		       const struct tfs_build_options *opts, struct tfs_diag *d)
 {

@@ -97,8 +97,22 @@ int tfs_image_open(struct tfs_image **out, const char *path,
 	struct stat st;
 	int ret;
 
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+	if (tfs_source_is_url(path)) {
+		char *dir = NULL, *index = NULL;
+
+		/* a remote prefix or repository holding an index */
+		ret = tfs_source_url_index(path, &dir, &index, d);
+		if (ret < 0)
+			return ret;
+		if (ret > 0) {
+			ret = tfs_image_open_sharded(out, dir, index, opts, d);
+			free(dir);
+			free(index);
+			return ret;
+		}
+	} else if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
 		return tfs_image_open_dir(out, path, opts, d);
+	}
 	ret = tfs_source_open(&src, path, d);
 	if (ret)
 		return ret;
@@ -145,9 +159,10 @@ static int read_tensor(struct tfs_image *img, uint32_t idx, uint64_t off,
 	ret = tfs_digest_gate(img, idx);
 	if (ret)
 		return ret;
-	if (!tfs_source_live_range_ok(tfs_image_source(img, x), x->offset + off,
-				      len))
-		return -EIO;
+	/* a remote source fetches the range here (-ESTALE, -EAGAIN) */
+	ret = tfs_source_fetch(tfs_image_source(img, x), x->offset + off, len);
+	if (ret)
+		return ret;
 	v->data = tfs_image_source(img, x)->data + x->offset + off;
 	v->len = len;
 	return 0;

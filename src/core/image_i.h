@@ -65,6 +65,15 @@ int tfs_image_open_set(struct tfs_image **out, const char *path,
 		       const struct tfs_build_options *opts,
 		       struct tfs_diag *d);
 
+/*
+ * A sharded model whose index @index_name sits in @dir (a directory, or a
+ * remote one: names are joined with '/'), as tfs_image_open_dir() mounts it.
+ */
+int tfs_image_open_sharded(struct tfs_image **out, const char *dir,
+			   const char *index_name,
+			   const struct tfs_build_options *opts,
+			   struct tfs_diag *d);
+
 /* the decode engine (src/codec/decode.c) */
 int tfs_rs_new(struct tfs_image *img, struct tfs_diag *d);
 void tfs_rs_free(struct tfs_read_state *rs);

@@ -23,6 +23,33 @@ void tfs_source_init_memory(struct tfs_source *s, const void *data,
 	s->fd = -1;
 }
 
+static tfs_source_url_opener url_opener;
+
+void tfs_source_set_url_opener(tfs_source_url_opener open)
+{
+	url_opener = open;
+}
+
+static tfs_source_url_index_finder url_index_finder;
+
+void tfs_source_set_url_index_finder(tfs_source_url_index_finder find)
+{
+	url_index_finder = find;
+}
+
+int tfs_source_url_index(const char *url, char **dir, char **index,
+			 struct tfs_diag *d)
+{
+	return url_index_finder ? url_index_finder(url, dir, index, d) : 0;
+}
+
+bool tfs_source_is_url(const char *path)
+{
+	size_t n = strspn(path, "abcdefghijklmnopqrstuvwxyz0123456789+.-");
+
+	return n && strncmp(path + n, "://", 3) == 0;
+}
+
 int tfs_source_open(struct tfs_source *s, const char *path, struct tfs_diag *d)
 {
 	struct stat st;
@@ -30,6 +57,13 @@ int tfs_source_open(struct tfs_source *s, const char *path, struct tfs_diag *d)
 
 	tfs_diag_clear(d);
 	memset(s, 0, sizeof(*s));
+	if (tfs_source_is_url(path)) {
+		s->fd = -1;
+		if (url_opener)
+			return url_opener(s, path, d);
+		return tfs_diag_set(d, -EPROTONOSUPPORT,
+				    "URLs need a tensorfs built with libcurl");
+	}
 	s->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (s->fd < 0)
 		return tfs_diag_set(d, -errno, "cannot open: %s",
@@ -83,6 +117,8 @@ out_close:
 
 void tfs_source_close(struct tfs_source *s)
 {
+	if (s->ops)
+		s->ops->close(s->impl);
 	if (s->map)
 		munmap(s->map, (size_t)s->size);
 	if (s->fd >= 0)
@@ -97,6 +133,10 @@ void tfs_source_drop_cache(const struct tfs_source *s, uint64_t off,
 {
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), first, end;
 
+	if (s->ops) {
+		s->ops->drop(s->impl, off, len);
+		return;
+	}
 	if (!s->map || s->fd < 0 || !tfs_source_range_ok(s, off, len))
 		return;
 	/* whole pages only: the neighbours may belong to other tensors */
@@ -121,6 +161,8 @@ bool tfs_source_live_range_ok(const struct tfs_source *s, uint64_t off,
 {
 	struct stat st;
 
+	if (s->ops)
+		return s->ops->fetch(s->impl, off, len) == 0;
 	if (s->fd < 0)
 		return tfs_range_ok(off, len, s->size);
 	if (fstat(s->fd, &st) < 0)
@@ -128,6 +170,13 @@ bool tfs_source_live_range_ok(const struct tfs_source *s, uint64_t off,
 	/* the mapping never grows: also stay inside what was mapped */
 	return tfs_range_ok(off, len, s->size) &&
 	       tfs_range_ok(off, len, (uint64_t)st.st_size);
+}
+
+int tfs_source_fetch(const struct tfs_source *s, uint64_t off, uint64_t len)
+{
+	if (s->ops)
+		return s->ops->fetch(s->impl, off, len);
+	return tfs_source_live_range_ok(s, off, len) ? 0 : -EIO;
 }
 
 /* ---- SIGBUS guard ---------------------------------------------------------*/

@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: MIT
+/* The on-disk chunk cache: see chunk_cache.h. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+#include <xxhash.h>
+
+#include "remote/chunk_cache.h"
+#include "tensorfs/cursor.h"
+
+struct tfs_chunk_cache {
+	char *dir;  /* the whole cache */
+	char *path; /* this object's directory */
+	uint64_t max;
+};
+
+/* bytes the cache held as of our last look, process-wide; -1: unknown */
+static pthread_mutex_t total_lock = PTHREAD_MUTEX_INITIALIZER;
+static int64_t total_bytes = -1;
+
+static void store_le(uint8_t *b, uint64_t v)
+{
+	int i;
+
+	for (i = 0; i < 8; i++)
+		b[i] = (uint8_t)(v >> (8 * i));
+}
+
+static int mkdir_p(const char *path)
+{
+	char *p = strdup(path), *s;
+	int ret = 0;
+
+	if (!p)
+		return -ENOMEM;
+	for (s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(p, 0700) && errno != EEXIST) {
+			ret = -errno;
+			break;
+		}
+		*s = '/';
+	}
+	if (!ret && mkdir(p, 0700) && errno != EEXIST)
+		ret = -errno;
+	free(p);
+	return ret;
+}
+
+static int object_key(char hex[65], const char *url, const char *version,
+		      uint64_t size)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0, i;
+	char *text;
+	int n;
+
+	n = asprintf(&text, "%s\n%s\n%llu", url, version,
+		     (unsigned long long)size);
+	if (n < 0)
+		return -ENOMEM;
+	if (!EVP_Digest(text, (size_t)n, md, &mdlen, EVP_sha256(), NULL) ||
+	    mdlen != 32) {
+		free(text);
+		return -EIO;
+	}
+	free(text);
+	for (i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", md[i]);
+	return 0;
+}
+
+int tfs_chunk_cache_open(struct tfs_chunk_cache **out, const char *dir,
+			 uint64_t max, const char *url, const char *version,
+			 uint64_t size)
+{
+	struct tfs_chunk_cache *c;
+	char key[65], *info;
+	FILE *f;
+	int ret;
+
+	*out = NULL;
+	ret = object_key(key, url, version, size);
+	if (ret)
+		return ret;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->max = max;
+	c->dir = strdup(dir);
+	if (!c->dir || asprintf(&c->path, "%s/%s", dir, key) < 0) {
+		c->path = NULL;
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = mkdir_p(c->path);
+	if (ret)
+		goto out;
+	if (asprintf(&info, "%s/info", c->path) < 0) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (access(info, F_OK) != 0) {
+		f = fopen(info, "we");
+		if (f) {
+			fprintf(f, "url %s\nversion %s\nsize %llu\n", url,
+				version, (unsigned long long)size);
+			fclose(f);
+		}
+	}
+	free(info);
+	*out = c;
+	return 0;
+out:
+	tfs_chunk_cache_close(c);
+	return ret;
+}
+
+void tfs_chunk_cache_close(struct tfs_chunk_cache *c)
+{
+	if (!c)
+		return;
+	free(c->dir);
+	free(c->path);
+	free(c);
+}
+
+const char *tfs_chunk_cache_path(const struct tfs_chunk_cache *c)
+{
+	return c->path;
+}
+
+static int read_all(int fd, void *buf, size_t len)
+{
+	uint8_t *p = buf;
+	ssize_t n;
+
+	while (len) {
+		n = read(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -EIO;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	ssize_t n;
+
+	while (len) {
+		n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int tfs_chunk_cache_get(struct tfs_chunk_cache *c, uint64_t idx, uint64_t off,
+			void *buf, size_t len)
+{
+	uint8_t hdr[TFS_CHUNK_HEADER];
+	char path[4096];
+	struct stat st;
+	int fd, ret = -ENOENT;
+
+	snprintf(path, sizeof(path), "%s/%016llx", c->path,
+		 (unsigned long long)idx);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -ENOENT;
+	if (fstat(fd, &st) || (uint64_t)st.st_size != TFS_CHUNK_HEADER + len ||
+	    read_all(fd, hdr, sizeof(hdr)) || memcmp(hdr, "TFSCHNK1", 8) ||
+	    tfs_load_le(hdr + 8, 8) != off || tfs_load_le(hdr + 16, 8) != len ||
+	    read_all(fd, buf, len) ||
+	    XXH3_64bits(buf, len) != tfs_load_le(hdr + 24, 8)) {
+		/* not what we wrote: never serve it, drop it */
+		unlink(path);
+		goto out;
+	}
+	futimens(fd, NULL); /* recently used */
+	ret = 0;
+out:
+	close(fd);
+	return ret;
+}
+
+int tfs_chunk_cache_put(struct tfs_chunk_cache *c, uint64_t idx, uint64_t off,
+			const void *buf, size_t len)
+{
+	uint8_t hdr[TFS_CHUNK_HEADER];
+	char path[4096], tmp[4200];
+	int fd, ret;
+	bool evict = false;
+
+	snprintf(path, sizeof(path), "%s/%016llx", c->path,
+		 (unsigned long long)idx);
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld.%p", path, (long)getpid(),
+		 (void *)&hdr);
+	memcpy(hdr, "TFSCHNK1", 8);
+	store_le(hdr + 8, off);
+	store_le(hdr + 16, len);
+	store_le(hdr + 24, XXH3_64bits(buf, len));
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	ret = write_all(fd, hdr, sizeof(hdr));
+	if (!ret)
+		ret = write_all(fd, buf, len);
+	if (close(fd) && !ret)
+		ret = -EIO;
+	if (!ret && rename(tmp, path))
+		ret = -errno;
+	if (ret) {
+		unlink(tmp);
+		return ret;
+	}
+	pthread_mutex_lock(&total_lock);
+	if (total_bytes >= 0)
+		total_bytes += (int64_t)(len + TFS_CHUNK_HEADER);
+	evict = total_bytes < 0 || (uint64_t)total_bytes > c->max;
+	pthread_mutex_unlock(&total_lock);
+	if (evict)
+		tfs_chunk_cache_evict(c->dir, c->max);
+	return 0;
+}
+
+struct entry {
+	struct timespec mtime;
+	uint64_t size;
+	char *path;
+};
+
+static int by_mtime(const void *a, const void *b)
+{
+	const struct entry *x = a, *y = b;
+
+	if (x->mtime.tv_sec != y->mtime.tv_sec)
+		return x->mtime.tv_sec < y->mtime.tv_sec ? -1 : 1;
+	if (x->mtime.tv_nsec != y->mtime.tv_nsec)
+		return x->mtime.tv_nsec < y->mtime.tv_nsec ? -1 : 1;
+	return 0;
+}
+
+/* every chunk file under @dir (two levels), with its size and mtime */
+static int list_chunks(const char *dir, struct entry **out, size_t *n,
+		       uint64_t *total)
+{
+	struct entry *v = NULL, *nv;
+	size_t cap = 0;
+	struct dirent *o, *e;
+	DIR *top, *sub;
+	char path[4096];
+	struct stat st;
+	int ret = 0;
+
+	*n = 0;
+	*total = 0;
+	top = opendir(dir);
+	if (!top)
+		return -errno;
+	while (!ret && (o = readdir(top))) {
+		if (o->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, o->d_name);
+		sub = opendir(path);
+		if (!sub)
+			continue;
+		while ((e = readdir(sub))) {
+			if (strlen(e->d_name) != 16 ||
+			    fstatat(dirfd(sub), e->d_name, &st, 0) ||
+			    !S_ISREG(st.st_mode))
+				continue;
+			if (*n == cap) {
+				cap = cap ? 2 * cap : 256;
+				nv = realloc(v, cap * sizeof(*v));
+				if (!nv) {
+					ret = -ENOMEM;
+					break;
+				}
+				v = nv;
+			}
+			if (asprintf(&v[*n].path, "%s/%s", path, e->d_name) <
+			    0) {
+				ret = -ENOMEM;
+				break;
+			}
+			v[*n].mtime = st.st_mtim;
+			v[*n].size = (uint64_t)st.st_size;
+			*total += v[*n].size;
+			(*n)++;
+		}
+		closedir(sub);
+	}
+	closedir(top);
+	*out = v;
+	return ret;
+}
+
+int tfs_chunk_cache_evict(const char *dir, uint64_t target)
+{
+	struct entry *v = NULL;
+	uint64_t total = 0;
+	size_t n = 0, i;
+	int ret;
+
+	pthread_mutex_lock(&total_lock);
+	ret = list_chunks(dir, &v, &n, &total);
+	if (!ret && total > target) {
+		/* down to 90 %: not one eviction per chunk written */
+		uint64_t goal = target / 10 * 9;
+
+		qsort(v, n, sizeof(*v), by_mtime);
+		for (i = 0; i < n && total > goal; i++)
+			if (unlink(v[i].path) == 0)
+				total -= v[i].size;
+	}
+	total_bytes = ret ? -1 : (int64_t)total;
+	pthread_mutex_unlock(&total_lock);
+	for (i = 0; i < n; i++)
+		free(v[i].path);
+	free(v);
+	return ret;
+}

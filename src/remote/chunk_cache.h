@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The on-disk chunk cache of remote objects (docs/remote.md "Cache").
+ *
+ * DIR/<key>/ holds one object's chunks, key = sha256(URL without query,
+ * version, size) in hex; chunk i is the file <i as 16 hex digits>: a
+ * 32-byte header ("TFSCHNK1", offset, length, XXH3-64 of the data, all
+ * little-endian) and the data.  A chunk is written to a temporary name
+ * and renamed into place, so readers in any process see a whole chunk or
+ * none; a chunk whose header or checksum does not match is removed and
+ * counts as a miss.  A hit sets the file's mtime: eviction removes the
+ * least recently used chunks of the whole DIR once it holds more than its
+ * budget.
+ */
+#ifndef TFS_CHUNK_CACHE_H
+#define TFS_CHUNK_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define TFS_CHUNK_HEADER 32
+
+struct tfs_chunk_cache;
+
+/* 0 or -errno; @info is written once to DIR/<key>/info for humans */
+int tfs_chunk_cache_open(struct tfs_chunk_cache **out, const char *dir,
+			 uint64_t max, const char *url, const char *version,
+			 uint64_t size);
+void tfs_chunk_cache_close(struct tfs_chunk_cache *c);
+
+/* chunk @idx holding [@off, @off + @len): 0 (in @buf), -ENOENT on a miss */
+int tfs_chunk_cache_get(struct tfs_chunk_cache *c, uint64_t idx, uint64_t off,
+			void *buf, size_t len);
+/* store it (best effort: 0 or -errno, the caller goes on either way) */
+int tfs_chunk_cache_put(struct tfs_chunk_cache *c, uint64_t idx, uint64_t off,
+			const void *buf, size_t len);
+
+/* the object's directory (tests) */
+const char *tfs_chunk_cache_path(const struct tfs_chunk_cache *c);
+
+/* remove least recently used chunks of @dir until it holds <= @target */
+int tfs_chunk_cache_evict(const char *dir, uint64_t target);
+
+#endif

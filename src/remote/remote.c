@@ -1,0 +1,1284 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Remote sources: see remote.h and docs/remote.md.
+ *
+ * Threads of one remote object:
+ *   - conns workers, each with its own curl handle (a kept-alive
+ *     connection), take pieces (runs of chunks) from a queue: synchronous
+ *     needs at its front, prefetch at its back.  A piece is looked up in
+ *     the disk cache chunk by chunk, the rest fetched by one range request
+ *     (If-Match the pinned version), written into the memfd, stored in the
+ *     cache, and its chunks marked present;
+ *   - one fault thread reads the userfaultfd: an access to a chunk not yet
+ *     present (a parser reading its header) waits there until the chunk is
+ *     fetched, then is woken.
+ * Chunk states live under one mutex; waiters sleep on one condition.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "remote/chunk_cache.h"
+#include "remote/remote.h"
+#include "remote/range_plan.h"
+#include "remote/resolve.h"
+#include "tensorfs/checked.h"
+#include "tensorfs/diag.h"
+#include "tensorfs/image.h"
+#include "tensorfs/source.h"
+
+#ifndef UFFD_USER_MODE_ONLY
+#define UFFD_USER_MODE_ONLY 1
+#endif
+
+#define CHUNK (256u << 10)
+#define RETRIES 4
+
+enum {
+	CH_MISSING = TFS_CHUNK_MISSING,
+	CH_FETCHING = TFS_CHUNK_FETCHING,
+	CH_PRESENT = TFS_CHUNK_PRESENT,
+	CH_FAILED = TFS_CHUNK_FAILED,
+};
+
+struct piece {
+	uint64_t first, count; /* chunks */
+	struct piece *next;
+};
+
+struct remote {
+	struct tfs_remote_config cfg;
+	struct tfs_remote_target tgt; /* what is fetched: never shown */
+	char *shown;		      /* redacted, for messages */
+	char *etag;    /* the pinned version ("" when the server gave none) */
+	bool if_match; /* send If-Match: a strong ETag was given */
+	uint64_t size, nchunks, piece_chunks;
+	int memfd, poison_fd;
+	uint8_t *map;
+	size_t maplen;
+	int uffd;
+	int stop_pipe[2];
+	bool fault_running;
+	pthread_t fault_thread;
+	pthread_t *workers;
+	unsigned nworkers, busy;
+	pthread_mutex_t lock;
+	pthread_cond_t done; /* chunks changed state */
+	pthread_cond_t work; /* the queue grew, or stopping */
+	uint8_t *state;
+	int *err;
+	struct piece *head, *tail;
+	bool stopping, stale_logged;
+	bool restart_uffd; /* forked: a new userfaultfd at the next fetch */
+	struct tfs_chunk_cache *cache;
+	struct tfs_remote_stats stats;
+	struct remote *next; /* every open remote (fork handling) */
+};
+
+/* ---- configuration -------------------------------------------------------*/
+
+static struct tfs_remote_config config;
+static bool configured;
+static bool mounted; /* a failed fetch no longer ends the process */
+static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct remote *all;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+void tfs_remote_config_default(struct tfs_remote_config *c)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+
+	memset(c, 0, sizeof(*c));
+	c->mem = 64u << 20;
+	c->timeout_ms = 30000;
+	c->conns = 8;
+	c->prefetch = 128u << 20;
+	c->cache_max = 16ull << 30;
+	if (xdg && *xdg) {
+		if (asprintf(&c->cache_dir, "%s/tensorfs", xdg) < 0)
+			c->cache_dir = NULL;
+	} else if (home && *home) {
+		if (asprintf(&c->cache_dir, "%s/.cache/tensorfs", home) < 0)
+			c->cache_dir = NULL;
+	}
+}
+
+void tfs_remote_config_free(struct tfs_remote_config *c)
+{
+	free(c->cache_dir);
+	c->cache_dir = NULL;
+}
+
+static bool opt_is(const char *opt, size_t len, const char *name,
+		   const char **val)
+{
+	size_t n = strlen(name);
+
+	if (name[n - 1] == '=') {
+		if (len < n || strncmp(opt, name, n))
+			return false;
+		*val = opt + n;
+		return true;
+	}
+	return len == n && strncmp(opt, name, n) == 0;
+}
+
+int tfs_remote_option(struct tfs_remote_config *c, const char *opt, size_t len)
+{
+	const char *v = NULL;
+	char buf[256];
+	uint64_t n;
+
+	if (opt_is(opt, len, "insecure", &v)) {
+		c->insecure = true;
+		return 1;
+	}
+	if (opt_is(opt, len, "no_cache", &v)) {
+		free(c->cache_dir);
+		c->cache_dir = NULL;
+		return 1;
+	}
+	if (!opt_is(opt, len, "remote_mem=", &v) &&
+	    !opt_is(opt, len, "remote_timeout=", &v) &&
+	    !opt_is(opt, len, "remote_conns=", &v) &&
+	    !opt_is(opt, len, "remote_prefetch=", &v) &&
+	    !opt_is(opt, len, "cache_dir=", &v) &&
+	    !opt_is(opt, len, "cache_max=", &v))
+		return 0;
+	if ((size_t)(opt + len - v) >= sizeof(buf) || opt + len == v)
+		return -EINVAL;
+	memcpy(buf, v, (size_t)(opt + len - v));
+	buf[opt + len - v] = '\0';
+	if (opt[0] == 'c' && opt[6] == 'd') {
+		free(c->cache_dir);
+		c->cache_dir = strdup(buf);
+		return c->cache_dir ? 1 : -ENOMEM;
+	}
+	if (opt_is(opt, len, "remote_timeout=", &v) ||
+	    opt_is(opt, len, "remote_conns=", &v)) {
+		char *end;
+
+		errno = 0;
+		n = strtoull(buf, &end, 10);
+		if (errno || *end || n == 0 || n > 3600)
+			return -EINVAL;
+		if (opt[7] == 't')
+			c->timeout_ms = (unsigned)n * 1000;
+		else if (n <= 64)
+			c->conns = (unsigned)n;
+		else
+			return -EINVAL;
+		return 1;
+	}
+	if (tfs_parse_size(buf, &n))
+		return -EINVAL;
+	if (opt_is(opt, len, "remote_mem=", &v)) {
+		if (n < CHUNK)
+			return -EINVAL;
+		c->mem = n;
+	} else if (opt_is(opt, len, "remote_prefetch=", &v)) {
+		c->prefetch = n;
+	} else {
+		c->cache_max = n;
+	}
+	return 1;
+}
+
+int tfs_remote_configure(const struct tfs_remote_config *c)
+{
+	tfs_remote_config_free(&config);
+	config = *c;
+	config.cache_dir = NULL;
+	if (c->cache_dir) {
+		config.cache_dir = strdup(c->cache_dir);
+		if (!config.cache_dir)
+			return -ENOMEM;
+	}
+	configured = true;
+	return 0;
+}
+
+void tfs_remote_mounted(void)
+{
+	mounted = true;
+}
+
+static void logf_(const struct remote *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void logf_(const struct remote *r, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (r->cfg.log)
+		r->cfg.log(line);
+}
+
+bool tfs_remote_is_url(const char *path)
+{
+	return strncmp(path, "http://", 7) == 0 ||
+	       strncmp(path, "https://", 8) == 0 ||
+	       strncmp(path, "s3://", 5) == 0 || strncmp(path, "hf://", 5) == 0;
+}
+
+char *tfs_remote_redact(const char *url)
+{
+	const char *scheme = strstr(url, "://"), *host, *at, *end;
+	char *out;
+	size_t n;
+
+	if (!scheme)
+		return strdup(url);
+	host = scheme + 3;
+	end = host + strcspn(host, "?#");
+	at = memchr(host, '@', (size_t)(end - host));
+	if (at && (size_t)(at - host) < strcspn(host, "/"))
+		host = at + 1; /* user:password@ */
+	n = (size_t)(scheme + 3 - url) + (size_t)(end - host);
+	out = malloc(n + 1);
+	if (!out)
+		return NULL;
+	memcpy(out, url, (size_t)(scheme + 3 - url));
+	memcpy(out + (scheme + 3 - url), host, (size_t)(end - host));
+	out[n] = '\0';
+	return out;
+}
+
+/* ---- one range request ---------------------------------------------------*/
+
+struct xfer {
+	uint8_t *buf;
+	uint64_t want, got;
+	bool overflow;
+	char etag[256];
+	bool have_range;
+	uint64_t first, last, total; /* Content-Range (total also for 416) */
+};
+
+static size_t on_body(char *p, size_t size, size_t n, void *arg)
+{
+	struct xfer *x = arg;
+	size_t len = size * n;
+
+	if (len > x->want - x->got) {
+		x->overflow = true;
+		return 0; /* more than asked: abort, never mix */
+	}
+	memcpy(x->buf + x->got, p, len);
+	x->got += len;
+	return len;
+}
+
+static void trim(char *s)
+{
+	size_t n = strlen(s);
+
+	while (n && (s[n - 1] == '\r' || s[n - 1] == '\n' || s[n - 1] == ' '))
+		s[--n] = '\0';
+}
+
+static size_t on_header(char *p, size_t size, size_t n, void *arg)
+{
+	struct xfer *x = arg;
+	size_t len = size * n;
+	char line[512];
+	unsigned long long a, b, t;
+
+	if (len >= sizeof(line))
+		return len;
+	memcpy(line, p, len);
+	line[len] = '\0';
+	trim(line);
+	if (strncmp(line, "HTTP/", 5) == 0) {
+		/* a new response (after a redirect): forget the last one's */
+		x->etag[0] = '\0';
+		x->have_range = false;
+	} else if (strncasecmp(line, "etag:", 5) == 0) {
+		const char *v = line + 5;
+
+		while (*v == ' ')
+			v++;
+		if (strlen(v) < sizeof(x->etag))
+			memcpy(x->etag, v, strlen(v) + 1);
+	} else if (strncasecmp(line, "content-range:", 14) == 0) {
+		const char *v = line + 14;
+
+		while (*v == ' ')
+			v++;
+		if (sscanf(v, "bytes %llu-%llu/%llu", &a, &b, &t) == 3) {
+			x->first = a;
+			x->last = b;
+			x->total = t;
+			x->have_range = true;
+		} else if (sscanf(v, "bytes */%llu", &t) == 1) {
+			x->total = t;
+		}
+	}
+	return len;
+}
+
+static CURL *new_handle(const struct remote *r)
+{
+	CURL *h = curl_easy_init();
+
+	if (!h)
+		return NULL;
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+	curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)r->cfg.timeout_ms);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)r->cfg.timeout_ms);
+	curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 512L << 10);
+	curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+	if (r->cfg.insecure) {
+		curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+	}
+	if (r->tgt.userpwd) {
+		curl_easy_setopt(h, CURLOPT_USERPWD, r->tgt.userpwd);
+		curl_easy_setopt(h, CURLOPT_AWS_SIGV4, r->tgt.sigv4);
+	}
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+	return h;
+}
+
+/*
+ * GET [off, off + len) into @buf; @probe: no If-Match, any size.  0 or
+ * -errno; @why gets a message for the caller's one log line.
+ */
+static int get_range(struct remote *r, CURL *h, uint64_t off, uint64_t len,
+		     uint8_t *buf, bool probe, struct xfer *x, char *why,
+		     size_t whylen)
+{
+	struct curl_slist *hdrs = NULL, *nh;
+	char range[64], ifm[300], errbuf[CURL_ERROR_SIZE] = "";
+	long status = 0;
+	CURLcode cc;
+
+	memset(x, 0, sizeof(*x));
+	x->buf = buf;
+	x->want = len;
+	snprintf(range, sizeof(range), "Range: bytes=%llu-%llu",
+		 (unsigned long long)off, (unsigned long long)(off + len - 1));
+	hdrs = curl_slist_append(NULL, range);
+	if (hdrs && !probe && r->if_match) {
+		snprintf(ifm, sizeof(ifm), "If-Match: %s", r->etag);
+		nh = curl_slist_append(hdrs, ifm);
+		if (!nh) {
+			curl_slist_free_all(hdrs);
+			hdrs = NULL;
+		} else {
+			hdrs = nh;
+		}
+	}
+	for (nh = r->tgt.headers; nh && hdrs; nh = nh->next) {
+		struct curl_slist *more = curl_slist_append(hdrs, nh->data);
+
+		if (!more) {
+			curl_slist_free_all(hdrs);
+			hdrs = NULL;
+		}
+		hdrs = more;
+	}
+	if (!hdrs)
+		return -ENOMEM;
+	curl_easy_setopt(h, CURLOPT_URL, r->tgt.url);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, x);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+	cc = curl_easy_perform(h);
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
+	curl_slist_free_all(hdrs);
+	__atomic_fetch_add(&r->stats.requests, 1, __ATOMIC_RELAXED);
+	if (x->overflow) {
+		snprintf(why, whylen, "server sent more bytes than asked");
+		return -EIO;
+	}
+	if (cc == CURLE_OPERATION_TIMEDOUT) {
+		snprintf(why, whylen, "timed out");
+		return -ETIMEDOUT;
+	}
+	if (cc != CURLE_OK && status == 0) {
+		snprintf(why, whylen, "%s",
+			 *errbuf ? errbuf : curl_easy_strerror(cc));
+		return cc == CURLE_COULDNT_CONNECT ||
+				       cc == CURLE_COULDNT_RESOLVE_HOST
+			       ? -EHOSTUNREACH
+			       : -EIO;
+	}
+	switch (status) {
+	case 200:
+	case 206:
+		break;
+	case 401:
+	case 403:
+		snprintf(why, whylen, "HTTP %ld: access denied", status);
+		return -EACCES;
+	case 404:
+	case 410:
+		snprintf(why, whylen, "HTTP %ld: not found", status);
+		return -ENOENT;
+	case 412:
+		snprintf(why, whylen, "changed on the server (HTTP 412)");
+		return -ESTALE;
+	case 416:
+		if (probe && x->total == 0)
+			return 0; /* an empty object */
+		snprintf(why, whylen, "HTTP 416: range not satisfiable");
+		return -EIO;
+	case 429:
+		snprintf(why, whylen, "HTTP 429: too many requests");
+		return -EAGAIN;
+	default:
+		snprintf(why, whylen, "HTTP %ld", status);
+		return status >= 500 ? -EAGAIN : -EIO;
+	}
+	if (cc != CURLE_OK) {
+		snprintf(why, whylen, "%s (%llu of %llu bytes)",
+			 *errbuf ? errbuf : curl_easy_strerror(cc),
+			 (unsigned long long)x->got, (unsigned long long)len);
+		return -EAGAIN; /* a cut transfer: worth another try */
+	}
+	if (status == 200) {
+		/* the whole object, range ignored: only good if that is all */
+		if (off != 0 || (!probe && x->got != r->size)) {
+			snprintf(why, whylen,
+				 "server ignored the Range header");
+			return -EIO;
+		}
+		x->first = 0;
+		x->total = x->got;
+		x->last = x->got ? x->got - 1 : 0;
+	} else if (!x->have_range || x->first != off ||
+		   x->last - x->first + 1 != x->got ||
+		   (!probe && (x->total != r->size || x->got != len))) {
+		snprintf(why, whylen,
+			 "short or mismatched range (%llu of %llu "
+			 "bytes)",
+			 (unsigned long long)x->got, (unsigned long long)len);
+		return -EAGAIN;
+	}
+	if (!probe && strcmp(x->etag, r->etag) != 0) {
+		snprintf(why, whylen,
+			 "changed on the server (ETag %s, pinned "
+			 "%s)",
+			 x->etag, r->etag);
+		return -ESTALE;
+	}
+	return 0;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* get_range with retries on EAGAIN/ETIMEDOUT, backing off, in the time */
+static int fetch_range(struct remote *r, CURL *h, uint64_t off, uint64_t len,
+		       uint8_t *buf)
+{
+	uint64_t start = now_ms(), wait = 100;
+	struct xfer x;
+	char why[400] = "";
+	int ret, i;
+
+	for (i = 0;; i++) {
+		ret = get_range(r, h, off, len, buf, false, &x, why,
+				sizeof(why));
+		if (ret != -EAGAIN && ret != -ETIMEDOUT)
+			break;
+		if (i == RETRIES ||
+		    now_ms() + wait - start >= r->cfg.timeout_ms)
+			break;
+		usleep((useconds_t)wait * 1000);
+		wait *= 2;
+	}
+	if (ret == -ESTALE) {
+		pthread_mutex_lock(&r->lock);
+		if (!r->stale_logged)
+			logf_(r, "%s: %s; remount to see the new version",
+			      r->shown, why);
+		r->stale_logged = true;
+		pthread_mutex_unlock(&r->lock);
+	} else if (ret) {
+		logf_(r, "%s: bytes %llu-%llu: %s", r->shown,
+		      (unsigned long long)off,
+		      (unsigned long long)(off + len - 1), why);
+	}
+	return ret == -ETIMEDOUT ? -EAGAIN : ret;
+}
+
+/* ---- chunks --------------------------------------------------------------*/
+
+static uint64_t chunk_off(uint64_t i)
+{
+	return i * CHUNK;
+}
+
+static uint64_t chunk_len(const struct remote *r, uint64_t i)
+{
+	uint64_t end = chunk_off(i) + CHUNK;
+
+	return (end > r->size ? r->size : end) - chunk_off(i);
+}
+
+static void wake_range(struct remote *r, uint64_t off, uint64_t len)
+{
+	struct uffdio_range rg;
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t end = (off + len + page - 1) & ~(page - 1);
+
+	if (r->uffd < 0 || !r->map)
+		return;
+	off &= ~(page - 1);
+	rg.start = (uint64_t)(uintptr_t)(r->map + off);
+	rg.len = end - off;
+	ioctl(r->uffd, UFFDIO_WAKE, &rg);
+}
+
+static int pwrite_all(int fd, const uint8_t *p, uint64_t len, uint64_t off)
+{
+	ssize_t n;
+
+	while (len) {
+		n = pwrite(fd, p, len, (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -EIO;
+		p += n;
+		len -= (uint64_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+/* one piece: cache, then the network for the rest; memfd; cache */
+static int run_piece(struct remote *r, CURL *h, uint8_t *buf,
+		     const struct piece *p)
+{
+	uint64_t i, j, off = chunk_off(p->first), hit = 0, hit_bytes = 0;
+	bool have[TFS_PLAN_MAX_PIECE];
+	int ret = 0;
+
+	for (i = 0; i < p->count; i++) {
+		uint64_t c = p->first + i;
+
+		have[i] = r->cache &&
+			  tfs_chunk_cache_get(r->cache, c, chunk_off(c),
+					      buf + chunk_off(c) - off,
+					      (size_t)chunk_len(r, c)) == 0;
+		if (have[i]) {
+			hit++;
+			hit_bytes += chunk_len(r, c);
+		}
+	}
+	for (i = 0; !ret && i < p->count; i = j) {
+		uint64_t c = p->first + i, len = 0;
+
+		for (j = i; j < p->count && !have[j]; j++)
+			len += chunk_len(r, p->first + j);
+		if (j == i) {
+			j++;
+			continue;
+		}
+		ret = fetch_range(r, h, chunk_off(c), len,
+				  buf + chunk_off(c) - off);
+		if (ret)
+			break;
+		pthread_mutex_lock(&r->lock);
+		r->stats.bytes_fetched += len;
+		pthread_mutex_unlock(&r->lock);
+	}
+	if (!ret) {
+		uint64_t len = chunk_off(p->first + p->count - 1) - off +
+			       chunk_len(r, p->first + p->count - 1);
+
+		ret = pwrite_all(r->memfd, buf, len, off);
+	}
+	pthread_mutex_lock(&r->lock);
+	r->stats.cache_hits += hit;
+	r->stats.cache_bytes += hit_bytes;
+	for (i = 0; i < p->count; i++) {
+		r->state[p->first + i] = ret ? CH_FAILED : CH_PRESENT;
+		r->err[p->first + i] = ret;
+	}
+	pthread_cond_broadcast(&r->done);
+	pthread_mutex_unlock(&r->lock);
+	wake_range(r, off, p->count * (uint64_t)CHUNK);
+	/* the readers have the bytes: now keep them for the next mount */
+	for (i = 0; !ret && r->cache && i < p->count; i++)
+		if (!have[i])
+			tfs_chunk_cache_put(r->cache, p->first + i,
+					    chunk_off(p->first + i),
+					    buf + chunk_off(p->first + i) - off,
+					    (size_t)chunk_len(r, p->first + i));
+	return ret;
+}
+
+static void *worker(void *arg)
+{
+	struct remote *r = arg;
+	uint8_t *buf = malloc(r->piece_chunks * CHUNK);
+	CURL *h = new_handle(r);
+	struct piece *p;
+
+	pthread_mutex_lock(&r->lock);
+	while (!r->stopping) {
+		if (!r->head) {
+			pthread_cond_wait(&r->work, &r->lock);
+			continue;
+		}
+		p = r->head;
+		r->head = p->next;
+		if (!r->head)
+			r->tail = NULL;
+		r->busy++;
+		pthread_mutex_unlock(&r->lock);
+		if (buf && h) {
+			run_piece(r, h, buf, p);
+		} else {
+			uint64_t i;
+
+			pthread_mutex_lock(&r->lock);
+			for (i = 0; i < p->count; i++) {
+				r->state[p->first + i] = CH_FAILED;
+				r->err[p->first + i] = -ENOMEM;
+			}
+			pthread_cond_broadcast(&r->done);
+			pthread_mutex_unlock(&r->lock);
+		}
+		free(p);
+		pthread_mutex_lock(&r->lock);
+		r->busy--;
+		pthread_cond_broadcast(&r->done);
+	}
+	pthread_mutex_unlock(&r->lock);
+	if (h)
+		curl_easy_cleanup(h);
+	free(buf);
+	return NULL;
+}
+
+static int start_workers(struct remote *r);
+static int start_uffd(struct remote *r);
+
+/* queue the chunks of [c0, c1] not present or on their way; under lock */
+static int schedule(struct remote *r, uint64_t c0, uint64_t c1, bool front)
+{
+	struct tfs_plan_piece pieces[64];
+	struct piece *head = NULL, *tail = NULL, *p;
+	uint64_t from = c0;
+	size_t n, i;
+	int ret;
+
+	/* workers start with the first need: a mount of 100 shards reads
+	 * most of them only at open */
+	if (!r->nworkers) {
+		ret = start_workers(r);
+		if (ret)
+			return ret;
+	}
+
+	while (from <= c1) {
+		n = tfs_plan_pieces(r->state, from, c1, r->piece_chunks, pieces,
+				    64, &from);
+		for (i = 0; i < n; i++) {
+			uint64_t k;
+
+			p = malloc(sizeof(*p));
+			if (!p)
+				return -ENOMEM;
+			p->first = pieces[i].first;
+			p->count = pieces[i].count;
+			p->next = NULL;
+			for (k = 0; k < p->count; k++)
+				r->state[p->first + k] = CH_FETCHING;
+			if (tail)
+				tail->next = p;
+			else
+				head = p;
+			tail = p;
+		}
+		if (!n)
+			break;
+	}
+	if (!head)
+		return 0;
+	if (front) {
+		tail->next = r->head;
+		r->head = head;
+		if (!r->tail)
+			r->tail = tail;
+	} else {
+		if (r->tail)
+			r->tail->next = head;
+		else
+			r->head = head;
+		r->tail = tail;
+	}
+	pthread_cond_broadcast(&r->work);
+	return 0;
+}
+
+/* make [off, off + len) present; @ahead: then prefetch behind it */
+static int fetch(struct remote *r, uint64_t off, uint64_t len, bool ahead)
+{
+	uint64_t c0, c1, c, deadline;
+	struct timespec ts;
+	int ret = 0;
+
+	if (!tfs_range_ok(off, len, r->size))
+		return -EIO;
+	if (!len)
+		return 0;
+	c0 = off / CHUNK;
+	c1 = (off + len - 1) / CHUNK;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	deadline = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000 +
+		   r->cfg.timeout_ms;
+	pthread_mutex_lock(&r->lock);
+	if (r->restart_uffd) {
+		r->restart_uffd = false;
+		if (start_uffd(r)) {
+			/* nothing would serve a fault: fetch it all */
+			logf_(r,
+			      "%s: userfaultfd unavailable: fetching it "
+			      "whole",
+			      r->shown);
+			schedule(r, 0, r->nchunks - 1, false);
+		}
+	}
+	for (c = c0; c <= c1 && r->state[c] == CH_PRESENT; c++)
+		;
+	if (c > c1)
+		goto prefetch; /* the common case: all there */
+	ret = schedule(r, c0, c1, true);
+	while (!ret) {
+		for (c = c0; c <= c1 && r->state[c] == CH_PRESENT; c++)
+			;
+		if (c > c1)
+			break;
+		if (r->state[c] == CH_FAILED) {
+			ret = r->err[c];
+			break;
+		}
+		if (r->state[c] == CH_MISSING) {
+			/* dropped (remote_drop) after it came: again */
+			ret = schedule(r, c, c1, true);
+			continue;
+		}
+		if (r->stopping) {
+			ret = -EIO;
+			break;
+		}
+		ts.tv_sec = (time_t)(deadline / 1000);
+		ts.tv_nsec = (long)(deadline % 1000) * 1000000;
+		if (pthread_cond_timedwait(&r->done, &r->lock, &ts) ==
+		    ETIMEDOUT) {
+			logf_(r, "%s: bytes %llu-%llu: no answer in %u ms",
+			      r->shown, (unsigned long long)off,
+			      (unsigned long long)(off + len - 1),
+			      r->cfg.timeout_ms);
+			ret = -EAGAIN;
+		}
+	}
+prefetch:
+	if (!ret && ahead && r->cfg.prefetch && c1 + 1 < r->nchunks) {
+		uint64_t n = r->cfg.prefetch / CHUNK, last = c1 + n;
+
+		/*
+		 * The window's end moves by whole pieces: a reader going
+		 * 1 MiB at a time then adds full-size requests, not 1 MiB
+		 * ones at the window's tail.
+		 */
+		if (last / r->piece_chunks * r->piece_chunks > c1 + 1)
+			last = last / r->piece_chunks * r->piece_chunks - 1;
+		if (last >= r->nchunks)
+			last = r->nchunks - 1;
+		schedule(r, c1 + 1, last, false);
+	}
+	pthread_mutex_unlock(&r->lock);
+	return ret;
+}
+
+/* ---- page faults ---------------------------------------------------------*/
+
+static void poison(struct remote *r, uint64_t page_off)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+
+	/* past the end of an empty file: the access gets SIGBUS */
+	mmap(r->map + page_off, (size_t)page, PROT_READ, MAP_SHARED | MAP_FIXED,
+	     r->poison_fd, 0);
+}
+
+static void *fault_loop(void *arg)
+{
+	struct remote *r = arg;
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	struct pollfd pf[2] = {{.fd = r->uffd, .events = POLLIN},
+			       {.fd = r->stop_pipe[0], .events = POLLIN}};
+	struct uffd_msg msg;
+	uint64_t off;
+	ssize_t n;
+	int ret;
+
+	for (;;) {
+		if (poll(pf, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (pf[1].revents)
+			break;
+		n = read(r->uffd, &msg, sizeof(msg));
+		if (n != sizeof(msg) || msg.event != UFFD_EVENT_PAGEFAULT)
+			continue;
+		off = (msg.arg.pagefault.address -
+		       (uint64_t)(uintptr_t)r->map) &
+		      ~(page - 1);
+		ret = off < r->size ? fetch(r, off, 1, false) : -EIO;
+		if (ret && !mounted) {
+			/* loading the container: the command cannot go on */
+			fprintf(stderr, "tensorfs: %s: cannot fetch: %s\n",
+				r->shown, strerror(-ret));
+			_exit(4);
+		}
+		if (ret)
+			poison(r, off);
+		wake_range(r, off, page);
+	}
+	return NULL;
+}
+
+static int start_uffd(struct remote *r)
+{
+	struct uffdio_api api = {.api = UFFD_API};
+	struct uffdio_register reg;
+
+	r->uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (r->uffd < 0 && errno == EPERM)
+		/* unprivileged: our own faults only (docs/remote.md) */
+		r->uffd = (int)syscall(SYS_userfaultfd,
+				       O_CLOEXEC | O_NONBLOCK |
+					       UFFD_USER_MODE_ONLY);
+	if (r->uffd < 0)
+		return -errno;
+	memset(&reg, 0, sizeof(reg));
+	reg.range.start = (uint64_t)(uintptr_t)r->map;
+	reg.range.len = r->maplen;
+	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+	if (ioctl(r->uffd, UFFDIO_API, &api) ||
+	    ioctl(r->uffd, UFFDIO_REGISTER, &reg) ||
+	    pipe2(r->stop_pipe, O_CLOEXEC)) {
+		int e = -errno;
+
+		close(r->uffd);
+		r->uffd = -1;
+		return e;
+	}
+	if (pthread_create(&r->fault_thread, NULL, fault_loop, r)) {
+		close(r->stop_pipe[0]);
+		close(r->stop_pipe[1]);
+		close(r->uffd);
+		r->uffd = -1;
+		return -EAGAIN;
+	}
+	r->fault_running = true;
+	return 0;
+}
+
+static int start_workers(struct remote *r)
+{
+	unsigned i;
+
+	free(r->workers);
+	r->workers = calloc(r->cfg.conns, sizeof(*r->workers));
+	if (!r->workers)
+		return -ENOMEM;
+	for (i = 0; i < r->cfg.conns; i++) {
+		if (pthread_create(&r->workers[i], NULL, worker, r))
+			break;
+		r->nworkers++;
+	}
+	return r->nworkers ? 0 : -EAGAIN;
+}
+
+static void stop_threads(struct remote *r)
+{
+	unsigned i;
+	char c = 1;
+
+	pthread_mutex_lock(&r->lock);
+	r->stopping = true;
+	pthread_cond_broadcast(&r->work);
+	pthread_cond_broadcast(&r->done);
+	pthread_mutex_unlock(&r->lock);
+	for (i = 0; i < r->nworkers; i++)
+		pthread_join(r->workers[i], NULL);
+	free(r->workers);
+	r->workers = NULL;
+	r->nworkers = 0;
+	if (r->fault_running) {
+		if (write(r->stop_pipe[1], &c, 1) != 1)
+			c = 0;
+		pthread_join(r->fault_thread, NULL);
+		close(r->stop_pipe[0]);
+		close(r->stop_pipe[1]);
+		r->fault_running = false;
+	}
+}
+
+/* ---- fork (fuse_daemonize): threads and the userfaultfd do not follow ----*/
+
+static void before_fork(void)
+{
+	struct remote *r;
+
+	pthread_mutex_lock(&all_lock);
+	for (r = all; r; r = r->next) {
+		pthread_mutex_lock(&r->lock);
+		/* let the workers finish: a child cannot resume a transfer */
+		while (r->head || r->busy)
+			pthread_cond_wait(&r->done, &r->lock);
+	}
+}
+
+static void after_fork_parent(void)
+{
+	struct remote *r;
+
+	for (r = all; r; r = r->next)
+		pthread_mutex_unlock(&r->lock);
+	pthread_mutex_unlock(&all_lock);
+}
+
+static void after_fork_child(void)
+{
+	struct remote *r;
+
+	for (r = all; r; r = r->next) {
+		/*
+		 * Fresh: waiters that were in the parent's conditions are
+		 * gone, and a condition would wait for them to leave.
+		 */
+		pthread_mutex_init(&r->lock, NULL);
+		pthread_cond_init(&r->done, NULL);
+		pthread_cond_init(&r->work, NULL);
+		/*
+		 * The parent's threads are gone (their memory leaks, once),
+		 * and so is the registration.  No thread is started here
+		 * (a fork's child may only do async-signal-safe things;
+		 * sanitizers' allocators deadlock otherwise): the next
+		 * fetch(), which every read path calls before it touches
+		 * the mapping, starts them again.
+		 */
+		r->workers = NULL;
+		r->nworkers = 0;
+		if (r->fault_running) {
+			close(r->stop_pipe[0]);
+			close(r->stop_pipe[1]);
+			close(r->uffd);
+			r->fault_running = false;
+		}
+		r->uffd = -1;
+		r->restart_uffd = r->map != NULL;
+	}
+	mounted = true;
+	pthread_mutex_init(&all_lock, NULL);
+}
+
+static void init_once(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+	if (!configured)
+		tfs_remote_config_default(&config);
+	configured = true;
+}
+
+/* ---- the source ----------------------------------------------------------*/
+
+static int remote_fetch(void *impl, uint64_t off, uint64_t len)
+{
+	return fetch(impl, off, len, true);
+}
+
+static void remote_drop(void *impl, uint64_t off, uint64_t len)
+{
+	struct remote *r = impl;
+	uint64_t c0, c1, c;
+
+	if (!r->map || !tfs_range_ok(off, len, r->size) || !len)
+		return;
+	c0 = (off + CHUNK - 1) / CHUNK;
+	c1 = (off + len) / CHUNK; /* exclusive, whole chunks only */
+	if (off + len == r->size)
+		c1 = r->nchunks;
+	pthread_mutex_lock(&r->lock);
+	for (c = c0; c < c1; c++) {
+		if (r->state[c] != CH_PRESENT)
+			continue;
+		r->state[c] = CH_MISSING;
+		/* a later access faults and is fetched again (disk cache) */
+		fallocate(r->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			  (off_t)chunk_off(c), (off_t)chunk_len(r, c));
+	}
+	pthread_mutex_unlock(&r->lock);
+}
+
+static void remote_free(struct remote *r)
+{
+	struct remote **pp;
+	struct piece *p;
+
+	pthread_mutex_lock(&all_lock);
+	for (pp = &all; *pp; pp = &(*pp)->next)
+		if (*pp == r) {
+			*pp = r->next;
+			break;
+		}
+	pthread_mutex_unlock(&all_lock);
+	stop_threads(r);
+	while ((p = r->head)) {
+		r->head = p->next;
+		free(p);
+	}
+	if (r->uffd >= 0)
+		close(r->uffd);
+	if (r->map)
+		munmap(r->map, r->maplen);
+	if (r->memfd >= 0)
+		close(r->memfd);
+	if (r->poison_fd >= 0)
+		close(r->poison_fd);
+	tfs_chunk_cache_close(r->cache);
+	pthread_mutex_destroy(&r->lock);
+	pthread_cond_destroy(&r->done);
+	pthread_cond_destroy(&r->work);
+	tfs_remote_config_free(&r->cfg);
+	free(r->state);
+	free(r->err);
+	tfs_remote_target_free(&r->tgt);
+	free(r->shown);
+	free(r->etag);
+	free(r);
+}
+
+static void remote_close(void *impl)
+{
+	remote_free(impl);
+}
+
+static const struct tfs_source_ops remote_ops = {
+	.fetch = remote_fetch,
+	.drop = remote_drop,
+	.close = remote_close,
+};
+
+int tfs_remote_find_index(const char *url, char **dir, char **index,
+			  struct tfs_diag *d)
+{
+	pthread_once(&once, init_once);
+	tfs_diag_clear(d);
+	return tfs_remote_find_index_with(
+		url, config.insecure, (long)config.timeout_ms, dir, index, d);
+}
+
+int tfs_remote_stats(const struct tfs_source *s, struct tfs_remote_stats *st)
+{
+	struct remote *r = s->impl;
+
+	if (s->ops != &remote_ops)
+		return -EINVAL;
+	pthread_mutex_lock(&r->lock);
+	*st = r->stats;
+	pthread_mutex_unlock(&r->lock);
+	return 0;
+}
+
+/* the first chunk, the size and the version, in one request */
+static int probe(struct remote *r, struct tfs_diag *d, uint8_t **first,
+		 uint64_t *got)
+{
+	uint8_t *buf = malloc(CHUNK);
+	CURL *h = new_handle(r);
+	char why[400] = "";
+	struct xfer x;
+	int ret, i;
+	uint64_t wait = 100;
+
+	*first = NULL;
+	if (!buf || !h) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0;; i++) {
+		ret = get_range(r, h, 0, CHUNK, buf, true, &x, why,
+				sizeof(why));
+		if ((ret != -EAGAIN && ret != -ETIMEDOUT) || i == RETRIES)
+			break;
+		usleep((useconds_t)wait * 1000);
+		wait *= 2;
+	}
+	if (ret) {
+		tfs_diag_set(d, ret, "%s", why);
+		goto out;
+	}
+	r->size = x.total;
+	r->etag = strdup(x.etag);
+	if (!r->etag) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	/* a weak ETag cannot be matched byte for byte: compared only */
+	r->if_match = x.etag[0] == '"';
+	*first = buf;
+	*got = x.got;
+	buf = NULL;
+out:
+	if (h)
+		curl_easy_cleanup(h);
+	free(buf);
+	return ret;
+}
+
+int tfs_remote_open(struct tfs_source *s, const char *url, struct tfs_diag *d)
+{
+	struct remote *r;
+	uint8_t *first = NULL;
+	uint64_t got = 0, page = (uint64_t)sysconf(_SC_PAGESIZE);
+	int ret;
+
+	tfs_diag_clear(d);
+	pthread_once(&once, init_once);
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->memfd = r->poison_fd = r->uffd = -1;
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_cond_init(&r->done, NULL);
+	pthread_cond_init(&r->work, NULL);
+	r->cfg = config;
+	r->cfg.cache_dir = config.cache_dir ? strdup(config.cache_dir) : NULL;
+	r->shown = tfs_remote_redact(url);
+	if (!r->shown || (config.cache_dir && !r->cfg.cache_dir)) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = tfs_remote_resolve(url, &r->tgt, r->cfg.insecure,
+				 (long)r->cfg.timeout_ms, d);
+	if (ret)
+		goto out;
+	ret = probe(r, d, &first, &got);
+	if (ret)
+		goto out;
+	r->piece_chunks = r->cfg.mem / r->cfg.conns / CHUNK;
+	if (r->piece_chunks < 1)
+		r->piece_chunks = 1;
+	if (r->piece_chunks > TFS_PLAN_MAX_PIECE)
+		r->piece_chunks = TFS_PLAN_MAX_PIECE;
+	r->nchunks = (r->size + CHUNK - 1) / CHUNK;
+	r->state = calloc(r->nchunks ? r->nchunks : 1, 1);
+	r->err = calloc(r->nchunks ? r->nchunks : 1, sizeof(*r->err));
+	r->memfd = memfd_create("tensorfs-remote", MFD_CLOEXEC);
+	r->poison_fd = memfd_create("tensorfs-poison", MFD_CLOEXEC);
+	if (!r->state || !r->err) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (r->memfd < 0 || r->poison_fd < 0 ||
+	    ftruncate(r->memfd, (off_t)r->size)) {
+		ret = tfs_diag_set(d, -errno, "memfd: %s", strerror(errno));
+		goto out;
+	}
+	if (r->size) {
+		r->maplen = (size_t)((r->size + page - 1) & ~(page - 1));
+		r->map = mmap(NULL, r->maplen, PROT_READ, MAP_SHARED, r->memfd,
+			      0);
+		if (r->map == MAP_FAILED) {
+			r->map = NULL;
+			ret = tfs_diag_set(d, -errno, "cannot map: %s",
+					   strerror(errno));
+			goto out;
+		}
+	}
+	if (r->cfg.cache_dir && r->cfg.cache_max) {
+		/* keyed by what is fetched: an hf:// commit, an endpoint */
+		char *key = tfs_remote_redact(r->tgt.url);
+
+		if (key)
+			tfs_chunk_cache_open(&r->cache, r->cfg.cache_dir,
+					     r->cfg.cache_max, key, r->etag,
+					     r->size);
+		free(key);
+	}
+	/* the probe's bytes: chunk 0, whole (or the whole object) */
+	if (r->nchunks && got >= chunk_len(r, 0)) {
+		ret = pwrite_all(r->memfd, first, chunk_len(r, 0), 0);
+		if (ret)
+			goto out;
+		r->state[0] = CH_PRESENT;
+		r->stats.bytes_fetched = chunk_len(r, 0);
+		if (r->cache)
+			tfs_chunk_cache_put(r->cache, 0, 0, first,
+					    (size_t)chunk_len(r, 0));
+	}
+	if (r->map && start_uffd(r)) {
+		logf_(r, "%s: userfaultfd unavailable: fetching it whole",
+		      r->shown);
+		ret = fetch(r, 0, r->size, false);
+		if (ret) {
+			tfs_diag_set(d, ret, "cannot fetch: %s",
+				     strerror(-ret));
+			goto out;
+		}
+	}
+	memset(s, 0, sizeof(*s));
+	s->fd = -1;
+	s->data = r->map;
+	s->size = r->size;
+	s->ops = &remote_ops;
+	s->impl = r;
+	s->path = strdup(r->shown);
+	if (!s->path) {
+		ret = -ENOMEM;
+		memset(s, 0, sizeof(*s));
+		s->fd = -1;
+		goto out;
+	}
+	pthread_mutex_lock(&all_lock);
+	r->next = all;
+	all = r;
+	pthread_mutex_unlock(&all_lock);
+	free(first);
+	return 0;
+out:
+	free(first);
+	remote_free(r);
+	return ret;
+}

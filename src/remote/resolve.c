@@ -1,0 +1,556 @@
+// SPDX-License-Identifier: MIT
+/* URL schemes of remote sources: see resolve.h and docs/remote.md. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "remote/resolve.h"
+#include "tensorfs/diag.h"
+
+static const char *env(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : NULL;
+}
+
+char *tfs_remote_escape_path(const char *path)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = strlen(path), i, o = 0;
+	char *out = malloc(3 * n + 1);
+
+	if (!out)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)path[i];
+
+		if ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+		    (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+		    c == '.' || c == '~' || c == '/') {
+			out[o++] = (char)c;
+		} else {
+			out[o++] = '%';
+			out[o++] = hex[c >> 4];
+			out[o++] = hex[c & 15];
+		}
+	}
+	out[o] = '\0';
+	return out;
+}
+
+/* a query value: as a path, and '/' too (SigV4's canonical form) */
+static char *escape_query(const char *v)
+{
+	char *p = tfs_remote_escape_path(v), *out, *o;
+	size_t n = 0, i;
+
+	if (!p)
+		return NULL;
+	for (i = 0; p[i]; i++)
+		n += p[i] == '/' ? 3 : 1;
+	out = malloc(n + 1);
+	for (i = 0, o = out; out && p[i]; i++) {
+		if (p[i] == '/') {
+			memcpy(o, "%2F", 3);
+			o += 3;
+		} else {
+			*o++ = p[i];
+		}
+	}
+	if (out)
+		*o = '\0';
+	free(p);
+	return out;
+}
+
+static int add_header(struct tfs_remote_target *t, const char *fmt,
+		      const char *v)
+{
+	struct curl_slist *n;
+	char *h;
+
+	if (asprintf(&h, fmt, v) < 0)
+		return -ENOMEM;
+	n = curl_slist_append(t->headers, h);
+	free(h);
+	if (!n)
+		return -ENOMEM;
+	t->headers = n;
+	return 0;
+}
+
+/* s3://bucket/key: path style on $AWS_ENDPOINT_URL, else AWS itself */
+static int resolve_s3(const char *rest, bool listing,
+		      struct tfs_remote_target *t, struct tfs_diag *d)
+{
+	const char *slash = strchr(rest, '/'), *ep, *region, *id, *secret,
+		   *token;
+	char *key = NULL;
+	int ret = 0;
+
+	if (!slash)
+		slash = rest + strlen(rest);
+	if (slash == rest || (!listing && (!slash[0] || !slash[1])))
+		return tfs_diag_set(d, -EINVAL, "expected s3://BUCKET/KEY");
+	region = env("AWS_REGION");
+	if (!region)
+		region = env("AWS_DEFAULT_REGION");
+	if (!region)
+		region = "us-east-1";
+	/* listing: the bucket's URL, the prefix goes in the query */
+	key = tfs_remote_escape_path(listing || !*slash ? "" : slash + 1);
+	if (!key)
+		return -ENOMEM;
+	ep = env("AWS_ENDPOINT_URL_S3");
+	if (!ep)
+		ep = env("AWS_ENDPOINT_URL");
+	if (ep) {
+		size_t el = strlen(ep);
+
+		while (el && ep[el - 1] == '/')
+			el--;
+		if (asprintf(&t->url, "%.*s/%.*s%s%s", (int)el, ep,
+			     (int)(slash - rest), rest, *key ? "/" : "",
+			     key) < 0)
+			t->url = NULL;
+	} else if (asprintf(&t->url, "https://%.*s.s3.%s.amazonaws.com/%s",
+			    (int)(slash - rest), rest, region, key) < 0) {
+		t->url = NULL;
+	}
+	free(key);
+	if (!t->url)
+		return -ENOMEM;
+	id = env("AWS_ACCESS_KEY_ID");
+	secret = env("AWS_SECRET_ACCESS_KEY");
+	token = env("AWS_SESSION_TOKEN");
+	if (!id || !secret)
+		return 0; /* a public bucket: unsigned */
+	if (asprintf(&t->userpwd, "%s:%s", id, secret) < 0 ||
+	    asprintf(&t->sigv4, "aws:amz:%s:s3", region) < 0)
+		return -ENOMEM;
+	/* curl signs this header's value: S3 must not hash a body */
+	ret = add_header(t, "%s", "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+	if (!ret && token)
+		ret = add_header(t, "x-amz-security-token: %s", token);
+	return ret;
+}
+
+struct sink {
+	char *p;
+	size_t n;
+};
+
+static size_t on_json(char *p, size_t size, size_t n, void *arg)
+{
+	struct sink *s = arg;
+	size_t len = size * n;
+	char *q;
+
+	if (s->n + len > (1u << 20))
+		return 0;
+	q = realloc(s->p, s->n + len + 1);
+	if (!q)
+		return 0;
+	memcpy(q + s->n, p, len);
+	s->n += len;
+	q[s->n] = '\0';
+	s->p = q;
+	return len;
+}
+
+/* GET @url (at most 1 MiB) into @s; 0 or -errno with @d filled */
+static int get_small(const char *url, const struct tfs_remote_target *t,
+		     bool insecure, long timeout_ms, struct sink *s,
+		     const char *what, struct tfs_diag *d)
+{
+	CURL *h = curl_easy_init();
+	char errbuf[CURL_ERROR_SIZE] = "";
+	long status = 0;
+	CURLcode cc;
+	int ret = 0;
+
+	if (!h)
+		return -ENOMEM;
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, t->headers);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_json);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, s);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+	if (t->userpwd) {
+		curl_easy_setopt(h, CURLOPT_USERPWD, t->userpwd);
+		curl_easy_setopt(h, CURLOPT_AWS_SIGV4, t->sigv4);
+	}
+	if (insecure) {
+		curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+	}
+	cc = curl_easy_perform(h);
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+	if (cc != CURLE_OK)
+		ret = tfs_diag_set(
+			d, cc == CURLE_COULDNT_CONNECT ? -EHOSTUNREACH : -EIO,
+			"%s: %s", what,
+			*errbuf ? errbuf : curl_easy_strerror(cc));
+	else if (status == 401 || status == 403)
+		ret = tfs_diag_set(d, -EACCES, "%s: HTTP %ld: access denied",
+				   what, status);
+	else if (status != 200)
+		ret = tfs_diag_set(d, status == 404 ? -ENOENT : -EIO,
+				   "%s: HTTP %ld", what, status);
+	else if (!s->p)
+		ret = tfs_diag_set(d, -EIO, "%s: empty answer", what);
+	curl_easy_cleanup(h);
+	return ret;
+}
+
+static bool is_commit(const char *s)
+{
+	return strspn(s, "0123456789abcdef") == 40 && !s[40];
+}
+
+/* the commit a revision of a Hub repository is now */
+static int hub_commit(const char *ep, const char *repo, const char *rev,
+		      struct tfs_remote_target *t, bool insecure,
+		      long timeout_ms, char **sha, struct tfs_diag *d)
+{
+	struct sink s = {0};
+	char *url = NULL, *erev;
+	json_t *root = NULL, *v;
+	int ret;
+
+	if (is_commit(rev)) /* pinned already: no question to ask */
+		return (*sha = strdup(rev)) ? 0 : -ENOMEM;
+	erev = tfs_remote_escape_path(rev);
+	if (!erev || asprintf(&url, "%s/api/models/%s/revision/%s", ep, repo,
+			      erev) < 0) {
+		free(erev);
+		return -ENOMEM;
+	}
+	free(erev);
+	ret = get_small(url, t, insecure, timeout_ms, &s,
+			"the Hub (revision; HF_TOKEN?)", d);
+	free(url);
+	if (ret)
+		goto out;
+	root = json_loads(s.p, 0, NULL);
+	v = root ? json_object_get(root, "sha") : NULL;
+	if (!json_is_string(v) || !is_commit(json_string_value(v))) {
+		ret = tfs_diag_set(d, -EIO,
+				   "the Hub: no commit for revision "
+				   "%s",
+				   rev);
+		goto out;
+	}
+	*sha = strdup(json_string_value(v));
+	ret = *sha ? 0 : -ENOMEM;
+out:
+	json_decref(root);
+	free(s.p);
+	return ret;
+}
+
+/* hf://org/repo[@revision]/path: the file at the revision's commit now */
+static int resolve_hf(const char *rest, struct tfs_remote_target *t,
+		      bool insecure, long timeout_ms, struct tfs_diag *d)
+{
+	const char *ep = env("HF_ENDPOINT"), *token = env("HF_TOKEN");
+	const char *s1 = strchr(rest, '/'), *s2, *at, *path;
+	char *repo = NULL, *rev = NULL, *sha = NULL, *epath = NULL;
+	size_t el;
+	int ret;
+
+	if (!ep)
+		ep = "https://huggingface.co";
+	el = strlen(ep);
+	while (el && ep[el - 1] == '/')
+		el--;
+	s2 = s1 ? strchr(s1 + 1, '/') : NULL;
+	if (!s1 || s1 == rest || !s2 || !s2[1])
+		return tfs_diag_set(d, -ENOTSUP,
+				    "expected hf://ORG/REPO[@REVISION]/FILE "
+				    "(a whole repository is not supported "
+				    "yet)");
+	at = memchr(s1, '@', (size_t)(s2 - s1));
+	path = s2 + 1;
+	repo = strndup(rest, (size_t)((at ? at : s2) - rest));
+	rev = at ? strndup(at + 1, (size_t)(s2 - at - 1)) : strdup("main");
+	if (!repo || !rev) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (token) {
+		ret = add_header(t, "Authorization: Bearer %s", token);
+		if (ret)
+			goto out;
+	}
+	{
+		char *e = strndup(ep, el);
+
+		if (!e) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		ret = hub_commit(e, repo, rev, t, insecure, timeout_ms, &sha,
+				 d);
+		if (!ret) {
+			epath = tfs_remote_escape_path(path);
+			if (!epath || asprintf(&t->url, "%s/%s/resolve/%s/%s",
+					       e, repo, sha, epath) < 0) {
+				t->url = NULL;
+				ret = -ENOMEM;
+			}
+		}
+		free(e);
+	}
+out:
+	free(repo);
+	free(rev);
+	free(sha);
+	free(epath);
+	return ret;
+}
+
+int tfs_remote_resolve(const char *url, struct tfs_remote_target *t,
+		       bool insecure, long timeout_ms, struct tfs_diag *d)
+{
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	if (strncmp(url, "s3://", 5) == 0)
+		ret = resolve_s3(url + 5, false, t, d);
+	else if (strncmp(url, "hf://", 5) == 0)
+		ret = resolve_hf(url + 5, t, insecure, timeout_ms, d);
+	else
+		ret = (t->url = strdup(url)) ? 0 : -ENOMEM;
+	if (ret)
+		tfs_remote_target_free(t);
+	return ret;
+}
+
+void tfs_remote_target_free(struct tfs_remote_target *t)
+{
+	free(t->url);
+	curl_slist_free_all(t->headers);
+	free(t->userpwd);
+	free(t->sigv4);
+	memset(t, 0, sizeof(*t));
+}
+
+/* the index among @names (sorted): *.safetensors.index.json first */
+static const char *pick_index(char *const *names, size_t n)
+{
+	static const char *const suffixes[] = {".safetensors.index.json",
+					       ".bin.index.json"};
+	size_t k, i, sl, nl;
+
+	for (k = 0; k < 2; k++)
+		for (i = 0; i < n; i++) {
+			sl = strlen(suffixes[k]);
+			nl = strlen(names[i]);
+			if (nl > sl &&
+			    strcmp(names[i] + nl - sl, suffixes[k]) == 0)
+				return names[i];
+		}
+	return NULL;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+struct names {
+	char **v;
+	size_t n;
+};
+
+static int names_add(struct names *ns, const char *p, size_t len)
+{
+	char **v = realloc(ns->v, (ns->n + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	ns->v = v;
+	ns->v[ns->n] = strndup(p, len);
+	if (!ns->v[ns->n])
+		return -ENOMEM;
+	ns->n++;
+	return 0;
+}
+
+/* S3 ListObjectsV2 of one level under @prefix: the names below it */
+static int list_s3(const char *rest, struct names *ns, bool insecure,
+		   long timeout_ms, char **dir, struct tfs_diag *d)
+{
+	struct tfs_remote_target t;
+	const char *slash = strchr(rest, '/'), *prefix = slash ? slash + 1 : "";
+	struct sink s = {0};
+	char *url = NULL, *ep = NULL;
+	const char *p, *q;
+	size_t pl = strlen(prefix);
+	int ret;
+
+	memset(&t, 0, sizeof(t));
+	ret = resolve_s3(rest, true, &t, d);
+	if (ret) {
+		tfs_remote_target_free(&t);
+		return ret;
+	}
+	ep = escape_query(prefix);
+	/* the query's parameters sorted, as SigV4 wants them */
+	if (!ep || asprintf(&url, "%s?delimiter=%%2F&list-type=2&prefix=%s",
+			    t.url, ep) < 0) {
+		url = NULL;
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = get_small(url, &t, insecure, timeout_ms, &s, "S3 listing", d);
+	for (p = s.p; !ret && p && (p = strstr(p, "<Key>")); p = q) {
+		p += 5;
+		q = strstr(p, "</Key>");
+		if (!q)
+			break;
+		/* a name right under the prefix (no entity in index names) */
+		if ((size_t)(q - p) > pl && strncmp(p, prefix, pl) == 0 &&
+		    !memchr(p + pl, '/', (size_t)(q - p) - pl))
+			ret = names_add(ns, p + pl, (size_t)(q - p) - pl);
+	}
+	if (!ret &&
+	    asprintf(dir, "s3://%.*s",
+		     (int)(strlen(rest) - (pl && prefix[pl - 1] == '/')),
+		     rest) < 0) {
+		*dir = NULL;
+		ret = -ENOMEM;
+	}
+out:
+	free(ep);
+	free(url);
+	free(s.p);
+	tfs_remote_target_free(&t);
+	return ret;
+}
+
+/* the Hub's tree API at the revision's commit: the top-level files */
+static int list_hf(const char *rest, struct names *ns, bool insecure,
+		   long timeout_ms, char **dir, struct tfs_diag *d)
+{
+	const char *ep = env("HF_ENDPOINT"), *token = env("HF_TOKEN");
+	const char *at = strchr(rest, '@');
+	struct tfs_remote_target t = {0};
+	char *repo = NULL, *rev = NULL, *sha = NULL, *url = NULL, *e = NULL;
+	struct sink s = {0};
+	json_t *root = NULL, *it;
+	size_t i, rl = strcspn(rest, "@/");
+	int ret = 0;
+
+	if (!ep)
+		ep = "https://huggingface.co";
+	e = strndup(ep, strlen(ep) - (ep[strlen(ep) - 1] == '/'));
+	repo = strndup(rest, at ? (size_t)(at - rest) : strcspn(rest, "@"));
+	rev = at ? strndup(at + 1, strcspn(at + 1, "/")) : strdup("main");
+	if (!e || !repo || !rev ||
+	    (repo[0] && repo[strlen(repo) - 1] == '/' &&
+	     (repo[strlen(repo) - 1] = '\0', 0)))
+		ret = -ENOMEM;
+	(void)rl;
+	if (!ret && token)
+		ret = add_header(&t, "Authorization: Bearer %s", token);
+	if (!ret)
+		ret = hub_commit(e, repo, rev, &t, insecure, timeout_ms, &sha,
+				 d);
+	if (!ret &&
+	    asprintf(&url, "%s/api/models/%s/tree/%s", e, repo, sha) < 0) {
+		url = NULL;
+		ret = -ENOMEM;
+	}
+	if (!ret)
+		ret = get_small(url, &t, insecure, timeout_ms, &s,
+				"the Hub (tree)", d);
+	root = ret ? NULL : json_loads(s.p, 0, NULL);
+	if (!ret && !json_is_array(root))
+		ret = tfs_diag_set(d, -EIO, "the Hub: the tree is not a list");
+	json_array_foreach(root, i, it)
+	{
+		json_t *path = json_object_get(it, "path");
+		json_t *type = json_object_get(it, "type");
+
+		if (ret)
+			break;
+		if (json_is_string(path) && json_is_string(type) &&
+		    strcmp(json_string_value(type), "file") == 0 &&
+		    !strchr(json_string_value(path), '/'))
+			ret = names_add(ns, json_string_value(path),
+					strlen(json_string_value(path)));
+	}
+	if (!ret && asprintf(dir, "hf://%s@%s", repo, sha) < 0) {
+		*dir = NULL;
+		ret = -ENOMEM;
+	}
+	json_decref(root);
+	tfs_remote_target_free(&t);
+	free(s.p);
+	free(url);
+	free(e);
+	free(repo);
+	free(rev);
+	free(sha);
+	return ret;
+}
+
+int tfs_remote_find_index_with(const char *url, bool insecure, long timeout_ms,
+			       char **dir, char **index, struct tfs_diag *d)
+{
+	struct names ns = {0};
+	const char *found;
+	size_t i, slashes = 0;
+	int ret;
+
+	*dir = *index = NULL;
+	if (strncmp(url, "s3://", 5) == 0) {
+		const char *rest = url + 5;
+
+		/* s3://BUCKET, s3://BUCKET/ or s3://BUCKET/PREFIX/ */
+		if (strchr(rest, '/') && rest[strlen(rest) - 1] != '/')
+			return 0;
+		ret = list_s3(rest, &ns, insecure, timeout_ms, dir, d);
+	} else if (strncmp(url, "hf://", 5) == 0) {
+		const char *p;
+
+		for (p = url + 5; *p; p++)
+			slashes += *p == '/' && p[1];
+		if (slashes != 1)
+			return 0; /* ORG/REPO[@REV]/FILE: one object */
+		ret = list_hf(url + 5, &ns, insecure, timeout_ms, dir, d);
+	} else {
+		return 0;
+	}
+	if (!ret) {
+		qsort(ns.v, ns.n, sizeof(*ns.v), cmp_str);
+		found = pick_index(ns.v, ns.n);
+		if (!found)
+			ret = tfs_diag_set(d, -ENOENT,
+					   "no *.safetensors.index.json or "
+					   "*.bin.index.json in it (%zu "
+					   "files); name one file",
+					   ns.n);
+		else if (!(*index = strdup(found)))
+			ret = -ENOMEM;
+	}
+	for (i = 0; i < ns.n; i++)
+		free(ns.v[i]);
+	free(ns.v);
+	if (ret) {
+		free(*dir);
+		free(*index);
+		*dir = *index = NULL;
+		return ret;
+	}
+	return 1;
+}

@@ -1,0 +1,317 @@
+#!/usr/bin/env bash
+# Remote containers over HTTP (docs/remote.md), on loopback only: a
+# standard-library server (tests/remote/server.py) logs every range it
+# serves, so the checks say exactly which bytes a mount and a read fetched.
+#  - every shared fixture mounted from http://127.0.0.1 equals its local
+#    mount file for file, byte for byte (and the bytes each mount fetched
+#    are printed);
+#  - a mount fetches the header's chunks only; a read the tensor's chunks;
+#  - retries (500, cut bodies), 429 as EAGAIN, a timeout as EAGAIN, a
+#    changed object as an error with one log line, 404 and an unreachable
+#    host exit 4 with one line;
+#  - the disk cache: a second mount reads from it, a corrupted chunk is
+#    fetched again, cache_max evicts;
+#  - s3:// signed by curl's SigV4 and checked by the server (whose check
+#    agrees with AWS's published example), hf:// pinned to a commit.
+. "$(dirname "$0")/lib.sh"
+need_fuse
+need_fixtures
+if ! "$TENSORFS" --help | grep -q remote_timeout; then
+	echo "SKIP: built without remote support (libcurl)"
+	exit 77
+fi
+command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
+
+CHUNK=262144
+SERVED=$WORK/served
+mkdir -p "$SERVED"
+export TENSORFS_REMOTE_OPTIONS="cache_dir=$WORK/cache"
+
+start_server() { # ROOT: sets PORT, LOG, FAULTS
+	LOG=$WORK/log.$RANDOM
+	FAULTS=$WORK/faults.json
+	echo '{}' >"$FAULTS"
+	rm -f "$WORK/port"
+	python3 "$TFS_SOURCE_ROOT/tests/remote/server.py" "$1" "$WORK/port" \
+		"$LOG" "$FAULTS" &
+	SERVER=$!
+	for _ in $(seq 100); do
+		[ -s "$WORK/port" ] && break
+		sleep 0.05
+	done
+	PORT=$(cat "$WORK/port")
+	: >"$LOG"
+}
+stop_server() { kill "$SERVER"; wait "$SERVER" 2>/dev/null; }
+trap 'stop_server; cleanup' EXIT
+
+# ranges of 206 answers in the log, as "first-last" lines
+ranges() { awk '$3 == 206 { print $4 }' "$LOG"; }
+fetched() { ranges | awk -F- '{ s += $2 - $1 + 1 } END { print s + 0 }'; }
+
+# same_tree A B: the same files with the same bytes; a file whose reads fail
+# on A (a part the container itself makes unreadable: EIO by design) must
+# fail on B too
+same_tree() {
+	local f
+	diff <(cd "$1" && find . | LC_ALL=C sort) \
+		<(cd "$2" && find . | LC_ALL=C sort) || return 1
+	while IFS= read -r f; do
+		if cat "$1/$f" >/dev/null 2>&1; then
+			cmp "$1/$f" "$2/$f" || return 1
+		elif cat "$2/$f" >/dev/null 2>&1; then
+			echo "$f: unreadable locally, readable remotely"
+			return 1
+		fi
+	done < <(cd "$1" && find . -type f)
+}
+
+# ---- every shared fixture, remote vs local -------------------------------
+start_server "$TFS_FIXTURES"
+n=0
+while IFS= read -r f; do
+	rel=${f#"$TFS_FIXTURES"/}
+	"$TENSORFS" ls "$f" >/dev/null 2>&1 || continue
+	: >"$LOG"
+	lm=$(mount_container "$f") || { fail "$rel: local mount"; continue; }
+	rm_=$(mount_container "http://127.0.0.1:$PORT/$rel" -o no_cache) || {
+		fail "$rel: remote mount"
+		continue
+	}
+	got=$(fetched)
+	size=$(stat -c %s "$f")
+	same_tree "$lm" "$rm_" >"$WORK/diff" 2>&1 ||
+		fail "$rel: remote tree differs: $(head -3 "$WORK/diff")"
+	echo "fetched at mount: $rel: $got of $size bytes"
+	unmount "$lm"
+	unmount "$rm_"
+	n=$((n + 1))
+done < <(find "$TFS_FIXTURES" -type f ! -name '*.md' ! -name '*.json' | sort)
+[ "$n" -gt 20 ] && ok "$n shared fixtures mount remotely, byte-identical" ||
+	fail "only $n fixtures compared"
+stop_server
+
+# ---- a model whose header spans two chunks -------------------------------
+python3 - "$SERVED/m.safetensors" <<'PY'
+import json, os, struct, sys
+hdr, off, blobs = {}, 0, []
+for i in range(6):
+    n = (3 << 20) + i * 4096
+    blobs.append(bytes((i * 7 + j) % 251 for j in range(256)) * (n // 256))
+    hdr["t%d" % i] = {"dtype": "U8", "shape": [n],
+                      "data_offsets": [off, off + n]}
+    off += n
+hdr["__metadata__"] = {"pad": "x" * 400000}
+h = json.dumps(hdr).encode()
+h += b" " * (-len(h) % 8)
+with open(sys.argv[1], "wb") as f:
+    f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+PY
+M=$SERVED/m.safetensors
+hdr_end=$((8 + $(python3 -c "import struct,sys;print(struct.unpack('<Q',open(sys.argv[1],'rb').read(8))[0])" "$M")))
+# tensor t's extent in the file: "first last"
+extent() {
+	python3 - "$M" "$1" <<'PY'
+import json, struct, sys
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+a, z = json.loads(b[8:8 + n])[sys.argv[2]]["data_offsets"]
+print(8 + n + a, 8 + n + z - 1)
+PY
+}
+start_server "$SERVED"
+URL=http://127.0.0.1:$PORT/m.safetensors
+mnt=$(mount_container "$URL" -o remote_prefetch=0,cache_dir="$WORK/c1") ||
+	fail "mount $URL"
+want=$(for ((o = 0; o < hdr_end; o += CHUNK)); do
+	echo "$o-$((o + CHUNK - 1))"
+done)
+eq "a mount fetches the header's chunks only" "$(ranges)" "$want"
+: >"$LOG"
+read -r a z < <(extent t2)
+cmp "$mnt/t2" <("$TENSORFS" cat "$M" t2) && ok "t2 read remotely" ||
+	fail "t2 differs"
+lo=$((a / CHUNK * CHUNK)) hi=$(((z / CHUNK + 1) * CHUNK - 1))
+bad=$(ranges | awk -F- -v lo=$lo -v hi=$hi '$1 < lo || $2 > hi')
+eq "reading t2 fetched only t2's chunks" "$bad" ""
+# (a chunk may come twice: once served, the mount's copy of it is dropped
+# from memory, and a concurrent readahead may ask for it again)
+covered=$(ranges | awk -F- -v c=$CHUNK '{
+	for (o = $1; o <= $2; o += c) seen[o] = 1 } END { print length(seen) }')
+eq "and all of them" "$covered" "$(((hi - lo + 1) / CHUNK))"
+
+# faults: 500 twice, then a cut body: retried, same bytes
+echo '{"status": [500, 2]}' >"$FAULTS"
+cmp "$mnt/t0" <("$TENSORFS" cat "$M" t0) && ok "read through two 500s" ||
+	fail "t0 after 500s"
+eq "the 500s were answered" "$(awk '$3 == 500' "$LOG" | wc -l)" 2
+echo '{"truncate": [1000, 1]}' >"$FAULTS"
+cmp "$mnt/t1" <("$TENSORFS" cat "$M" t1) && ok "read through a cut body" ||
+	fail "t1 after a cut body"
+grep -q ' cut ' "$LOG" && ok "a body was cut" || fail "no body was cut"
+# 429 all along: EAGAIN, not EIO; then it recovers
+echo '{"status": [429, 1000]}' >"$FAULTS"
+err=$(cat "$mnt/t3" 2>&1 >/dev/null)
+case $err in
+*"Resource temporarily unavailable"*) ok "429 is EAGAIN" ;;
+*) fail "429: $err" ;;
+esac
+echo '{}' >"$FAULTS"
+cmp "$mnt/t3" <("$TENSORFS" cat "$M" t3) && ok "t3 after the 429s" ||
+	fail "t3 after 429s"
+unmount "$mnt"
+
+# a stalled server: remote_timeout=1 gives EAGAIN in seconds, not a hang
+mnt=$(mount_container "$URL" -o remote_prefetch=0,remote_timeout=1,no_cache)
+echo '{"delay": 4}' >"$FAULTS"
+t0=$(date +%s)
+err=$(cat "$mnt/t4" 2>&1 >/dev/null)
+t1=$(date +%s)
+case $err in
+*"Resource temporarily unavailable"*) ok "a stalled read is EAGAIN" ;;
+*) fail "stall: $err" ;;
+esac
+[ $((t1 - t0)) -le 3 ] && ok "within the timeout" ||
+	fail "a stalled read took $((t1 - t0)) s"
+echo '{}' >"$FAULTS"
+sleep 4 # let the stalled answers drain
+unmount "$mnt"
+
+# changed on the server: an error and one log line, never mixed bytes
+mnt=$WORK/fg
+mkdir -p "$mnt"
+"$TENSORFS" -f -o remote_prefetch=0,no_cache "$URL" "$mnt" 2>"$WORK/fg.err" &
+fg=$!
+for _ in $(seq 100); do
+	mountpoint -q "$mnt" && break
+	sleep 0.05
+done
+MOUNTS+=("$mnt")
+touch -d '2001-01-01' "$M"
+if cat "$mnt/t5" >/dev/null 2>"$WORK/cat.err"; then
+	fail "a changed object was served"
+else
+	ok "a changed object fails the read: $(cat "$WORK/cat.err")"
+fi
+cat "$mnt/t5" >/dev/null 2>&1
+eq "one log line" "$(grep -c 'changed on the server' "$WORK/fg.err")" 1
+unmount "$mnt"
+wait "$fg"
+
+# mount-time failures: exit 4, one line
+"$TENSORFS" ls "http://127.0.0.1:$PORT/nothing.safetensors" 2>"$WORK/e"
+eq "404 exits 4" "$?" 4
+eq "with one line" "$(wc -l <"$WORK/e")" 1
+echo '{"status": [403, 100]}' >"$FAULTS"
+"$TENSORFS" ls "$URL?X-Amz-Signature=SECRET" 2>"$WORK/e"
+eq "403 exits 4" "$?" 4
+grep -q SECRET "$WORK/e" && fail "a signature was printed" ||
+	ok "the query string is not printed"
+echo '{}' >"$FAULTS"
+stop_server
+"$TENSORFS" ls "http://127.0.0.1:$PORT/m.safetensors" 2>"$WORK/e"
+eq "no server exits 4" "$?" 4
+eq "with one line" "$(wc -l <"$WORK/e")" 1
+
+# ---- the disk cache --------------------------------------------------------
+start_server "$SERVED"
+URL=http://127.0.0.1:$PORT/m.safetensors
+mnt=$(mount_container "$URL" -o cache_dir="$WORK/c2")
+cat "$mnt"/t* >/dev/null
+unmount "$mnt"
+: >"$LOG"
+mnt=$(mount_container "$URL" -o cache_dir="$WORK/c2")
+cat "$mnt"/t* | cmp - <(tail -c +$((hdr_end + 1)) "$M") &&
+	ok "second mount reads the whole model from the cache" ||
+	fail "second mount's bytes"
+eq "fetching only the probe" "$(ranges)" "0-$((CHUNK - 1))"
+unmount "$mnt"
+# a corrupted chunk is never served: fetched again
+chunk=$(ls "$WORK"/c2/*/0000000000000010)
+printf 'X' | dd of="$chunk" bs=1 seek=5000 conv=notrunc status=none
+: >"$LOG"
+mnt=$(mount_container "$URL" -o cache_dir="$WORK/c2")
+cat "$mnt"/t* | cmp - <(tail -c +$((hdr_end + 1)) "$M") &&
+	ok "a corrupted chunk is not served" || fail "corrupt chunk served"
+ranges | grep -q "^$((16 * CHUNK))-" && ok "and was fetched again" ||
+	fail "corrupt chunk not refetched: $(ranges)"
+unmount "$mnt"
+# cache_max: least recently used out
+mnt=$(mount_container "$URL" -o cache_dir="$WORK/c3",cache_max=2M)
+cat "$mnt"/t* >/dev/null
+unmount "$mnt"
+used=$(du -sb "$WORK/c3" | cut -f1)
+[ "$used" -le $((2 * 1048576 + 2 * CHUNK + 8192)) ] &&
+	ok "cache_max=2M holds $used bytes" || fail "cache holds $used bytes"
+stop_server
+
+# ---- s3:// (SigV4 checked by the server) and hf:// (revision -> commit) ----
+check "the server's SigV4 check agrees with AWS's published example" \
+	python3 "$TFS_SOURCE_ROOT/tests/remote/server.py" --selftest
+mkdir -p "$WORK/obj/bkt/dir" "$WORK/obj/org/repo"
+cp "$M" "$WORK/obj/bkt/dir/m.safetensors"
+cp "$M" "$WORK/obj/org/repo/model.safetensors"
+# a sharded model (index + 3 shards) as an S3 prefix and a Hub repository
+SH=$WORK/obj/bkt/sharded
+python3 "$TFS_SOURCE_ROOT/tests/e2e/make_sharded.py" "$SH" --shards 3 \
+	>/dev/null
+rm -rf "$SH/expected"
+cp -r "$SH" "$WORK/obj/org/sharded"
+export TFS_S3_ID=AKIDEXAMPLE TFS_S3_SECRET=test-secret TFS_HF_TOKEN=hf_test
+start_server "$WORK/obj"
+unset TFS_S3_ID TFS_S3_SECRET TFS_HF_TOKEN
+export AWS_ENDPOINT_URL=http://127.0.0.1:$PORT AWS_REGION=eu-west-1
+export AWS_ACCESS_KEY_ID=AKIDEXAMPLE AWS_SECRET_ACCESS_KEY=test-secret
+mnt=$(mount_container s3://bkt/dir/m.safetensors -o no_cache) ||
+	fail "s3:// mount"
+cat "$mnt"/t* | cmp - <(tail -c +$((hdr_end + 1)) "$M") &&
+	ok "s3:// reads, signed (SigV4, UNSIGNED-PAYLOAD)" || fail "s3:// bytes"
+unmount "$mnt"
+# s3://BUCKET/PREFIX/ with an index: one tree, like the local directory
+: >"$LOG"
+lm=$(mount_container "$SH")
+mnt=$(mount_container s3://bkt/sharded/ -o no_cache) &&
+	diff -r "$lm" "$mnt" >/dev/null &&
+	ok "an S3 prefix with an index mounts as the local directory does" ||
+	fail "s3:// prefix tree"
+grep -q "GET /bkt?delimiter=%2F&list-type=2&prefix=sharded%2F 200" "$LOG" &&
+	ok "listed by ListObjectsV2, signed" || fail "no listing: $(head -2 "$LOG")"
+unmount "$mnt"
+unmount "$lm"
+eq "every S3 request was signed right" "$(awk '$3 == 403' "$LOG" | wc -l)" 0
+AWS_SECRET_ACCESS_KEY=wrong "$TENSORFS" ls s3://bkt/dir/m.safetensors \
+	2>"$WORK/e" >/dev/null
+eq "a wrong secret exits 4" "$?" 4
+grep -q wrong "$WORK/e" && fail "the secret was printed" ||
+	ok "the secret is not printed"
+unset AWS_ENDPOINT_URL AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY AWS_REGION
+export HF_ENDPOINT=http://127.0.0.1:$PORT HF_TOKEN=hf_test
+: >"$LOG"
+mnt=$(mount_container hf://org/repo@v1.0/model.safetensors -o no_cache) ||
+	fail "hf:// mount"
+sha=$(python3 -c 'import hashlib;print(hashlib.sha1(b"v1.0").hexdigest())')
+grep -q "GET /api/models/org/repo/revision/v1.0 200" "$LOG" &&
+	grep -q "/org/repo/resolve/$sha/model.safetensors 302" "$LOG" &&
+	ok "hf:// pins the revision to its commit" || fail "hf:// requests"
+cat "$mnt"/t* | cmp - <(tail -c +$((hdr_end + 1)) "$M") &&
+	ok "hf:// reads through the redirect" || fail "hf:// bytes"
+unmount "$mnt"
+: >"$LOG"
+lm=$(mount_container "$SH")
+mnt=$(mount_container hf://org/sharded -o no_cache) &&
+	diff -r "$lm" "$mnt" >/dev/null &&
+	ok "a Hub repository with an index mounts as the local directory does" ||
+	fail "hf:// repository tree"
+sha=$(python3 -c 'import hashlib;print(hashlib.sha1(b"main").hexdigest())')
+eq "one revision question, then the commit only" \
+	"$(grep -c 'revision/main' "$LOG") $(grep -c "/api/models/org/sharded/tree/$sha 200" "$LOG") $(grep -c "resolve/$sha/" "$LOG")" \
+	"1 1 4"
+unmount "$mnt"
+unmount "$lm"
+HF_TOKEN=bad "$TENSORFS" ls hf://org/repo/model.safetensors 2>"$WORK/e" \
+	>/dev/null
+eq "a refused token exits 4" "$?" 4
+grep -q bad "$WORK/e" && fail "the token was printed" ||
+	ok "the token is not printed"
+unset HF_ENDPOINT HF_TOKEN
+finish
