@@ -13,6 +13,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "codec/guard.h"
 #include "codec/deflate.h"
 #include "tensorfs/codec.h"
 #include "tensorfs/source.h"
@@ -173,19 +174,12 @@ static int step(struct tfs_deflate *z, uint8_t *out, size_t out_len,
 			      out_len > UINT32_MAX ? UINT32_MAX : out_len, 0};
 	int ret;
 
-	if (z->vanished)
-		return -EIO;
-	if (z->broken)
+	if (z->broken && !z->vanished)
 		return -EBADMSG;
-	ret = tfs_source_guard(step_fn, &a);
+	ret = tfs_codec_guarded_step(step_fn, &a, &z->vanished, z->msg,
+				     sizeof(z->msg));
 	*produced = a.produced;
-	if (ret != -EFAULT)
-		return ret;
-	z->vanished = true;
-	snprintf(z->msg, sizeof(z->msg),
-		 "the stored bytes vanished while being decoded (the "
-		 "container was truncated?)");
-	return -EIO;
+	return ret;
 }
 
 static int truncated(struct tfs_deflate *z)

@@ -22,6 +22,7 @@
 #include <zstd.h>
 #include <zstd_errors.h>
 
+#include "codec/guard.h"
 #include "tensorfs/source.h"
 #include "codec/zstd.h"
 
@@ -156,18 +157,9 @@ static int step_fn(void *arg)
 static int step(struct tfs_zstd *z, ZSTD_outBuffer *ob)
 {
 	struct step_args a = {z, ob};
-	int ret;
 
-	if (z->vanished)
-		return -EIO;
-	ret = tfs_source_guard(step_fn, &a);
-	if (ret != -EFAULT)
-		return ret;
-	z->vanished = true;
-	snprintf(z->msg, sizeof(z->msg),
-		 "the stored bytes vanished while being decoded (the "
-		 "container was truncated?)");
-	return -EIO;
+	return tfs_codec_guarded_step(step_fn, &a, &z->vanished, z->msg,
+				      sizeof(z->msg));
 }
 
 static int truncated(struct tfs_zstd *z)
