@@ -523,7 +523,8 @@ static void check_meta_json(struct tfs_image *img)
 		if (t->nodes[node].kind != TFS_NODE_MEMFILE)
 			tfs_fuzz_fail(META_DIR "/%s: not a memory file",
 				      files[i]);
-		/* a lazy metadata.json is made by asking its size */
+		/* a lazy file (manifest.json, a large metadata.json) is made
+		 * by asking its size */
 		tfs_node_size(t, node);
 		/* names are arbitrary bytes: "\u0000" is valid JSON */
 		j = json_loadb(t->nodes[node].mem, t->nodes[node].mem_len,

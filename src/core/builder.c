@@ -34,6 +34,7 @@
 #include "as_view.h"
 #include "preview.h"
 #include "npy_view.h"
+#include "manifest.h"
 #include "strmap.h"
 
 /*
@@ -1501,81 +1502,52 @@ static int move_xattrs(struct tfs_tree *t, struct tfs_node *nd,
 
 /* ---- finish: JSON ------------------------------------------------------- */
 
-static json_t *json_shape(const uint64_t *shape, uint32_t ndim)
+/* the manifest fields of entry @e (its container's label: @label) */
+static void entry_fields(const struct entry *e, const char *label,
+			 struct tfs_mf_fields *f)
 {
-	json_t *a = json_array();
-	uint32_t i;
-
-	for (i = 0; a && i < ndim; i++)
-		json_array_append_new(a, json_integer((json_int_t)shape[i]));
-	return a;
+	memset(f, 0, sizeof(*f));
+	f->role = e->kind == ENTRY_COMPONENT ? e->comps[0] : NULL;
+	f->name = e->name;
+	f->name_len = e->name_len;
+	f->path = e->path;
+	f->dtype = e->dtype;
+	f->view = e->view;
+	f->shape = e->shape;
+	f->ndim = e->ndim;
+	f->group = e->kind == ENTRY_GROUP;
+	f->size = e->view ? e->view_size : e->size;
+	f->offset = e->offset;
+	f->stored_length = e->length;
+	f->encoding = e->encoding;
+	f->digest = e->digest;
+	f->unreadable = e->unreadable;
+	f->extra = e->extra;
+	f->container = label;
 }
 
-static void json_name(json_t *o, const char *name, size_t len)
+/* a group's manifest entry with its components, as manifest text */
+static char *group_text(const struct tfs_builder *b, const struct entry *e)
 {
-	json_t *s = json_stringn(name, len);
-	char *hex;
-	size_t i;
+	struct tfs_mf_fields f;
+	json_t *o, *comps;
+	char *text;
+	uint32_t k;
 
-	if (s) {
-		json_object_set_new(o, "name", s);
-		return;
+	entry_fields(e, b->sources[e->source].label, &f);
+	o = tfs_mf_entry(&f);
+	comps = json_array();
+	for (k = 0; o && comps && k < e->nmembers; k++) {
+		entry_fields(&b->e[e->members[k]], NULL, &f);
+		json_array_append_new(comps, tfs_mf_entry(&f));
 	}
-	/* not UTF-8: a readable escaped form plus the exact bytes in hex */
-	hex = tfs_name_escape(name, len, SIZE_MAX / 4);
-	json_object_set_new(o, "name", json_string(hex ? hex : ""));
-	free(hex);
-	hex = malloc(len * 2 + 1);
-	if (!hex)
-		return;
-	for (i = 0; i < len; i++)
-		sprintf(hex + i * 2, "%02x", (unsigned char)name[i]);
-	hex[len * 2] = '\0';
-	json_object_set_new(o, "name_hex", json_string(hex));
-	free(hex);
-}
-
-static json_t *json_file_entry(const struct entry *e, const char *path)
-{
-	json_t *o = json_object();
-
-	if (!o)
-		return NULL;
-	if (e->kind == ENTRY_COMPONENT)
-		json_object_set_new(o, "role", json_string(e->comps[0]));
+	if (o)
+		json_object_set_new(o, "components", comps);
 	else
-		json_name(o, e->name, e->name_len);
-	json_object_set_new(o, "path", json_string(path));
-	if (e->dtype)
-		json_object_set_new(
-			o, "dtype",
-			json_string(e->view ? tfs_dtype_name(e->view)
-					    : e->dtype));
-	if (e->view)
-		json_object_set_new(o, "stored_dtype", json_string(e->dtype));
-	json_object_set_new(o, "shape", json_shape(e->shape, e->ndim));
-	if (e->kind != ENTRY_GROUP) {
-		json_object_set_new(
-			o, "size",
-			json_integer((json_int_t)(e->view ? e->view_size
-							  : e->size)));
-		json_object_set_new(o, "offset",
-				    json_integer((json_int_t)e->offset));
-		json_object_set_new(o, "stored_length",
-				    json_integer((json_int_t)e->length));
-		json_object_set_new(
-			o, "encoding",
-			json_string(tfs_encoding_name(e->encoding)));
-		if (e->digest)
-			json_object_set_new(o, "digest",
-					    json_string(e->digest));
-		if (e->unreadable)
-			json_object_set_new(o, "unreadable",
-					    json_string(e->unreadable));
-	}
-	if (e->extra)
-		json_object_update(o, e->extra);
-	return o;
+		json_decref(comps);
+	text = o ? tfs_mf_indent(o, 2) : NULL;
+	json_decref(o);
+	return text;
 }
 
 static char *dump_json(json_t *j, size_t *len)
@@ -1684,115 +1656,40 @@ static int add_lazy_metadata(struct tfs_builder *b, struct node_list *nl,
 	return 0;
 }
 
-/* a growing text, for JSON written piece by piece */
-struct text {
-	char *p;
-	size_t len, cap;
-	int failed;
-};
-
-static void text_put(struct text *t, const char *s, size_t n)
-{
-	char *np;
-	size_t cap;
-
-	if (t->failed)
-		return;
-	if (n + 1 > t->cap - t->len) {
-		cap = t->cap ? t->cap : 4096;
-		while (n + 1 > cap - t->len) {
-			if (cap > SIZE_MAX / 2) {
-				t->failed = 1;
-				return;
-			}
-			cap *= 2;
-		}
-		np = realloc(t->p, cap);
-		if (!np) {
-			t->failed = 1;
-			return;
-		}
-		t->p = np;
-		t->cap = cap;
-	}
-	memcpy(t->p + t->len, s, n);
-	t->len += n;
-	t->p[t->len] = '\0';
-}
-
-static void text_puts(struct text *t, const char *s)
-{
-	text_put(t, s, strlen(s));
-}
-
-/* @j as jansson's JSON_INDENT(2) prints it at nesting depth @depth */
-static void text_put_json(struct text *t, json_t *j, unsigned depth)
-{
-	char *s = j ? json_dumps(j, JSON_INDENT(2) | JSON_ENCODE_ANY) : NULL;
-	const char *line, *nl;
-
-	if (!s) {
-		t->failed = 1;
-		return;
-	}
-	for (line = s; (nl = strchr(line, '\n')) != NULL; line = nl + 1) {
-		text_put(t, line, (size_t)(nl - line) + 1);
-		text_put(t, "        ", 2 * depth);
-	}
-	text_puts(t, line);
-	free(s);
-}
-
 /*
- * manifest.json, written entry by entry: the text is the same as jansson's
- * JSON_INDENT(2) dump of the whole document, but only one entry's objects
- * exist at a time (a DOM of 100,000 entries costs ~15 times the text).
+ * manifest.json, made on first use from the tensor records (manifest.h):
+ * what the records lack goes with it
  */
-static char *manifest_text(struct tfs_builder *b, const char *format,
-			   size_t *len)
+static int add_lazy_manifest(struct tfs_builder *b, struct node_list *nl,
+			     const char *format, uint32_t meta_dir)
 {
-	struct text t = {0};
-	json_t *o, *comps, *fmt = json_string(format);
-	char *np;
-	uint32_t i, k, n = 0;
+	struct tfs_mf *m = tfs_mf_new(format);
+	uint32_t i, idx, ti = 0;
+	int ret = m ? 0 : -ENOMEM;
 
-	text_puts(&t, "{\n  \"format\": ");
-	text_put_json(&t, fmt, 1);
-	json_decref(fmt);
-	text_puts(&t, ",\n  \"tensors\": [");
-	for (i = 1; i < b->n && !t.failed; i++) {
+	for (i = 0; !ret && i < b->nsources; i++)
+		if (b->sources[i].label)
+			ret = tfs_mf_set_label(m, i, b->sources[i].label);
+	for (i = 1; !ret && i < b->n; i++) {
 		struct entry *e = &b->e[i];
 
-		if (e->kind != ENTRY_TENSOR && e->kind != ENTRY_GROUP)
-			continue;
-		o = json_file_entry(e, e->path);
-		if (o && b->sources[e->source].label)
-			json_object_set_new(
-				o, "container",
-				json_string(b->sources[e->source].label));
-		if (o && e->kind == ENTRY_GROUP) {
-			comps = json_array();
-			for (k = 0; comps && k < e->nmembers; k++) {
-				struct entry *c = &b->e[e->members[k]];
-
-				json_array_append_new(
-					comps, json_file_entry(c, c->path));
-			}
-			json_object_set_new(o, "components", comps);
-		}
-		text_puts(&t, n++ ? ",\n    " : "\n    ");
-		text_put_json(&t, o, 2);
-		json_decref(o);
+		if (e->kind == ENTRY_TENSOR)
+			ret = tfs_mf_add_tensor(m, ti, e->extra);
+		else if (e->kind == ENTRY_GROUP)
+			ret = tfs_mf_add_text(m, group_text(b, e));
+		/* the records are made in entry order: their index */
+		if (e->kind == ENTRY_TENSOR || e->kind == ENTRY_COMPONENT)
+			ti++;
 	}
-	text_puts(&t, n ? "\n  ]\n}\n" : "]\n}\n");
-	if (t.failed) {
-		free(t.p);
-		return NULL;
+	if (!ret)
+		ret = new_node(nl, "manifest.json", strlen("manifest.json"),
+			       meta_dir, TFS_NODE_MEMFILE, &idx);
+	if (ret) {
+		tfs_mf_free(m);
+		return ret;
 	}
-	*len = t.len;
-	/* it lives as long as the mount: give back the doubling's slack */
-	np = realloc(t.p, t.len + 1);
-	return np ? np : t.p;
+	nl->v[idx].lazy = tfs_mf_lazy_file(m, nl->tree);
+	return 0;
 }
 
 static int build_json_files(struct tfs_builder *b, struct node_list *nl,
@@ -1804,10 +1701,7 @@ static int build_json_files(struct tfs_builder *b, struct node_list *nl,
 	bool have_errors = false;
 	int ret = -ENOMEM;
 
-	data = manifest_text(b, format, &len);
-	if (!data)
-		goto out;
-	ret = add_memfile(nl, meta_dir, "manifest.json", data, len);
+	ret = add_lazy_manifest(b, nl, format, meta_dir);
 	if (ret)
 		goto out;
 	ret = -ENOMEM;

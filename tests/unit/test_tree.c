@@ -530,6 +530,9 @@ START_TEST(manifest_json)
 	t = finish();
 	n = tfs_tree_resolve(t, ".tensorfs/manifest.json");
 	ck_assert_uint_ne(n, TFS_NO_NODE);
+	/* made on first use */
+	ck_assert_ptr_null(t->nodes[n].mem);
+	ck_assert_uint_gt(tfs_node_size(t, n), 0);
 	j = json_loadb(t->nodes[n].mem, t->nodes[n].mem_len, 0, &err);
 	ck_assert_ptr_nonnull(j);
 	e = json_array_get(json_object_get(j, "tensors"), 0);
