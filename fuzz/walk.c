@@ -287,6 +287,49 @@ static void check_tensors(const struct tfs_tree *t, uint64_t input_size)
 			      (unsigned long long)total);
 }
 
+/*
+ * What the daemon answers (stored and made xattrs): listxattr's names are
+ * strictly sorted, each gettable; a tensor file has its dtype and shape.
+ */
+static void check_listed(const struct tfs_tree *t, uint32_t i)
+{
+	static char names[1 << 16], value[1 << 16];
+	const struct tfs_node *n = &t->nodes[i];
+	const char *name, *prev = NULL;
+	size_t plen = strlen(TFS_XATTR_PREFIX);
+	ssize_t len, vlen;
+	unsigned seen = 0;
+
+	len = tfs_tree_listxattr(t, i, NULL, 0);
+	if (len < 0 || len > (ssize_t)sizeof(names) ||
+	    tfs_tree_listxattr(t, i, names, sizeof(names)) != len ||
+	    (len && names[len - 1]))
+		tfs_fuzz_fail("node '%s': listxattr gives %zd", n->name, len);
+	for (name = names; name < names + len; name += strlen(name) + 1) {
+		if (strncmp(name, TFS_XATTR_PREFIX, plen) || !name[plen])
+			tfs_fuzz_fail("node '%s': xattr '%s' badly named",
+				      n->name, name);
+		if (prev && strcmp(prev, name) >= 0)
+			tfs_fuzz_fail("node '%s': listed '%s', '%s' not "
+				      "strictly sorted",
+				      n->name, prev, name);
+		vlen = tfs_tree_getxattr(t, i, name, NULL, 0);
+		if (vlen < 0 || (vlen <= (ssize_t)sizeof(value) &&
+				 tfs_tree_getxattr(t, i, name, value,
+						   sizeof(value)) != vlen))
+			tfs_fuzz_fail("node '%s': listed xattr '%s' not "
+				      "gettable",
+				      n->name, name);
+		seen += !strcmp(name, TFS_XATTR_PREFIX "dtype") +
+			!strcmp(name, TFS_XATTR_PREFIX "shape");
+		prev = name;
+	}
+	if (n->kind == TFS_NODE_TENSOR && seen != 2)
+		tfs_fuzz_fail("node '%s': a tensor file without its dtype and "
+			      "shape",
+			      n->name);
+}
+
 /* the daemon's listxattr and getxattr on every node */
 static void check_xattrs(const struct tfs_tree *t)
 {
@@ -338,6 +381,7 @@ static void check_xattrs(const struct tfs_tree *t)
 		if (listed != n->nxattrs)
 			tfs_fuzz_fail("node '%s': %u xattrs listed of %u",
 				      n->name, listed, n->nxattrs);
+		check_listed(t, i);
 	}
 }
 

@@ -24,8 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#include <stdbool.h>
+#include <sys/types.h>
 
 #include "tensorfs/dtype.h"
 
@@ -130,7 +129,10 @@ struct tfs_node {
 	uint64_t mem_len; /* MEMFILE, PREVIEW: size */
 	/* a MEMFILE made on first use (tfs_node_size), or NULL */
 	struct tfs_lazy_file *lazy;
-	/* sorted by name; one allocation holding the names and values */
+	/*
+	 * the stored xattrs (see tfs_tree_getxattr), sorted by name: a block
+	 * holding the names and values, maybe shared with other nodes
+	 */
 	struct tfs_xattr *xattrs;
 	uint32_t nxattrs;
 	size_t xattr_names_len; /* listxattr length: sum of strlen(name) + 1 */
@@ -191,9 +193,34 @@ uint32_t tfs_tree_lookup(const struct tfs_tree *t, uint32_t dir,
 /* Resolve a "/"-separated path from the root; TFS_NO_NODE if absent. */
 uint32_t tfs_tree_resolve(const struct tfs_tree *t, const char *path);
 
-/* The xattr named @name on @node, or NULL. */
+/*
+ * Extended attributes.  A tensor file's standard ones (name, dtype,
+ * stored_dtype, shape, role, offset, stored_length, encoding, digest,
+ * unreadable) are made from its record when asked: 100,000 tensors would
+ * otherwise hold ~40 MB of them.  A node stores only the others (the
+ * reader's, a shard's, and every xattr of a directory), in a block that
+ * nodes with the same ones share.
+ */
+
+/* The stored xattr named @name on @node (not a derived one), or NULL. */
 const struct tfs_xattr *tfs_tree_xattr(const struct tfs_tree *t, uint32_t node,
 				       const char *name);
+
+/*
+ * getxattr(2): the length of @node's xattr @name, its bytes copied to @buf
+ * when @size > 0 (-ERANGE when they do not fit); -ENODATA, -ENOENT (no
+ * such node), -ENOMEM.
+ */
+ssize_t tfs_tree_getxattr(const struct tfs_tree *t, uint32_t node,
+			  const char *name, char *buf, size_t size);
+
+/* listxattr(2): the NUL-terminated names, sorted, in the same way */
+ssize_t tfs_tree_listxattr(const struct tfs_tree *t, uint32_t node, char *buf,
+			   size_t size);
+
+/* @node has xattr @name and its value is @want (under 64 bytes) */
+bool tfs_tree_xattr_is(const struct tfs_tree *t, uint32_t node,
+		       const char *name, const char *want);
 
 /*
  * the size of a regular file node (0 for directories); a lazy memory file

@@ -535,10 +535,48 @@ int tfs_cmd_info(int argc, char **argv)
 	return TFS_EXIT_OK;
 }
 
+/* name="value" lines, getfattr -d style, the value's bytes escaped */
+static int print_xattrs(const struct tfs_tree *t, uint32_t node)
+{
+	char *names = NULL, *val = NULL, *name;
+	ssize_t len, vlen, j;
+	int ret = -ENOMEM;
+
+	len = tfs_tree_listxattr(t, node, NULL, 0);
+	if (len < 0 || !(names = malloc((size_t)len + 1)))
+		goto out;
+	if (tfs_tree_listxattr(t, node, names, (size_t)len + 1) != len)
+		goto out;
+	for (name = names; name < names + len; name += strlen(name) + 1) {
+		vlen = tfs_tree_getxattr(t, node, name, NULL, 0);
+		free(val);
+		val = vlen >= 0 ? malloc((size_t)vlen + 1) : NULL;
+		if (!val || tfs_tree_getxattr(t, node, name, val,
+					      (size_t)vlen + 1) != vlen)
+			goto out;
+		printf("%s=\"", name);
+		for (j = 0; j < vlen; j++) {
+			unsigned char c = (unsigned char)val[j];
+
+			if (c == '"' || c == '\\')
+				printf("\\%c", c);
+			else if (c < 0x20 || c == 0x7f)
+				printf("\\%03o", c);
+			else
+				putchar(c);
+		}
+		printf("\"\n");
+	}
+	ret = 0;
+out:
+	free(names);
+	free(val);
+	return ret;
+}
+
 int tfs_cmd_xattr(int argc, char **argv)
 {
 	struct tfs_image *img;
-	const struct tfs_node *nd;
 	static const struct tfs_cli_cmd a = {
 		.tail = "[PATH]",
 		.one_input = true,
@@ -546,8 +584,7 @@ int tfs_cmd_xattr(int argc, char **argv)
 		.optional = 1,
 		.what = "The extended attributes of PATH (default: the root)."};
 	const char *path;
-	uint32_t n, k;
-	size_t j;
+	uint32_t n;
 	int i, ni, ret;
 
 	ret = tfs_cli_open_cmd(argc, argv, &a, NULL, &img, &i, &ni);
@@ -561,23 +598,12 @@ int tfs_cmd_xattr(int argc, char **argv)
 		tfs_image_close(img);
 		return TFS_EXIT_NOTFOUND;
 	}
-	nd = &img->tree->nodes[n];
-	for (k = 0; k < nd->nxattrs; k++) {
-		printf("%s=\"", nd->xattrs[k].name);
-		for (j = 0; j < nd->xattrs[k].len; j++) {
-			unsigned char c = (unsigned char)nd->xattrs[k].value[j];
-
-			if (c == '"' || c == '\\')
-				printf("\\%c", c);
-			else if (c < 0x20 || c == 0x7f)
-				printf("\\%03o", c);
-			else
-				putchar(c);
-		}
-		printf("\"\n");
-	}
+	ret = print_xattrs(img->tree, n);
+	if (ret)
+		fprintf(stderr, "%s: %s: %s\n", tfs_progname, path,
+			strerror(-ret));
 	tfs_image_close(img);
-	return TFS_EXIT_OK;
+	return ret ? TFS_EXIT_USAGE : TFS_EXIT_OK;
 }
 
 /* ---- verify ---------------------------------------------------------------

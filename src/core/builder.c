@@ -25,6 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <xxhash.h>
+
 #include "tensorfs/builder.h"
 #include "tensorfs/checked.h"
 #include "tensorfs/codec.h"
@@ -72,7 +74,7 @@ struct entry {
 	char *digest;
 	bool has_digest_extent;
 	uint64_t digest_offset, digest_length;
-	char *npy_descr;   /* -o npy: the header's descr literal, or NULL */
+	char *npy_descr; /* -o npy: the header's descr literal, or NULL */
 	bool digest_decoded;
 	char *unreadable; /* spec->unreadable */
 	bool unreadable_is_fault;
@@ -870,7 +872,8 @@ static int add_entry(struct tfs_builder *b, enum entry_kind kind,
 	e->digest_offset = s->digest_offset;
 	e->digest_length = s->digest_length;
 	e->unreadable_is_fault = s->unreadable_is_fault;
-	e->digest_decoded = s->digest_decoded && s->encoding != TFS_ENCODING_RAW;
+	e->digest_decoded =
+		s->digest_decoded && s->encoding != TFS_ENCODING_RAW;
 	if (handle)
 		*handle = idx;
 	return 0;
@@ -1365,16 +1368,14 @@ static int shape_text(char *buf, size_t len, const uint64_t *shape,
 }
 
 /*
- * -o as: the dtype shown, and the stored one; the converted bytes are
- * little-endian, so a byte_order=big of the stored bytes becomes
- * stored_byte_order
+ * -o as: the converted bytes are little-endian, so a byte_order=big of the
+ * stored bytes becomes stored_byte_order (dtype and stored_dtype come from
+ * the record)
  */
 static int view_xattrs(struct entry *e)
 {
-	const char *shown = tfs_dtype_name(e->view);
 	char *name;
 	uint32_t i;
-	int ret;
 
 	for (i = 0; i < e->nxattrs; i++) {
 		if (strcmp(e->xattrs[i].name, TFS_XATTR_PREFIX "byte_order"))
@@ -1385,19 +1386,18 @@ static int view_xattrs(struct entry *e)
 		free(e->xattrs[i].name);
 		e->xattrs[i].name = name;
 	}
-
-	ret = entry_set_xattr(e, "dtype", shown, strlen(shown), false);
-	if (!ret)
-		ret = entry_set_xattr(e, "stored_dtype", e->dtype,
-				      strlen(e->dtype), false);
-	return ret;
+	return 0;
 }
 
-/* the xattrs tensorfs itself puts on a leaf or component */
+/*
+ * The xattrs tensorfs itself stores: the root's format, a container
+ * directory's name, a file's shard, a group's name, dtype and shape.  A
+ * file's other standard xattrs are made from its record (tree.h).
+ */
 static int standard_xattrs(struct entry *e, const char *format,
 			   const char *shard)
 {
-	char num[32], *shape;
+	char *shape;
 	size_t slen;
 	int ret = 0;
 
@@ -1409,45 +1409,97 @@ static int standard_xattrs(struct entry *e, const char *format,
 				       false);
 	if (shard)
 		ret = entry_set_xattr(e, "shard", shard, strlen(shard), false);
-	if (!ret && e->kind != ENTRY_COMPONENT)
+	if (e->kind != ENTRY_GROUP)
+		return ret || !e->view ? ret : view_xattrs(e);
+	if (!ret)
 		ret = entry_set_xattr(e, "name", e->name, e->name_len, false);
-	if (!ret && e->dtype && e->view)
-		ret = view_xattrs(e);
-	else if (!ret && e->dtype)
+	if (!ret && e->dtype)
 		ret = entry_set_xattr(e, "dtype", e->dtype, strlen(e->dtype),
 				      false);
+	if (ret || (!e->ndim && !e->dtype))
+		return ret;
 	slen = (size_t)e->ndim * 21 + 3;
 	shape = malloc(slen);
 	if (!shape)
 		return -ENOMEM;
-	if (!ret && (e->ndim || e->kind != ENTRY_GROUP || e->dtype)) {
-		shape_text(shape, slen, e->shape, e->ndim);
-		ret = entry_set_xattr(e, "shape", shape, strlen(shape), false);
-	}
+	shape_text(shape, slen, e->shape, e->ndim);
+	ret = entry_set_xattr(e, "shape", shape, strlen(shape), false);
 	free(shape);
-	if (ret || e->kind == ENTRY_GROUP)
-		return ret;
-	if (e->kind == ENTRY_COMPONENT)
-		ret = entry_set_xattr(e, "role", e->comps[0],
-				      strlen(e->comps[0]), false);
-	snprintf(num, sizeof(num), "%llu", (unsigned long long)e->offset);
-	if (!ret)
-		ret = entry_set_xattr(e, "offset", num, strlen(num), false);
-	snprintf(num, sizeof(num), "%llu", (unsigned long long)e->length);
-	if (!ret)
-		ret = entry_set_xattr(e, "stored_length", num, strlen(num),
-				      false);
-	if (!ret)
-		ret = entry_set_xattr(
-			e, "encoding", tfs_encoding_name(e->encoding),
-			strlen(tfs_encoding_name(e->encoding)), false);
-	if (!ret && e->digest)
-		ret = entry_set_xattr(e, "digest", e->digest, strlen(e->digest),
-				      false);
-	if (!ret && e->unreadable)
-		ret = entry_set_xattr(e, "unreadable", e->unreadable,
-				      strlen(e->unreadable), false);
 	return ret;
+}
+
+/*
+ * Nodes' stored xattr blocks by content: most files of a container have
+ * the same few (the reader's layout, their shard), so they share one.
+ */
+struct block_map {
+	uint64_t *hash;
+	uint32_t *node; /* UINT32_MAX: a free slot */
+	size_t cap, len;
+};
+
+static void block_map_free(struct block_map *m)
+{
+	free(m->hash);
+	free(m->node);
+}
+
+static uint64_t block_hash(const struct entry *e)
+{
+	uint64_t h = e->nxattrs, len;
+	uint32_t i;
+
+	for (i = 0; i < e->nxattrs; i++) {
+		len = e->xattrs[i].len;
+		h = XXH3_64bits_withSeed(e->xattrs[i].name,
+					 strlen(e->xattrs[i].name), h);
+		h = XXH3_64bits_withSeed(&len, sizeof(len), h);
+		h = XXH3_64bits_withSeed(e->xattrs[i].value, len, h);
+	}
+	return h;
+}
+
+static bool block_same(const struct tfs_node *nd, const struct entry *e)
+{
+	uint32_t i;
+
+	if (nd->nxattrs != e->nxattrs)
+		return false;
+	for (i = 0; i < e->nxattrs; i++)
+		if (strcmp(nd->xattrs[i].name, e->xattrs[i].name) ||
+		    nd->xattrs[i].len != e->xattrs[i].len ||
+		    memcmp(nd->xattrs[i].value, e->xattrs[i].value,
+			   e->xattrs[i].len))
+			return false;
+	return true;
+}
+
+static int block_map_grow(struct block_map *m)
+{
+	struct block_map n = {0};
+	size_t i, j;
+
+	n.cap = m->cap ? m->cap * 2 : 256;
+	n.hash = calloc(n.cap, sizeof(*n.hash));
+	n.node = malloc(n.cap * sizeof(*n.node));
+	if (!n.hash || !n.node) {
+		block_map_free(&n);
+		return -ENOMEM;
+	}
+	memset(n.node, 0xff, n.cap * sizeof(*n.node));
+	for (i = 0; i < m->cap; i++) {
+		if (m->node[i] == UINT32_MAX)
+			continue;
+		for (j = m->hash[i] & (n.cap - 1); n.node[j] != UINT32_MAX;
+		     j = (j + 1) & (n.cap - 1))
+			;
+		n.hash[j] = m->hash[i];
+		n.node[j] = m->node[i];
+	}
+	n.len = m->len;
+	block_map_free(m);
+	*m = n;
+	return 0;
 }
 
 /*
@@ -1457,15 +1509,37 @@ static int standard_xattrs(struct entry *e, const char *format,
  * one block per node instead of two strings per xattr saves most of their
  * allocator overhead.  The block is in the tree's arena.
  */
-static int move_xattrs(struct tfs_tree *t, struct tfs_node *nd,
-		       struct entry *e)
+static int move_xattrs(struct tfs_tree *t, struct tfs_node *nodes,
+		       struct tfs_node *nd, struct entry *e,
+		       struct block_map *shared)
 {
-	size_t names = 0, values = 0, size, l;
+	size_t names = 0, values = 0, size, l, slot;
 	struct tfs_xattr *x;
 	char *np, *vp;
 	uint32_t i, n = e->nxattrs;
+	uint64_t h;
 
 	qsort(e->xattrs, n, sizeof(*e->xattrs), cmp_xattrs);
+	if (!n)
+		return 0;
+	if (shared->len * 2 >= shared->cap && block_map_grow(shared))
+		return -ENOMEM;
+	h = block_hash(e);
+	for (slot = h & (shared->cap - 1); shared->node[slot] != UINT32_MAX;
+	     slot = (slot + 1) & (shared->cap - 1)) {
+		const struct tfs_node *o = &nodes[shared->node[slot]];
+
+		if (shared->hash[slot] == h && block_same(o, e)) {
+			nd->xattrs = o->xattrs;
+			nd->nxattrs = o->nxattrs;
+			nd->xattr_names = o->xattr_names;
+			nd->xattr_names_len = o->xattr_names_len;
+			goto out;
+		}
+	}
+	shared->hash[slot] = h;
+	shared->node[slot] = (uint32_t)(nd - nodes);
+	shared->len++;
 	for (i = 0; i < n; i++) {
 		names += strlen(e->xattrs[i].name) + 1;
 		values += e->xattrs[i].len;
@@ -1486,17 +1560,20 @@ static int move_xattrs(struct tfs_tree *t, struct tfs_node *nd,
 		x[i].value = vp;
 		x[i].len = e->xattrs[i].len;
 		vp += e->xattrs[i].len;
-		free(e->xattrs[i].name);
-		free(e->xattrs[i].value);
 	}
 	*np = '\0';
-	free(e->xattrs);
-	e->xattrs = NULL;
-	e->nxattrs = e->xattrs_cap = 0;
 	nd->xattrs = x;
 	nd->nxattrs = n;
 	nd->xattr_names = (char *)(x + n);
 	nd->xattr_names_len = names;
+out:
+	for (i = 0; i < n; i++) {
+		free(e->xattrs[i].name);
+		free(e->xattrs[i].value);
+	}
+	free(e->xattrs);
+	e->xattrs = NULL;
+	e->nxattrs = e->xattrs_cap = 0;
 	return 0;
 }
 
@@ -1834,8 +1911,7 @@ static int fill_tensor(struct tfs_builder *b, struct tfs_tree *tree,
 	t->has_digest_extent = e->has_digest_extent;
 	t->digest_offset = e->digest_offset;
 	t->digest_length = e->digest_length;
-	t->digest = e->digest ? tfs_tree_dup(tree, e->digest,
-					     strlen(e->digest))
+	t->digest = e->digest ? tfs_tree_dup(tree, e->digest, strlen(e->digest))
 			      : NULL;
 	t->unreadable = e->unreadable ? tfs_tree_dup(tree, e->unreadable,
 						     strlen(e->unreadable))
@@ -1857,6 +1933,7 @@ static int build_nodes(struct tfs_builder *b, struct node_list *nl,
 		       struct tfs_tree *t, const char *format)
 {
 	struct path_state ps = {0};
+	struct block_map shared = {0};
 	struct tfs_strmap dirs;
 	uint32_t i, k, dir, idx, meta_dir, ti = 0;
 	const char *slash;
@@ -1930,7 +2007,8 @@ static int build_nodes(struct tfs_builder *b, struct node_list *nl,
 
 		ret = standard_xattrs(e, format, b->sources[e->source].shard);
 		if (!ret)
-			ret = move_xattrs(t, &nl->v[e->node], e);
+			ret = move_xattrs(t, nl->v, &nl->v[e->node], e,
+					  &shared);
 		if (ret)
 			goto out;
 		if (e->kind == ENTRY_TENSOR || e->kind == ENTRY_COMPONENT) {
@@ -1945,6 +2023,7 @@ static int build_nodes(struct tfs_builder *b, struct node_list *nl,
 	}
 	t->ntensors = ti;
 out:
+	block_map_free(&shared);
 	tfs_strmap_free(&dirs);
 	path_state_free(&ps);
 	return ret;

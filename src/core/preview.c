@@ -223,17 +223,6 @@ out:
 /* ---- sampling -------------------------------------------------------------
  */
 
-static bool xattr_is(const struct tfs_tree *t, uint32_t node, const char *key,
-		     const char *want)
-{
-	const struct tfs_xattr *a;
-
-	if (node == TFS_NO_NODE)
-		return false;
-	a = tfs_tree_xattr(t, node, key);
-	return a && a->len == strlen(want) && !memcmp(a->value, want, a->len);
-}
-
 /* the stored index of element (row @r, column @c) of a column-major tensor */
 static uint64_t fortran_index(const struct tfs_tensor *x, uint64_t r,
 			      uint64_t c)
@@ -257,8 +246,9 @@ static int sample(struct tfs_image *img, uint32_t tensor, uint32_t w,
 {
 	const struct tfs_tree *t = img->tree;
 	const struct tfs_tensor *x = &t->tensors[tensor];
-	bool fortran = xattr_is(t, x->node, TFS_XATTR_PREFIX "order", "F") ||
-		       xattr_is(t, x->group, TFS_XATTR_PREFIX "order", "F");
+	bool fortran =
+		tfs_tree_xattr_is(t, x->node, TFS_XATTR_PREFIX "order", "F") ||
+		tfs_tree_xattr_is(t, x->group, TFS_XATTR_PREFIX "order", "F");
 	uint64_t rows, cols, r, prev = UINT64_MAX;
 	double *row = NULL;
 	uint32_t i, j;

@@ -1,11 +1,16 @@
 // SPDX-License-Identifier: MIT
 /* Tree queries: see include/tensorfs/tree.h.  Lock-free: the tree is
  * immutable once built. */
+#include <errno.h>
+#include <limits.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <sys/types.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "tensorfs/codec.h"
 #include "tensorfs/tree.h"
 
 static int cmp_name(const char *a, const char *b, size_t blen)
@@ -65,18 +70,13 @@ uint32_t tfs_tree_resolve(const struct tfs_tree *t, const char *path)
 	return n;
 }
 
-const struct tfs_xattr *tfs_tree_xattr(const struct tfs_tree *t, uint32_t node,
-				       const char *name)
+/* the stored xattr @name of @n (binary search), or NULL */
+static const struct tfs_xattr *stored_xattr(const struct tfs_node *n,
+					    const char *name)
 {
-	const struct tfs_node *n;
-	uint32_t lo, hi, mid;
+	uint32_t lo = 0, hi = n->nxattrs, mid;
 	int c;
 
-	if (node >= t->nnodes)
-		return NULL;
-	n = &t->nodes[node];
-	lo = 0;
-	hi = n->nxattrs;
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
 		c = strcmp(n->xattrs[mid].name, name);
@@ -88,6 +88,229 @@ const struct tfs_xattr *tfs_tree_xattr(const struct tfs_tree *t, uint32_t node,
 			hi = mid;
 	}
 	return NULL;
+}
+
+const struct tfs_xattr *tfs_tree_xattr(const struct tfs_tree *t, uint32_t node,
+				       const char *name)
+{
+	return node < t->nnodes ? stored_xattr(&t->nodes[node], name) : NULL;
+}
+
+/*
+ * The xattrs a tensor file's record gives (builder.h lists them), sorted
+ * by name.  The builder stores only the others; a stored one of the same
+ * name (a reader's own) wins.
+ */
+enum derived {
+	D_DIGEST,
+	D_DTYPE,
+	D_ENCODING,
+	D_NAME,
+	D_OFFSET,
+	D_ROLE,
+	D_SHAPE,
+	D_STORED_DTYPE,
+	D_STORED_LENGTH,
+	D_UNREADABLE,
+	D_COUNT
+};
+
+static const char *const derived_names[D_COUNT] = {
+	TFS_XATTR_PREFIX "digest",	  TFS_XATTR_PREFIX "dtype",
+	TFS_XATTR_PREFIX "encoding",	  TFS_XATTR_PREFIX "name",
+	TFS_XATTR_PREFIX "offset",	  TFS_XATTR_PREFIX "role",
+	TFS_XATTR_PREFIX "shape",	  TFS_XATTR_PREFIX "stored_dtype",
+	TFS_XATTR_PREFIX "stored_length", TFS_XATTR_PREFIX "unreadable",
+};
+
+/* the record behind a tensor file node, or NULL */
+static const struct tfs_tensor *record_of(const struct tfs_tree *t,
+					  const struct tfs_node *n)
+{
+	if (n->kind != TFS_NODE_TENSOR || n->tensor >= t->ntensors)
+		return NULL;
+	return &t->tensors[n->tensor];
+}
+
+/* where a derived value is formatted: a number, or a shape */
+struct scratch {
+	char small[256];
+	char *heap; /* a long shape's text, or NULL */
+};
+
+/* the text of @x's shape, "[2,3]", in @s */
+static int shape_value(const struct tfs_tensor *x, struct scratch *s,
+		       const char **v, size_t *len)
+{
+	size_t need = (size_t)x->ndim * 21 + 3, o = 0;
+	char *p = s->small;
+	uint32_t i;
+
+	if (need > sizeof(s->small)) {
+		p = s->heap = malloc(need);
+		if (!p)
+			return -ENOMEM;
+	}
+	p[o++] = '[';
+	for (i = 0; i < x->ndim; i++)
+		o += (size_t)snprintf(p + o, need - o, "%s%llu", i ? "," : "",
+				      (unsigned long long)x->shape[i]);
+	p[o++] = ']';
+	*v = p;
+	*len = o;
+	return 1;
+}
+
+/*
+ * Derived xattr @d of @x: its value (in @s, or pointing into the tree) and
+ * length, and 1; 0 when @x has none; -ENOMEM.
+ */
+static int derived_value(const struct tfs_tensor *x, enum derived d,
+			 struct scratch *s, const char **v, size_t *len)
+{
+	*v = s->small;
+	switch (d) {
+	case D_DIGEST:
+		*v = x->digest;
+		break;
+	case D_DTYPE:
+		*v = x->view ? tfs_dtype_name(x->view) : x->dtype;
+		break;
+	case D_ENCODING:
+		*v = tfs_encoding_name(x->encoding);
+		break;
+	case D_NAME:
+		if (x->group != TFS_NO_NODE)
+			return false;
+		*v = x->name;
+		*len = x->name_len;
+		return 1;
+	case D_OFFSET:
+		*len = (size_t)snprintf(s->small, 24, "%llu",
+					(unsigned long long)x->offset);
+		return 1;
+	case D_ROLE:
+		*v = x->group != TFS_NO_NODE ? x->role : NULL;
+		break;
+	case D_SHAPE:
+		return shape_value(x, s, v, len);
+	case D_STORED_DTYPE:
+		*v = x->view ? x->dtype : NULL;
+		break;
+	case D_STORED_LENGTH:
+		*len = (size_t)snprintf(s->small, 24, "%llu",
+					(unsigned long long)x->stored_length);
+		return 1;
+	case D_UNREADABLE:
+		*v = x->unreadable;
+		break;
+	default:
+		return 0;
+	}
+	if (!*v)
+		return 0;
+	*len = strlen(*v);
+	return 1;
+}
+
+/* copy @len bytes when they fit in @size (0: only the length) */
+static ssize_t sized(const char *v, size_t len, char *buf, size_t size)
+{
+	if (len > SSIZE_MAX)
+		return -E2BIG;
+	if (size && size < len)
+		return -ERANGE;
+	if (size && len)
+		memcpy(buf, v, len);
+	return (ssize_t)len;
+}
+
+ssize_t tfs_tree_getxattr(const struct tfs_tree *t, uint32_t node,
+			  const char *name, char *buf, size_t size)
+{
+	struct scratch s = {.heap = NULL};
+	const struct tfs_tensor *x;
+	const struct tfs_xattr *a;
+	const char *v;
+	ssize_t ret = -ENODATA;
+	size_t len;
+	int d, has;
+
+	if (node >= t->nnodes)
+		return -ENOENT;
+	a = stored_xattr(&t->nodes[node], name);
+	if (a)
+		return sized(a->value, a->len, buf, size);
+	x = record_of(t, &t->nodes[node]);
+	for (d = 0; x && d < D_COUNT; d++) {
+		if (strcmp(derived_names[d], name))
+			continue;
+		has = derived_value(x, d, &s, &v, &len);
+		ret = has < 0 ? has : has ? sized(v, len, buf, size) : -ENODATA;
+		break;
+	}
+	free(s.heap);
+	return ret;
+}
+
+bool tfs_tree_xattr_is(const struct tfs_tree *t, uint32_t node,
+		       const char *name, const char *want)
+{
+	char v[64];
+	ssize_t n = tfs_tree_getxattr(t, node, name, v, sizeof(v));
+
+	return n >= 0 && (size_t)n == strlen(want) && !memcmp(v, want, n);
+}
+
+ssize_t tfs_tree_listxattr(const struct tfs_tree *t, uint32_t node, char *buf,
+			   size_t size)
+{
+	const char *names[D_COUNT], *v;
+	const struct tfs_tensor *x;
+	const struct tfs_node *n;
+	size_t len, total, o, l;
+	uint32_t nd = 0, i, k;
+	int d;
+
+	if (node >= t->nnodes)
+		return -ENOENT;
+	n = &t->nodes[node];
+	x = record_of(t, n);
+	total = n->xattr_names_len;
+	for (d = 0; x && d < D_COUNT; d++) {
+		struct scratch s = {.heap = NULL};
+		int has = stored_xattr(n, derived_names[d])
+				  ? 0
+				  : derived_value(x, d, &s, &v, &len);
+
+		free(s.heap);
+		if (has < 0)
+			return has;
+		if (has) {
+			names[nd++] = derived_names[d];
+			total += strlen(derived_names[d]) + 1;
+		}
+	}
+	if (!nd)
+		return sized(n->xattr_names, n->xattr_names_len, buf, size);
+	if (size == 0)
+		return (ssize_t)total;
+	if (size < total)
+		return -ERANGE;
+	/* merge the stored names and the derived ones (both sorted) */
+	for (o = 0, i = 0, k = 0; i < n->nxattrs || k < nd;) {
+		const char *s;
+
+		if (k == nd ||
+		    (i < n->nxattrs && strcmp(n->xattrs[i].name, names[k]) < 0))
+			s = n->xattrs[i++].name;
+		else
+			s = names[k++];
+		l = strlen(s) + 1;
+		memcpy(buf + o, s, l);
+		o += l;
+	}
+	return (ssize_t)total;
 }
 
 /* make a lazy memory file's contents once; on failure it stays empty */

@@ -523,17 +523,6 @@ uint64_t tfs_values_count(const struct tfs_tree *tree, uint32_t tensor)
 	return x->size / di->block_bytes * di->block_elems;
 }
 
-static bool xattr_is(const struct tfs_tree *tree, uint32_t node,
-		     const char *name, const char *value)
-{
-	const struct tfs_xattr *a;
-
-	if (node == TFS_NO_NODE)
-		return false;
-	a = tfs_tree_xattr(tree, node, name);
-	return a && a->len == strlen(value) && !memcmp(a->value, value, a->len);
-}
-
 unsigned tfs_values_tensor_flags(const struct tfs_tree *tree, uint32_t tensor)
 {
 	const struct tfs_tensor *x = &tree->tensors[tensor];
@@ -541,9 +530,9 @@ unsigned tfs_values_tensor_flags(const struct tfs_tree *tree, uint32_t tensor)
 	/* what -o as=float32 calls it on a converted tensor */
 	const char *sbo = TFS_XATTR_PREFIX "stored_byte_order";
 
-	return xattr_is(tree, x->node, bo, "big") ||
-			       xattr_is(tree, x->group, bo, "big") ||
-			       xattr_is(tree, x->node, sbo, "big")
+	return tfs_tree_xattr_is(tree, x->node, bo, "big") ||
+			       tfs_tree_xattr_is(tree, x->group, bo, "big") ||
+			       tfs_tree_xattr_is(tree, x->node, sbo, "big")
 		       ? TFS_VALUES_BIG_ENDIAN
 		       : 0;
 }

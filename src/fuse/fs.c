@@ -185,9 +185,9 @@ static void tfs_getattr(fuse_req_t req, fuse_ino_t ino,
 		return;
 	}
 	fill_stat(fs, node, &st);
-	fuse_reply_attr(req, &st,
-			node == tfs_errors_node(fs->errors) ? 0
-							    : TFS_CACHE_TIMEOUT);
+	fuse_reply_attr(
+		req, &st,
+		node == tfs_errors_node(fs->errors) ? 0 : TFS_CACHE_TIMEOUT);
 }
 
 static void tfs_opendir(fuse_req_t req, fuse_ino_t ino,
@@ -349,8 +349,7 @@ static void tfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 				 "tensorfs: %s: read of '%s' at %lld failed: "
 				 "the container no longer holds these bytes "
 				 "(truncated or replaced?)\n",
-				 fs->img->path,
-				 fs->img->tree->nodes[node].name,
+				 fs->img->path, fs->img->tree->nodes[node].name,
 				 (long long)off);
 		fuse_reply_err(req, -ret);
 		return;
@@ -379,16 +378,31 @@ static void tfs_statfs(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_statfs(req, &sv);
 }
 
-/* size 0 asks for the length; too small a buffer is ERANGE */
-static void reply_sized(fuse_req_t req, const char *data, size_t len,
-			size_t size)
+/*
+ * getxattr of @name, or listxattr (@name NULL): size 0 asks for the
+ * length; too small a buffer is ERANGE.  The kernel asks at most 64 KiB.
+ */
+static void reply_xattr(fuse_req_t req, size_t size, const struct tfs_tree *t,
+			uint32_t node, const char *name)
 {
-	if (size == 0)
-		fuse_reply_xattr(req, len);
-	else if (size < len)
-		fuse_reply_err(req, ERANGE);
+	char *buf = NULL;
+	ssize_t n;
+
+	if (size > 65536)
+		size = 65536;
+	if (size && !(buf = malloc(size))) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	n = name ? tfs_tree_getxattr(t, node, name, buf, size)
+		 : tfs_tree_listxattr(t, node, buf, size);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else if (size == 0)
+		fuse_reply_xattr(req, (size_t)n);
 	else
-		fuse_reply_buf(req, data, len);
+		fuse_reply_buf(req, buf, (size_t)n);
+	free(buf);
 }
 
 static void tfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
@@ -396,32 +410,24 @@ static void tfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 {
 	struct tfs_fs *fs = fs_of(req);
 	uint32_t node = node_of(fs, ino);
-	const struct tfs_xattr *x;
 
 	if (node == TFS_NO_NODE) {
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	x = tfs_tree_xattr(fs->img->tree, node, name);
-	if (!x) {
-		fuse_reply_err(req, ENODATA);
-		return;
-	}
-	reply_sized(req, x->value, x->len, size);
+	reply_xattr(req, size, fs->img->tree, node, name);
 }
 
 static void tfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	struct tfs_fs *fs = fs_of(req);
 	uint32_t node = node_of(fs, ino);
-	const struct tfs_node *n;
 
 	if (node == TFS_NO_NODE) {
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	n = &fs->img->tree->nodes[node];
-	reply_sized(req, n->xattr_names, n->xattr_names_len, size);
+	reply_xattr(req, size, fs->img->tree, node, NULL);
 }
 
 /* ---- everything that would write ----------------------------------------- */

@@ -329,6 +329,7 @@ START_TEST(unreadable_files)
 {
 	struct tfs_tensor_spec s = spec_for("far", 0, 8);
 	struct tfs_tree *t;
+	char buf[64];
 
 	s.offset = 1u << 20; /* past the end: not ours to check */
 	s.length = 0;
@@ -350,8 +351,11 @@ START_TEST(unreadable_files)
 	ck_assert(!t->tensors[0].unreadable_is_fault);
 	ck_assert_uint_eq(t->tensors[0].size, 8);
 	ck_assert(t->tensors[1].unreadable_is_fault);
-	ck_assert_ptr_nonnull(tfs_tree_xattr(t, t->tensors[0].node,
-					     "user.tensorfs.unreadable"));
+	ck_assert_int_eq(tfs_tree_getxattr(t, t->tensors[0].node,
+					   "user.tensorfs.unreadable", buf,
+					   sizeof(buf)),
+			 strlen("in another file"));
+	ck_assert_mem_eq(buf, "in another file", strlen("in another file"));
 	tfs_tree_free(t);
 }
 END_TEST
@@ -478,9 +482,16 @@ END_TEST
 START_TEST(groups_and_xattrs)
 {
 	struct tfs_tensor_spec g = spec_for("s", 0, 0), c = spec_for("v", 0, 4);
+	static const char names[] = "user.tensorfs.dtype\0"
+				    "user.tensorfs.encoding\0"
+				    "user.tensorfs.offset\0"
+				    "user.tensorfs.role\0"
+				    "user.tensorfs.shape\0"
+				    "user.tensorfs.stored_length";
 	uint32_t gh, ch;
 	struct tfs_tree *t;
 	const struct tfs_xattr *x;
+	char buf[256];
 	uint32_t n;
 
 	g.dtype = TFS_DTYPE_FLOAT32;
@@ -502,13 +513,30 @@ START_TEST(groups_and_xattrs)
 	ck_assert_ptr_nonnull(x);
 	ck_assert_mem_eq(x->value, "csr", 3);
 	n = tfs_tree_resolve(t, "s/values");
-	/* a reader's value wins over the standard one */
-	x = tfs_tree_xattr(t, n, "user.tensorfs.dtype");
-	ck_assert_mem_eq(x->value, "uint64", 6);
-	ck_assert_ptr_nonnull(tfs_tree_xattr(t, n, "user.tensorfs.role"));
-	/* the listxattr buffer lists every name, sorted */
-	ck_assert_str_eq(t->nodes[n].xattr_names, t->nodes[n].xattrs[0].name);
-	ck_assert_ptr_null(tfs_tree_xattr(t, n, "user.tensorfs.nope"));
+	/* a reader's value wins over the one made from the record */
+	ck_assert_int_eq(tfs_tree_getxattr(t, n, "user.tensorfs.dtype", buf,
+					   sizeof(buf)),
+			 6);
+	ck_assert_mem_eq(buf, "uint64", 6);
+	ck_assert_int_eq(
+		tfs_tree_getxattr(t, n, "user.tensorfs.role", buf, sizeof(buf)),
+		6);
+	ck_assert_mem_eq(buf, "values", 6);
+	ck_assert_int_eq(tfs_tree_getxattr(t, n, "user.tensorfs.role", buf, 3),
+			 -ERANGE);
+	/* listxattr: the stored and the made names, each once, sorted */
+	ck_assert_int_eq(tfs_tree_listxattr(t, n, NULL, 0), sizeof(names));
+	ck_assert_int_eq(tfs_tree_listxattr(t, n, buf, 10), -ERANGE);
+	ck_assert_int_eq(tfs_tree_listxattr(t, n, buf, sizeof(buf)),
+			 sizeof(names));
+	ck_assert_mem_eq(buf, names, sizeof(names));
+	/* a component has no name of its own */
+	ck_assert_int_eq(
+		tfs_tree_getxattr(t, n, "user.tensorfs.name", buf, sizeof(buf)),
+		-ENODATA);
+	ck_assert_int_eq(
+		tfs_tree_getxattr(t, n, "user.tensorfs.nope", buf, sizeof(buf)),
+		-ENODATA);
 	x = tfs_tree_xattr(t, 0, "user.tensorfs.format");
 	ck_assert_mem_eq(x->value, "test", 4);
 	ck_assert_uint_eq(t->tensors[0].group, tfs_tree_resolve(t, "s"));

@@ -115,18 +115,17 @@ const char *tu_xattr(const struct tfs_image *img, const char *path,
 		     const char *key)
 {
 	static char buf[4096];
-	const struct tfs_xattr *x;
 	char name[256];
 	uint32_t n = tfs_tree_resolve(img->tree, path);
+	ssize_t len;
 
 	if (n == TFS_NO_NODE)
 		return NULL;
 	snprintf(name, sizeof(name), TFS_XATTR_PREFIX "%s", key);
-	x = tfs_tree_xattr(img->tree, n, name);
-	if (!x || x->len >= sizeof(buf))
+	len = tfs_tree_getxattr(img->tree, n, name, buf, sizeof(buf) - 1);
+	if (len < 0)
 		return NULL;
-	memcpy(buf, x->value, x->len);
-	buf[x->len] = '\0';
+	buf[len] = '\0';
 	return buf;
 }
 
