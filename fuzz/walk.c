@@ -361,21 +361,18 @@ static void check_xattrs(const struct tfs_tree *t)
 			touch(xa->value, xa->len);
 		}
 		/* listxattr: NUL-separated names, each one gettable */
-		if (n->xattr_names_len && !n->xattr_names)
-			tfs_fuzz_fail("node '%s': no listxattr buffer",
-				      n->name);
 		listed = 0;
 		for (o = 0; o < n->xattr_names_len; o += l + 1) {
-			l = strnlen(n->xattr_names + o, n->xattr_names_len - o);
+			l = strnlen(tfs_node_xattr_names(n) + o, n->xattr_names_len - o);
 			if (o + l >= n->xattr_names_len)
 				tfs_fuzz_fail("node '%s': listxattr buffer not "
 					      "NUL-terminated",
 					      n->name);
-			xa = tfs_tree_xattr(t, i, n->xattr_names + o);
+			xa = tfs_tree_xattr(t, i, tfs_node_xattr_names(n) + o);
 			if (!xa || xa != &n->xattrs[listed])
 				tfs_fuzz_fail("node '%s': listed xattr '%s' "
 					      "not found in order",
-					      n->name, n->xattr_names + o);
+					      n->name, tfs_node_xattr_names(n) + o);
 			listed++;
 		}
 		if (listed != n->nxattrs)

@@ -71,15 +71,16 @@ struct tfs_xattr {
 	size_t len;
 };
 
-/* One regular file backed by bytes of the container. */
+/*
+ * One regular file backed by bytes of the container.  Members are ordered
+ * by size, so 100,000 records waste no padding.
+ */
 struct tfs_tensor {
 	char *name; /* stored name as in the container (may be raw bytes) */
 	size_t name_len;
-	char *path;  /* its path in the mount, "/"-separated, no leading "/" */
-	char *dtype; /* its name: "float32", "void12" (tree-owned) */
-	enum tfs_dtype dtype_id;
-	uint32_t record_size; /* TFS_DTYPE_VOID: bytes per record */
-	uint32_t ndim;
+	char *path; /* its path in the mount, "/"-separated, no leading "/" */
+	/* its name: "float32", "void12" (static or tree-owned) */
+	const char *dtype;
 	uint64_t *shape;
 	uint64_t offset; /* stored extent, absolute in the container */
 	uint64_t stored_length;
@@ -89,15 +90,12 @@ struct tfs_tensor {
 	 * NULL: the file's size is prefix_len + size.
 	 */
 	uint8_t *prefix;
-	uint32_t prefix_len;
 	/*
 	 * A converting view (-o as=float32, src/core/as_view.h): the file
 	 * shows the elements as dtype @view in @view_size bytes (after the
 	 * prefix) instead of its @size own bytes; INVALID: no view.
 	 */
-	enum tfs_dtype view;
 	uint64_t view_size;
-	enum tfs_encoding encoding;
 	struct tfs_codec_params codec; /* for the decoder (codec.h) */
 	char *digest; /* "crc32c:0x..." / "sha256:..." or NULL */
 	/*
@@ -105,16 +103,22 @@ struct tfs_tensor {
 	 * of the container instead of the stored extent (a stored zip
 	 * member's CRC-32 covers its whole .npy file, header included).
 	 */
-	bool has_digest_extent;
 	uint64_t digest_offset, digest_length;
-	bool digest_decoded; /* @digest covers the decoded bytes, not the
-				stored ones (encoded tensors only) */
-	char *unreadable;    /* why reads are refused, or NULL (builder.h) */
-	bool unreadable_is_fault;
+	char *unreadable; /* why reads are refused, or NULL (builder.h) */
+	char *role;	  /* component role inside its group, or NULL */
+	enum tfs_dtype dtype_id;
+	uint32_t record_size; /* TFS_DTYPE_VOID: bytes per record */
+	uint32_t ndim;
+	uint32_t prefix_len;
+	enum tfs_dtype view;
+	enum tfs_encoding encoding;
 	uint32_t source; /* which container (image->srcs index) */
 	uint32_t node;	 /* its node */
 	uint32_t group;	 /* the tensor's group node, or TFS_NO_NODE */
-	char *role;	 /* component role inside its group, or NULL */
+	bool has_digest_extent;
+	bool digest_decoded; /* @digest covers the decoded bytes, not the
+				stored ones (encoded tensors only) */
+	bool unreadable_is_fault;
 };
 
 struct tfs_node {
@@ -126,7 +130,7 @@ struct tfs_node {
 	uint32_t nsubdirs; /* for st_nlink */
 	uint32_t tensor;   /* TENSOR, PREVIEW: index into tree->tensors */
 	const char *mem;   /* TFS_NODE_MEMFILE: contents */
-	uint64_t mem_len; /* MEMFILE, PREVIEW: size */
+	uint64_t mem_len;  /* MEMFILE, PREVIEW: size */
 	/* a MEMFILE made on first use (tfs_node_size), or NULL */
 	struct tfs_lazy_file *lazy;
 	/*
@@ -135,10 +139,18 @@ struct tfs_node {
 	 */
 	struct tfs_xattr *xattrs;
 	uint32_t nxattrs;
-	size_t xattr_names_len; /* listxattr length: sum of strlen(name) + 1 */
-	char *xattr_names;	/* the listxattr buffer, NUL-separated (in
-				 * the xattrs block) */
+	/*
+	 * the stored names, NUL-separated, follow the array in the block
+	 * (tfs_node_xattr_names): their length, sum of strlen(name) + 1
+	 */
+	uint32_t xattr_names_len;
 };
+
+/* the stored xattrs' names, NUL-separated (xattr_names_len bytes) */
+static inline const char *tfs_node_xattr_names(const struct tfs_node *n)
+{
+	return n->nxattrs ? (const char *)(n->xattrs + n->nxattrs) : "";
+}
 
 /*
  * A memory file whose contents are made the first time its size or bytes

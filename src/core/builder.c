@@ -1185,7 +1185,8 @@ static int place_leaves(struct tfs_builder *b)
 	struct tfs_strmap counts;
 	uint32_t i, cnt, claim;
 	size_t k;
-	char *prefix;
+	char *prefix, *slash;
+	bool claimed;
 	int ret = 0;
 
 	tfs_strmap_init(&ps.claims);
@@ -1224,8 +1225,16 @@ static int place_leaves(struct tfs_builder *b)
 		cnt = 0;
 		tfs_strmap_get(&counts, e->path, &cnt);
 		ret = tfs_strmap_put(&counts, e->path, cnt + 1);
-		for (k = 1; !ret && k < e->ncomps; k++) {
-			prefix = join_comps(e->comps, k);
+		/* most share their directories: copy only new ones */
+		for (slash = e->path; !ret && (slash = strchr(slash, '/'));
+		     slash++) {
+			*slash = '\0';
+			claimed = tfs_strmap_get(&ps.claims, e->path, &claim) &&
+				  claim == CLAIM_DIR;
+			prefix = claimed ? NULL : strdup(e->path);
+			*slash = '/';
+			if (claimed)
+				continue;
 			ret = own(&ps, prefix);
 			if (!ret)
 				ret = tfs_strmap_put(&ps.claims, prefix,
@@ -1532,7 +1541,6 @@ static int move_xattrs(struct tfs_tree *t, struct tfs_node *nodes,
 		if (shared->hash[slot] == h && block_same(o, e)) {
 			nd->xattrs = o->xattrs;
 			nd->nxattrs = o->nxattrs;
-			nd->xattr_names = o->xattr_names;
 			nd->xattr_names_len = o->xattr_names_len;
 			goto out;
 		}
@@ -1544,6 +1552,8 @@ static int move_xattrs(struct tfs_tree *t, struct tfs_node *nodes,
 		names += strlen(e->xattrs[i].name) + 1;
 		values += e->xattrs[i].len;
 	}
+	if (names >= UINT32_MAX)
+		return -E2BIG;
 	size = n * sizeof(*x) + names + 1 + values;
 	x = tfs_tree_alloc(t, size);
 	if (!x)
@@ -1564,7 +1574,6 @@ static int move_xattrs(struct tfs_tree *t, struct tfs_node *nodes,
 	*np = '\0';
 	nd->xattrs = x;
 	nd->nxattrs = n;
-	nd->xattr_names = (char *)(x + n);
 	nd->xattr_names_len = names;
 out:
 	for (i = 0; i < n; i++) {
@@ -1889,8 +1898,13 @@ static int fill_tensor(struct tfs_builder *b, struct tfs_tree *tree,
 	t->name = tfs_tree_dup(tree, e->name, e->name_len);
 	t->name_len = e->name_len;
 	t->path = tfs_tree_dup(tree, e->path, strlen(e->path));
-	t->dtype = e->dtype ? tfs_tree_dup(tree, e->dtype, strlen(e->dtype))
-			    : NULL;
+	/* a known dtype's name is static; only "void12" and the like are
+	 * copied */
+	t->dtype = e->dtype && tfs_dtype_name(e->dtype_id) &&
+			   !strcmp(tfs_dtype_name(e->dtype_id), e->dtype)
+			   ? tfs_dtype_name(e->dtype_id)
+		   : e->dtype ? tfs_tree_dup(tree, e->dtype, strlen(e->dtype))
+			      : NULL;
 	t->dtype_id = e->dtype_id;
 	t->record_size = e->record_size;
 	t->source = e->source;
@@ -1936,8 +1950,7 @@ static int build_nodes(struct tfs_builder *b, struct node_list *nl,
 	struct block_map shared = {0};
 	struct tfs_strmap dirs;
 	uint32_t i, k, dir, idx, meta_dir, ti = 0;
-	const char *slash;
-	char *parent;
+	char *slash;
 	int ret;
 
 	tfs_strmap_init(&dirs);
@@ -1956,15 +1969,13 @@ static int build_nodes(struct tfs_builder *b, struct node_list *nl,
 		}
 		if (e->kind != ENTRY_TENSOR && e->kind != ENTRY_GROUP)
 			continue;
+		/* its directory: the path cut at its last slash */
 		slash = strrchr(e->path, '/');
-		parent =
-			strndup(e->path, slash ? (size_t)(slash - e->path) : 0);
-		if (!parent) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		ret = get_dir(nl, &dirs, &ps, parent, &dir);
-		free(parent);
+		if (slash)
+			*slash = '\0';
+		ret = get_dir(nl, &dirs, &ps, slash ? e->path : "", &dir);
+		if (slash)
+			*slash = '/';
 		if (ret)
 			goto out;
 		slash = slash ? slash + 1 : e->path;
@@ -2145,49 +2156,49 @@ static uint32_t name_space(const struct tfs_builder *b, const struct entry *e)
 					     : UINT32_MAX;
 }
 
-static int cmp_names(const void *pa, const void *pb, void *arg)
+static bool same_name(const struct tfs_builder *b, const struct entry *x,
+		      const struct entry *y)
 {
-	const struct tfs_builder *bl = arg;
-	const struct entry *a = &bl->e[*(const uint32_t *)pa],
-			   *b = &bl->e[*(const uint32_t *)pb];
-	size_t n = a->name_len < b->name_len ? a->name_len : b->name_len;
-	uint32_t sa = name_space(bl, a), sb = name_space(bl, b);
-	int c;
-
-	if (sa != sb)
-		return sa < sb ? -1 : 1;
-	c = memcmp(a->name, b->name, n);
-
-	if (c)
-		return c;
-	if (a->name_len != b->name_len)
-		return a->name_len < b->name_len ? -1 : 1;
-	/* equal names: container order, so the later one is reported */
-	return *(const uint32_t *)pa < *(const uint32_t *)pb ? -1 : 1;
+	return name_space(b, x) == name_space(b, y) &&
+	       x->name_len == y->name_len &&
+	       memcmp(x->name, y->name, x->name_len) == 0;
 }
 
-/* stored names of tensors and groups are unique */
+/*
+ * Stored names of tensors and groups are unique: a hash set of entries,
+ * filled in container order, so the later of two is reported
+ */
 static int check_unique_names(struct tfs_builder *b, uint32_t from,
 			      struct tfs_diag *d)
 {
 	char nm[TFS_PRINTABLE_MAX];
-	uint32_t *v, i, n = 0;
+	uint32_t *set, i, space;
+	size_t cap = 64, slot;
 	int ret = 0;
 
-	v = calloc(b->n, sizeof(*v));
-	if (!v)
+	while (cap < (size_t)(b->n - from) * 2)
+		cap *= 2;
+	set = malloc(cap * sizeof(*set));
+	if (!set)
 		return tfs_diag_oom(d);
-	for (i = from; i < b->n; i++)
-		if (b->e[i].kind == ENTRY_TENSOR || b->e[i].kind == ENTRY_GROUP)
-			v[n++] = i;
-	qsort_r(v, n, sizeof(*v), cmp_names, b);
-	for (i = 1; i < n; i++) {
-		const struct entry *a = &b->e[v[i - 1]], *c = &b->e[v[i]];
+	memset(set, 0xff, cap * sizeof(*set));
+	for (i = from; !ret && i < b->n; i++) {
+		const struct entry *a = NULL, *c = &b->e[i];
 
-		if (name_space(b, a) != name_space(b, c) ||
-		    a->name_len != c->name_len ||
-		    memcmp(a->name, c->name, a->name_len))
+		if (c->kind != ENTRY_TENSOR && c->kind != ENTRY_GROUP)
 			continue;
+		space = name_space(b, c);
+		slot = XXH3_64bits_withSeed(c->name, c->name_len, space) &
+		       (cap - 1);
+		for (; set[slot] != UINT32_MAX; slot = (slot + 1) & (cap - 1))
+			if (same_name(b, &b->e[set[slot]], c)) {
+				a = &b->e[set[slot]];
+				break;
+			}
+		if (!a) {
+			set[slot] = i;
+			continue;
+		}
 		tfs_name_printable(nm, sizeof(nm), c->name, c->name_len);
 		if (a->source != c->source)
 			ret = tfs_diag_set(d, -EBADMSG,
@@ -2201,9 +2212,8 @@ static int check_unique_names(struct tfs_builder *b, uint32_t from,
 					  "%llu",
 					  nm,
 					  (unsigned long long)a->desc_offset);
-		break;
 	}
-	free(v);
+	free(set);
 	return ret;
 }
 
@@ -2352,6 +2362,13 @@ int tfs_builder_finish(struct tfs_builder *b, const char *format,
 		ret = build_nodes(b, &nl, t, format);
 	if (!ret && b->opts.previews)
 		ret = add_previews(&nl, t);
+	/* the list grew by doubling: give back the slack */
+	if (nl.n && nl.n < nl.cap) {
+		struct tfs_node *nv = reallocarray(nl.v, nl.n, sizeof(*nv));
+
+		if (nv)
+			nl.v = nv;
+	}
 	t->nodes = nl.v;
 	t->nnodes = nl.n;
 	if (!ret)

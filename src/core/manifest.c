@@ -182,7 +182,7 @@ struct tfs_mf {
 	uint32_t n, cap;
 	json_t **extras; /* distinct extras, by compact text in @interned */
 	char **extra_keys;
-	uint32_t nextras;
+	uint32_t nextras, last; /* last: the one used last */
 	struct tfs_strmap interned;
 	char **texts;
 	uint32_t ntexts;
@@ -230,6 +230,36 @@ static int push_item(struct tfs_mf *m, uint32_t tensor, uint32_t extra)
 	return 0;
 }
 
+/* @a and @b print the same (json_equal ignores the members' order) */
+static bool same_text(const json_t *a, const json_t *b)
+{
+	void *ia, *ib;
+	size_t i;
+
+	if (json_typeof(a) != json_typeof(b))
+		return false;
+	if (json_is_array(a)) {
+		if (json_array_size(a) != json_array_size(b))
+			return false;
+		for (i = 0; i < json_array_size(a); i++)
+			if (!same_text(json_array_get(a, i),
+				       json_array_get(b, i)))
+				return false;
+		return true;
+	}
+	if (!json_is_object(a))
+		return json_equal((json_t *)a, (json_t *)b);
+	ia = json_object_iter((json_t *)a);
+	ib = json_object_iter((json_t *)b);
+	for (; ia && ib; ia = json_object_iter_next((json_t *)a, ia),
+			 ib = json_object_iter_next((json_t *)b, ib))
+		if (strcmp(json_object_iter_key(ia), json_object_iter_key(ib)) ||
+		    !same_text(json_object_iter_value(ia),
+			       json_object_iter_value(ib)))
+			return false;
+	return !ia && !ib;
+}
+
 /* @extra's index among the distinct extras, added if new */
 static int intern(struct tfs_mf *m, const json_t *extra, uint32_t *idx)
 {
@@ -237,11 +267,17 @@ static int intern(struct tfs_mf *m, const json_t *extra, uint32_t *idx)
 	char *key;
 	void *nv;
 
+	/* neighbours mostly have the same: no text to make for them */
+	if (cap && same_text(extra, m->extras[m->last])) {
+		*idx = m->last;
+		return 0;
+	}
 	key = json_dumps(extra, JSON_COMPACT | JSON_ENCODE_ANY);
 	if (!key)
 		return -ENOMEM;
 	if (tfs_strmap_get(&m->interned, key, idx)) {
 		free(key);
+		m->last = *idx;
 		return 0;
 	}
 	nv = reallocarray(m->extras, cap + 1, sizeof(*m->extras));
@@ -256,7 +292,7 @@ static int intern(struct tfs_mf *m, const json_t *extra, uint32_t *idx)
 	m->extra_keys[cap] = key;
 	m->extras[cap] = json_incref((json_t *)extra);
 	m->nextras = cap + 1;
-	*idx = cap;
+	*idx = m->last = cap;
 	return 0;
 }
 

@@ -292,7 +292,8 @@ ssize_t tfs_tree_listxattr(const struct tfs_tree *t, uint32_t node, char *buf,
 		}
 	}
 	if (!nd)
-		return sized(n->xattr_names, n->xattr_names_len, buf, size);
+		return sized(tfs_node_xattr_names(n), n->xattr_names_len, buf,
+			     size);
 	if (size == 0)
 		return (ssize_t)total;
 	if (size < total)
