@@ -31,6 +31,25 @@ int tfs_cbor_decode(const uint8_t *p, uint64_t len, uint64_t base,
 		    unsigned max_depth, cbor_item_t **out, uint64_t *used,
 		    struct tfs_diag *d);
 
+/* tfs_cbor_decode()'s checks alone: the item's length in *used, no DOM */
+int tfs_cbor_walk(const uint8_t *p, uint64_t len, uint64_t base,
+		  unsigned max_depth, uint64_t *used, struct tfs_diag *d);
+
+/*
+ * tfs_cbor_decode() without its checks, for an item inside bytes that
+ * tfs_cbor_walk() accepted (a pair of a walked map): *used gets its length.
+ */
+int tfs_cbor_load_walked(const uint8_t *p, uint64_t len, uint64_t base,
+			 cbor_item_t **out, uint64_t *used, struct tfs_diag *d);
+
+/*
+ * The item at @p is a definite-length map (untagged): its pair count in
+ * *npairs and the length of its head in *head (its first key follows);
+ * else -ENOENT.  Lengths are not checked: walk the item first.
+ */
+int tfs_cbor_map_head(const uint8_t *p, uint64_t len, uint64_t *npairs,
+		      uint64_t *head);
+
 /*
  * RFC 8949 "core deterministic encoding", checked on the bytes before
  * decoding (zTensor 2.x; shared/specs/ztensor-v2.md section 2): definite

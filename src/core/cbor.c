@@ -24,19 +24,19 @@ struct frame {
 
 #define CBOR_BREAK 0xff
 
-int tfs_cbor_decode(const uint8_t *p, uint64_t len, uint64_t base,
-		    unsigned max_depth, cbor_item_t **out, uint64_t *used,
-		    struct tfs_diag *d)
+int tfs_cbor_walk(const uint8_t *p, uint64_t len, uint64_t base,
+		  unsigned max_depth, uint64_t *used, struct tfs_diag *d)
 {
-	struct frame *stack;
+	/* a manifest walks 100,000 items: no allocation for the usual depth */
+	struct frame local[TFS_CBOR_MAX_DEPTH + 1], *stack = local;
 	struct tfs_cursor c;
-	struct cbor_load_result res;
 	unsigned depth = 0;
 	uint64_t arg, at;
 	uint8_t ib, mt, ai;
 	int ret = 0;
 
-	stack = calloc(max_depth + 1, sizeof(*stack));
+	if (max_depth > TFS_CBOR_MAX_DEPTH)
+		stack = calloc(max_depth + 1, sizeof(*stack));
 	if (!stack)
 		return tfs_diag_oom(d);
 	tfs_cursor_init(&c, p, len, base);
@@ -173,7 +173,31 @@ int tfs_cbor_decode(const uint8_t *p, uint64_t len, uint64_t base,
 	} while (depth);
 
 	*used = c.pos;
-	*out = cbor_load(p, (size_t)c.pos, &res);
+out:
+	if (stack != local)
+		free(stack);
+	return ret;
+}
+
+int tfs_cbor_decode(const uint8_t *p, uint64_t len, uint64_t base,
+		    unsigned max_depth, cbor_item_t **out, uint64_t *used,
+		    struct tfs_diag *d)
+{
+	int ret;
+
+	*out = NULL;
+	ret = tfs_cbor_walk(p, len, base, max_depth, used, d);
+	return ret ? ret : tfs_cbor_load_walked(p, *used, base, out, used, d);
+}
+
+int tfs_cbor_load_walked(const uint8_t *p, uint64_t len, uint64_t base,
+			 cbor_item_t **out, uint64_t *used, struct tfs_diag *d)
+{
+	struct cbor_load_result res;
+	int ret = 0;
+
+	*out = cbor_load(p, (size_t)len, &res);
+	*used = res.read;
 	if (!*out || res.error.code != CBOR_ERR_NONE) {
 		if (*out)
 			cbor_decref(out);
@@ -185,9 +209,25 @@ int tfs_cbor_decode(const uint8_t *p, uint64_t len, uint64_t base,
 				  "CBOR: cannot decode (libcbor error %d)",
 				  (int)res.error.code);
 	}
-out:
-	free(stack);
 	return ret;
+}
+
+int tfs_cbor_map_head(const uint8_t *p, uint64_t len, uint64_t *npairs,
+		      uint64_t *head)
+{
+	struct tfs_cursor c;
+	uint64_t arg;
+	uint8_t ib;
+
+	tfs_cursor_init(&c, p, len, 0);
+	if (tfs_cursor_u8(&c, &ib) || ib >> 5 != 5 || (ib & 0x1f) > 27)
+		return -ENOENT;
+	arg = ib & 0x1f;
+	if (arg >= 24 && tfs_cursor_be(&c, 1u << (arg - 24), &arg))
+		return -ENOENT;
+	*npairs = arg;
+	*head = c.pos;
+	return 0;
 }
 
 /* ---- core deterministic encoding (tfs_cbor_check_deterministic) ---------- */

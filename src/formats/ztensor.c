@@ -69,6 +69,13 @@ struct zt_ctx {
 	uint64_t man_len;
 	enum zt_form form;
 	json_t *obj_attrs; /* metadata "object_attributes" */
+	/*
+	 * The name map ("tensors", "objects") left out of the root's DOM:
+	 * its empty stand-in there, and where its pairs start (from the
+	 * manifest's start), or stand_in NULL.
+	 */
+	cbor_item_t *stand_in;
+	uint64_t pairs_at, npairs;
 };
 
 struct zt_comp {
@@ -688,8 +695,9 @@ static int zt_check_comp(struct zt_ctx *z, const struct zt_obj *o,
 		return 0;
 	}
 	/* nothing says how large it is: count it now (frames have no FCS) */
-	ret = tfs_codec_decoded_size(TFS_ENCODING_ZSTD, z->src->data + c->offset, (size_t)c->length,
-				    ZT_DECODED_MAX, &c->size, msg);
+	ret = tfs_codec_decoded_size(
+		TFS_ENCODING_ZSTD, z->src->data + c->offset, (size_t)c->length,
+		ZT_DECODED_MAX, &c->size, msg);
 	if (ret == -ENOMEM)
 		return zt_oom(z);
 	if (ret)
@@ -731,7 +739,8 @@ static int zt_decorate(struct zt_ctx *z, const struct zt_obj *o,
 	json_t *extra = tfs_builder_manifest_extra(z->b, handle);
 	int ret;
 
-	ret = tfs_builder_set_xattr_str(z->b, handle, "ztensor.layout", o->format);
+	ret = tfs_builder_set_xattr_str(z->b, handle, "ztensor.layout",
+					o->format);
 	if (!ret && o->big_endian)
 		ret = tfs_builder_set_xattr_str(z->b, handle, "byte_order",
 						"big");
@@ -800,8 +809,8 @@ static int zt_decorate_comp(struct zt_ctx *z, const struct zt_comp *c,
 		ret = tfs_builder_set_xattr_str(
 			z->b, handle, "digest_unverified", "unknown algorithm");
 	if (!ret && c->type) {
-		ret = tfs_builder_set_xattr_str(z->b, handle, "ztensor.logical_type",
-						c->type);
+		ret = tfs_builder_set_xattr_str(
+			z->b, handle, "ztensor.logical_type", c->type);
 		extra = tfs_builder_manifest_extra(z->b, handle);
 		if (extra)
 			json_object_set_new(extra, "logical_type",
@@ -978,10 +987,114 @@ static int zt_emit(struct zt_ctx *z, struct zt_obj *o)
 
 /* ---- manifests ----------------------------------------------------------- */
 
+typedef int (*zt_parse_fn)(struct zt_ctx *, cbor_item_t *, cbor_item_t *,
+			   struct zt_obj *);
+
+/* one pair of the streamed name map at *at: its key and value, decoded */
+static int zt_next_pair(struct zt_ctx *z, uint64_t *at, cbor_item_t **key,
+			cbor_item_t **value)
+{
+	const uint8_t *p = z->src->data + z->man_off;
+	uint64_t used;
+	int ret;
+
+	*value = NULL;
+	ret = tfs_cbor_load_walked(p + *at, z->man_len - *at, z->man_off + *at,
+				   key, &used, z->d);
+	if (ret)
+		return ret;
+	*at += used;
+	ret = tfs_cbor_load_walked(p + *at, z->man_len - *at, z->man_off + *at,
+				   value, &used, z->d);
+	if (ret) {
+		cbor_decref(key);
+		return ret;
+	}
+	*at += used;
+	return 0;
+}
+
+static int zt_cmp_keys(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * zt_struct_map()'s rules for the streamed map: text keys without NUL,
+ * none twice (only the keys are decoded)
+ */
+static int zt_stream_keys(struct zt_ctx *z, const char *what)
+{
+	const uint8_t *p = z->src->data + z->man_off;
+	cbor_item_t *k;
+	char **keys = calloc(z->npairs ? z->npairs : 1, sizeof(*keys));
+	uint64_t at = z->pairs_at, used, i, n = 0;
+	size_t len;
+	int ret = keys ? 0 : -ENOMEM;
+
+	for (i = 0; !ret && i < z->npairs; i++) {
+		ret = tfs_cbor_load_walked(p + at, z->man_len - at,
+					   z->man_off + at, &k, &used, z->d);
+		if (ret)
+			break;
+		at += used;
+		ret = tfs_cbor_text(k, &keys[n], &len);
+		cbor_decref(&k);
+		if (ret == -ENOMEM)
+			break;
+		if (ret || strlen(keys[n]) != len) {
+			ret = zt_err(z, -EBADMSG, z->man_off, NULL,
+				     "%s: a key is not text", what);
+			break;
+		}
+		n++;
+		ret = tfs_cbor_walk(p + at, z->man_len - at, z->man_off + at,
+				    TFS_CBOR_MAX_DEPTH, &used, z->d);
+		at += used;
+	}
+	/* sorted, as tfs_cbor_keys_check() does: the same key reported */
+	if (!ret)
+		qsort(keys, n, sizeof(*keys), zt_cmp_keys);
+	for (i = 1; !ret && i < n; i++)
+		if (strcmp(keys[i - 1], keys[i]) == 0)
+			ret = zt_err(z, -EBADMSG, z->man_off, NULL,
+				     "%s: key given twice: %s", what, keys[i]);
+	for (i = 0; keys && i <= n && i < z->npairs; i++)
+		free(keys[i]);
+	free(keys);
+	return ret == -ENOMEM ? zt_oom(z) : ret;
+}
+
+/*
+ * The name map, a pair at a time: a DOM of 100,000 tensors costs ~20
+ * times the manifest and most of the load's time
+ */
+static int zt_name_map_stream(struct zt_ctx *z, const char *what,
+			      zt_parse_fn parse)
+{
+	struct zt_obj o = {0};
+	cbor_item_t *k, *v;
+	uint64_t at = z->pairs_at, i;
+	int ret;
+
+	ret = zt_stream_keys(z, what);
+	for (i = 0; !ret && i < z->npairs; i++) {
+		ret = zt_next_pair(z, &at, &k, &v);
+		if (ret)
+			break;
+		ret = parse(z, k, tfs_cbor_untag(v), &o);
+		if (!ret)
+			ret = zt_emit(z, &o);
+		zt_obj_free(&o);
+		cbor_decref(&k);
+		cbor_decref(&v);
+	}
+	return ret;
+}
+
 /* a map of name -> tensor/object; @parse fills a zt_obj from one pair */
 static int zt_name_map(struct zt_ctx *z, cbor_item_t *root, const char *key,
-		       int (*parse)(struct zt_ctx *, cbor_item_t *,
-				    cbor_item_t *, struct zt_obj *))
+		       zt_parse_fn parse)
 {
 	cbor_item_t *m = tfs_cbor_untag(tfs_cbor_get(root, key));
 	struct cbor_pair *pairs;
@@ -992,6 +1105,8 @@ static int zt_name_map(struct zt_ctx *z, cbor_item_t *root, const char *key,
 	if (!m)
 		return zt_err(z, -EBADMSG, z->man_off, NULL, "%s: missing",
 			      key);
+	if (m == z->stand_in)
+		return zt_name_map_stream(z, key, parse);
 	ret = zt_struct_map(z, m, NULL, key);
 	if (ret)
 		return ret;
@@ -1207,13 +1322,78 @@ static int zt_check_schema(struct zt_ctx *z, cbor_item_t *root)
 	return 0;
 }
 
+/*
+ * The manifest's root, whose name map ("tensors" in v1.0, "objects" after)
+ * is left out when it is a definite map: an empty stand-in takes its
+ * place, and zt_name_map() decodes it a pair at a time.  Every byte is
+ * walked first, so a malformed manifest fails as the whole decode would.
+ */
+static int zt_decode_root(struct zt_ctx *z, cbor_item_t **root)
+{
+	const uint8_t *p = z->src->data + z->man_off;
+	const char *big = z->form == ZT_FORM_V10      ? "tensors"
+			  : z->form == ZT_FORM_FOOTER ? "objects"
+						      : NULL;
+	cbor_item_t *r = NULL, *k = NULL, *v = NULL;
+	uint64_t used, n, head, at, i, vlen, pairs, phead;
+	int ret;
+
+	ret = tfs_cbor_walk(p, z->man_len, z->man_off, TFS_CBOR_MAX_DEPTH,
+			    &used, z->d);
+	if (ret)
+		return ret;
+	if (!big || tfs_cbor_map_head(p, used, &n, &head))
+		return tfs_cbor_decode(p, z->man_len, z->man_off,
+				       TFS_CBOR_MAX_DEPTH, root, &used, z->d);
+	r = cbor_new_definite_map(n);
+	if (!r)
+		return zt_oom(z);
+	for (at = head, i = 0; i < n; i++) {
+		ret = tfs_cbor_load_walked(p + at, used - at, z->man_off + at,
+					   &k, &vlen, z->d);
+		if (ret)
+			goto out;
+		at += vlen;
+		ret = tfs_cbor_walk(p + at, used - at, z->man_off + at,
+				    TFS_CBOR_MAX_DEPTH, &vlen, z->d);
+		if (ret)
+			goto out;
+		if (!z->stand_in && tfs_cbor_text_eq(k, big) &&
+		    !tfs_cbor_map_head(p + at, vlen, &pairs, &phead)) {
+			v = z->stand_in = cbor_new_definite_map(0);
+			z->pairs_at = at + phead;
+			z->npairs = pairs;
+		} else {
+			ret = tfs_cbor_load_walked(
+				p + at, vlen, z->man_off + at, &v, &vlen, z->d);
+			if (ret)
+				goto out;
+		}
+		at += vlen;
+		if (!v || !cbor_map_add(r, (struct cbor_pair){k, v})) {
+			ret = zt_oom(z);
+			goto out;
+		}
+		cbor_decref(&k);
+		cbor_decref(&v);
+	}
+	*root = r;
+	return 0;
+out:
+	if (k)
+		cbor_decref(&k);
+	if (v)
+		cbor_decref(&v);
+	cbor_decref(&r);
+	return ret;
+}
+
 static int zt_load(const struct tfs_source *src, struct tfs_builder *b,
 		   struct tfs_diag *d)
 {
 	struct zt_ctx z = {.src = src, .b = b, .d = d};
 	json_t *meta = tfs_builder_metadata(b);
 	cbor_item_t *root = NULL, *r;
-	uint64_t used;
 	int ret;
 
 	if (src->size < 8)
@@ -1224,8 +1404,7 @@ static int zt_load(const struct tfs_source *src, struct tfs_builder *b,
 	ret = zt_locate(&z);
 	if (ret)
 		return ret;
-	ret = tfs_cbor_decode(src->data + z.man_off, z.man_len, z.man_off,
-			      TFS_CBOR_MAX_DEPTH, &root, &used, d);
+	ret = zt_decode_root(&z, &root);
 	if (ret)
 		return ret;
 	r = tfs_cbor_untag(root);
