@@ -972,7 +972,7 @@ static int entry_set_xattr(struct entry *e, const char *key, const void *v,
 		memcpy(val, v, len);
 	if (!x) {
 		if (e->nxattrs == e->xattrs_cap) {
-			e->xattrs_cap = e->xattrs_cap ? e->xattrs_cap * 2 : 8;
+			e->xattrs_cap = e->xattrs_cap ? e->xattrs_cap * 2 : 2;
 			nx = reallocarray(e->xattrs, e->xattrs_cap,
 					  sizeof(*nx));
 			if (!nx) {

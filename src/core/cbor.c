@@ -558,6 +558,57 @@ static int cmp_keys(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* a definite text key without NUL: its bytes and length */
+static bool plain_key(cbor_item_t *k, const char **p, size_t *len)
+{
+	if (!cbor_isa_string(k) || !cbor_string_is_definite(k))
+		return false;
+	*p = (const char *)cbor_string_handle(k);
+	*len = cbor_string_length(k);
+	return !*len || !memchr(*p, 0, *len);
+}
+
+/* strcmp() order of two NUL-free keys */
+static int key_cmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+	int c = memcmp(a, b, alen < blen ? alen : blen);
+
+	return c ? c : (alen > blen) - (alen < blen);
+}
+
+/*
+ * A small map of definite text keys (a tensor's fields): compared in
+ * place, no copies; the smallest key given twice, as sorting would find.
+ * 1: checked (0 or -EBADMSG in *ret); 0: not such a map.
+ */
+static int small_keys_check(struct cbor_pair *pairs, size_t n, char **bad,
+			    int *ret)
+{
+	const char *p[16], *dup = NULL;
+	size_t len[16], i, j, dlen = 0;
+
+	if (n > 16)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!plain_key(pairs[i].key, &p[i], &len[i]))
+			return 0;
+	for (i = 0; i < n; i++)
+		for (j = i + 1; j < n; j++) {
+			if (len[i] != len[j] || memcmp(p[i], p[j], len[i]))
+				continue;
+			if (!dup || key_cmp(p[i], len[i], dup, dlen) < 0) {
+				dup = p[i];
+				dlen = len[i];
+			}
+		}
+	*ret = 0;
+	if (dup) {
+		*bad = strndup(dup, dlen);
+		*ret = *bad ? -EBADMSG : -ENOMEM;
+	}
+	return 1;
+}
+
 int tfs_cbor_keys_check(cbor_item_t *map, char **bad)
 {
 	struct cbor_pair *pairs;
@@ -571,6 +622,8 @@ int tfs_cbor_keys_check(cbor_item_t *map, char **bad)
 		return -EBADMSG;
 	n = cbor_map_size(map);
 	pairs = cbor_map_handle(map);
+	if (small_keys_check(pairs, n, bad, &ret))
+		return ret;
 	keys = calloc(n ? n : 1, sizeof(*keys));
 	if (!keys)
 		return -ENOMEM;

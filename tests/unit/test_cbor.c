@@ -278,6 +278,62 @@ START_TEST(keys)
 }
 END_TEST
 
+/* a map of @n pairs: text keys @names[i] (under 24 bytes), values 0 */
+static size_t key_map(uint8_t *buf, const char *const *names, size_t n)
+{
+	size_t o = 0, i, l;
+
+	buf[o++] = 0xb8; /* map, count in one byte */
+	buf[o++] = (uint8_t)n;
+	for (i = 0; i < n; i++) {
+		l = strlen(names[i]);
+		buf[o++] = (uint8_t)(0x60 + l);
+		memcpy(buf + o, names[i], l);
+		o += l;
+		buf[o++] = 0x00;
+	}
+	return o;
+}
+
+/* small maps are compared in place, large ones sorted: the same answer */
+START_TEST(keys_given_twice)
+{
+	static const char *const small[] = {"b", "ab", "b", "abc", "ab"};
+	static const char *const prefix[] = {"ab", "a", "ab", "a"};
+	static const char *const large[] = {"k", "z", "y", "x", "w", "v", "u",
+					    "t", "s", "r", "q", "c", "p", "o",
+					    "n", "m", "k", "l", "c", "j"};
+	static const struct {
+		const char *const *keys;
+		size_t n;
+		const char *bad;
+	} cases[] = {{small, 5, "ab"},
+		     {prefix, 4, "a"},
+		     {large, 20, "c"},
+		     {large, 17, "k"},
+		     {large, 16, NULL}};
+	uint8_t buf[256];
+	struct tfs_diag d;
+	cbor_item_t *it;
+	char *bad;
+	size_t i, len;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		len = key_map(buf, cases[i].keys, cases[i].n);
+		ck_assert_int_eq(decode((const char *)buf, len, &it, &d), 0);
+		bad = NULL;
+		ck_assert_int_eq(tfs_cbor_keys_check(it, &bad),
+				 cases[i].bad ? -EBADMSG : 0);
+		if (cases[i].bad)
+			ck_assert_str_eq(bad, cases[i].bad);
+		else
+			ck_assert_ptr_null(bad);
+		free(bad);
+		cbor_decref(&it);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cbor");
@@ -288,6 +344,7 @@ int main(void)
 	tcase_add_test(tc, indefinite_forms);
 	tcase_add_test(tc, rejects);
 	tcase_add_test(tc, keys);
+	tcase_add_test(tc, keys_given_twice);
 	tcase_add_test(tc, deterministic);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
