@@ -95,12 +95,14 @@ void tfs_rs_free(struct tfs_read_state *rs)
 	while (rs->bg_running)
 		pthread_cond_wait(&rs->bg_done, &rs->bg_lock);
 	pthread_mutex_unlock(&rs->bg_lock);
-	for (i = 0; rs->ts && i < rs->ntensors; i++) {
+	for (i = 0; rs->ts && i < rs->nstates; i++) {
 		tfs_stream_free(rs->ts[i].stream);
 		pthread_mutex_destroy(&rs->ts[i].fill);
 		pthread_cond_destroy(&rs->ts[i].progress);
 	}
 	free(rs->ts);
+	free(rs->state);
+	free(rs->flags);
 	tfs_cache_free(rs->cache);
 	pthread_mutex_destroy(&rs->dlock);
 	pthread_cond_destroy(&rs->dcond);
@@ -113,7 +115,7 @@ int tfs_rs_new(struct tfs_image *img, struct tfs_diag *d)
 {
 	const struct tfs_tree *t = img->tree;
 	struct tfs_read_state *rs;
-	uint32_t i;
+	uint32_t i, n = 0;
 	int ret;
 
 	rs = calloc(1, sizeof(*rs));
@@ -126,19 +128,38 @@ int tfs_rs_new(struct tfs_image *img, struct tfs_diag *d)
 	rs->opts.cache_size = tfs_default_cache_size();
 	rs->opts.verify = TFS_VERIFY_FIRST;
 	rs->window = window_for(rs->opts.cache_size);
-	rs->ts = calloc(t->ntensors ? t->ntensors : 1, sizeof(*rs->ts));
-	ret = rs->ts ? tfs_cache_new(&rs->cache, rs->opts.cache_size,
-				     drop_whole)
-		     : -ENOMEM;
+	for (i = 0; i < t->ntensors; i++)
+		if (t->tensors[i].encoding != TFS_ENCODING_RAW ||
+		    t->tensors[i].digest)
+			n++;
+	rs->ts = calloc(n ? n : 1, sizeof(*rs->ts));
+	rs->state =
+		malloc((t->ntensors ? t->ntensors : 1) * sizeof(*rs->state));
+	rs->flags = calloc(t->ntensors ? t->ntensors : 1, sizeof(*rs->flags));
+	ret = rs->ts && rs->state && rs->flags
+		      ? tfs_cache_new(&rs->cache, rs->opts.cache_size,
+				      drop_whole)
+		      : -ENOMEM;
 	if (ret) {
 		tfs_rs_free(rs);
 		return tfs_diag_oom(d);
 	}
+	rs->ntensors = t->ntensors;
 	for (i = 0; i < t->ntensors; i++) {
-		pthread_mutex_init(&rs->ts[i].fill, NULL);
-		pthread_cond_init(&rs->ts[i].progress, NULL);
-		rs->ntensors = i + 1;
-		if (tfs_digest_parse(t->tensors[i].digest, &rs->ts[i].digest)) {
+		struct tensor_state *ts;
+
+		/* bytes that cannot be served: every read is refused */
+		if (t->tensors[i].unreadable)
+			atomic_store(&rs->flags[i], TS_FAILED);
+		rs->state[i] = TFS_NO_STATE;
+		if (t->tensors[i].encoding == TFS_ENCODING_RAW &&
+		    !t->tensors[i].digest)
+			continue;
+		rs->state[i] = rs->nstates;
+		ts = &rs->ts[rs->nstates++];
+		pthread_mutex_init(&ts->fill, NULL);
+		pthread_cond_init(&ts->progress, NULL);
+		if (tfs_digest_parse(t->tensors[i].digest, &ts->digest)) {
 			tfs_rs_free(rs);
 			return tfs_diag_set(d, -EBADMSG,
 					    "tensor '%s': digest: malformed "
@@ -146,9 +167,6 @@ int tfs_rs_new(struct tfs_image *img, struct tfs_diag *d)
 					    t->tensors[i].path,
 					    t->tensors[i].digest);
 		}
-		/* bytes that cannot be served: every read is refused */
-		if (t->tensors[i].unreadable)
-			atomic_store(&rs->ts[i].failed, true);
 	}
 	img->rs = rs;
 	return 0;
@@ -195,7 +213,7 @@ static void report(struct tfs_image *img, uint32_t idx, const char *fmt, ...)
 	va_list ap;
 
 	if ((!rs->opts.log && !rs->opts.failed) ||
-	    atomic_exchange(&rs->ts[idx].logged, true))
+	    (atomic_fetch_or(&rs->flags[idx], TS_LOGGED) & TS_LOGGED))
 		return;
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
@@ -215,7 +233,7 @@ static void report(struct tfs_image *img, uint32_t idx, const char *fmt, ...)
 /* the tensor's bytes are wrong for good: remember, report, -EIO */
 static int fail_tensor(struct tfs_image *img, uint32_t idx, const char *why)
 {
-	atomic_store(&img->rs->ts[idx].failed, true);
+	atomic_fetch_or(&img->rs->flags[idx], TS_FAILED);
 	report(img, idx, "%s", why);
 	return -EIO;
 }
@@ -239,16 +257,16 @@ static int digest_verify(struct tfs_image *img, uint32_t idx)
 	if (!tfs_source_live_range_ok(tfs_image_source(img, x), off, len))
 		return -EIO;
 	atomic_fetch_add(&rs->digest_checks, 1);
-	ret = tfs_digest_check(&rs->ts[idx].digest,
+	ret = tfs_digest_check(&state_of(rs, idx)->digest,
 			       len ? tfs_image_source(img, x)->data + off
 				   : (const uint8_t *)"",
 			       (size_t)len, &got);
 	if (ret != -EBADMSG)
 		return ret;
 	atomic_fetch_add(&rs->digest_failures, 1);
-	tfs_digest_format(&rs->ts[idx].digest, want_s, sizeof(want_s));
+	tfs_digest_format(&state_of(rs, idx)->digest, want_s, sizeof(want_s));
 	tfs_digest_format(&got, got_s, sizeof(got_s));
-	atomic_store(&rs->ts[idx].failed, true);
+	atomic_fetch_or(&rs->flags[idx], TS_FAILED);
 	report(img, idx,
 	       "digest mismatch: the container says %s, the stored bytes "
 	       "have %s",
@@ -260,7 +278,7 @@ static int digest_verify(struct tfs_image *img, uint32_t idx)
 static int digest_first(struct tfs_image *img, uint32_t idx)
 {
 	struct tfs_read_state *rs = img->rs;
-	struct tensor_state *ts = &rs->ts[idx];
+	struct tensor_state *ts = state_of(rs, idx);
 	int ret, st;
 
 	if (atomic_load_explicit(&ts->dg, memory_order_acquire) == DG_OK)
@@ -292,10 +310,10 @@ int tfs_digest_gate(struct tfs_image *img, uint32_t idx)
 	struct tfs_read_state *rs = img->rs;
 	int ret;
 
-	if (atomic_load(&rs->ts[idx].failed))
+	if (failed(rs, idx))
 		return -EIO;
 	/* a digest of the decoded bytes is checked when they are complete */
-	if (!digest_known(&rs->ts[idx]) ||
+	if (!digest_known(state_of(rs, idx)) ||
 	    img->tree->tensors[idx].digest_decoded)
 		return 0;
 	switch (rs->opts.verify) {
@@ -324,14 +342,14 @@ static int decoded_digest_check(struct tfs_image *img, uint32_t idx,
 	int ret;
 
 	atomic_fetch_add(&rs->digest_checks, 1);
-	ret = tfs_digest_check(&rs->ts[idx].digest,
+	ret = tfs_digest_check(&state_of(rs, idx)->digest,
 			       len ? p : (const uint8_t *)"", len, &got);
 	if (ret != -EBADMSG)
 		return ret ? -EIO : 0;
 	atomic_fetch_add(&rs->digest_failures, 1);
-	tfs_digest_format(&rs->ts[idx].digest, want_s, sizeof(want_s));
+	tfs_digest_format(&state_of(rs, idx)->digest, want_s, sizeof(want_s));
 	tfs_digest_format(&got, got_s, sizeof(got_s));
-	atomic_store(&rs->ts[idx].failed, true);
+	atomic_fetch_or(&rs->flags[idx], TS_FAILED);
 	report(img, idx,
 	       "digest mismatch: the container says %s, the decoded bytes "
 	       "have %s",
@@ -343,7 +361,7 @@ static int decoded_digest_check(struct tfs_image *img, uint32_t idx,
 static bool digest_after_decode(const struct tfs_image *img, uint32_t idx)
 {
 	return img->tree->tensors[idx].digest_decoded &&
-	       digest_known(&img->rs->ts[idx]) &&
+	       digest_known(state_of(img->rs, idx)) &&
 	       img->rs->opts.verify != TFS_VERIFY_OFF;
 }
 
@@ -417,7 +435,7 @@ static void whole_run(struct tfs_image *img, uint32_t idx,
 		      struct tfs_cache_entry *e, struct whole_state *ws)
 {
 	struct tfs_read_state *rs = img->rs;
-	struct tensor_state *ts = &rs->ts[idx];
+	struct tensor_state *ts = state_of(rs, idx);
 	size_t done, target;
 	int ret;
 
@@ -510,7 +528,7 @@ static int bg_launch(struct tfs_image *img, uint32_t idx,
 
 static void bg_decode(struct bg_job *job)
 {
-	struct tensor_state *ts = &job->img->rs->ts[job->idx];
+	struct tensor_state *ts = state_of(job->img->rs, job->idx);
 
 	pthread_mutex_lock(&ts->fill);
 	whole_run(job->img, job->idx, job->e, job->e->state);
@@ -559,12 +577,12 @@ static int whole_begin(struct tfs_image *img, uint32_t idx,
 		       struct tfs_cache_entry *e)
 {
 	struct tfs_read_state *rs = img->rs;
-	struct tensor_state *ts = &rs->ts[idx];
+	struct tensor_state *ts = state_of(rs, idx);
 	const struct tfs_tensor *x = &img->tree->tensors[idx];
 	struct whole_state *ws;
 	int ret;
 
-	if (atomic_load(&ts->failed))
+	if (failed(rs, idx))
 		return -EIO;
 	if (!stored_live(img, x))
 		return -EIO;
@@ -613,7 +631,7 @@ static int whole_wait(struct tfs_image *img, uint32_t idx,
 		      struct tfs_cache_entry *e, size_t need)
 {
 	struct tfs_read_state *rs = img->rs;
-	struct tensor_state *ts = &rs->ts[idx];
+	struct tensor_state *ts = state_of(rs, idx);
 	struct whole_state *ws;
 	int ret = 0;
 
@@ -627,7 +645,7 @@ static int whole_wait(struct tfs_image *img, uint32_t idx,
 	}
 	if (need > ws->want)
 		ws->want = need;
-	while (!ws->err && !atomic_load(&ts->failed)) {
+	while (!ws->err && !failed(rs, idx)) {
 		if (atomic_load(&ws->decoded) < e->len && !ws->running &&
 		    atomic_load(&ws->decoded) < sat_add(ws->want, AHEAD / 2))
 			whole_start(img, idx, e, ws);
@@ -637,7 +655,7 @@ static int whole_wait(struct tfs_image *img, uint32_t idx,
 	}
 	if (ws->err)
 		ret = ws->err;
-	else if (atomic_load(&ts->failed))
+	else if (failed(rs, idx))
 		ret = -EIO;
 	pthread_mutex_unlock(&ts->fill);
 	return ret;
@@ -664,7 +682,7 @@ static int window_decode(struct tfs_image *img, uint32_t idx, uint32_t k,
 			 uint8_t *dst, size_t len)
 {
 	struct tfs_read_state *rs = img->rs;
-	struct tensor_state *ts = &rs->ts[idx];
+	struct tensor_state *ts = state_of(rs, idx);
 	const struct tfs_tensor *x = &img->tree->tensors[idx];
 	size_t pos = 0;
 	int ret;
@@ -688,7 +706,7 @@ static int window_decode(struct tfs_image *img, uint32_t idx, uint32_t k,
 static int window_restart(struct tfs_image *img, uint32_t idx)
 {
 	struct tfs_read_state *rs = img->rs;
-	struct tensor_state *ts = &rs->ts[idx];
+	struct tensor_state *ts = state_of(rs, idx);
 	const struct tfs_tensor *x = &img->tree->tensors[idx];
 	int ret = tfs_digest_gate(img, idx);
 
@@ -712,7 +730,7 @@ static int window_get(struct tfs_image *img, uint32_t idx, uint32_t k,
 		      struct tfs_cache_entry **out)
 {
 	struct tfs_read_state *rs = img->rs;
-	struct tensor_state *ts = &rs->ts[idx];
+	struct tensor_state *ts = state_of(rs, idx);
 	const struct tfs_tensor *x = &img->tree->tensors[idx];
 	struct tfs_cache_entry *e, *ej;
 	uint8_t *scratch = NULL, *dst;
@@ -729,7 +747,7 @@ static int window_get(struct tfs_image *img, uint32_t idx, uint32_t k,
 	}
 	pthread_mutex_lock(&ts->fill);
 	while (!ret && tfs_cache_valid(e) < len) {
-		if (atomic_load(&ts->failed)) {
+		if (failed(rs, idx)) {
 			ret = -EIO;
 			break;
 		}
@@ -858,7 +876,7 @@ static int read_windows(struct tfs_image *img, uint32_t idx, uint64_t off,
 int tfs_decode_read(struct tfs_image *img, uint32_t idx, uint64_t off,
 		    size_t len, struct tfs_view *v)
 {
-	if (atomic_load(&img->rs->ts[idx].failed))
+	if (failed(img->rs, idx))
 		return -EIO;
 	if (img->tree->tensors[idx].size <= img->rs->opts.cache_size)
 		return read_whole(img, idx, off, len, v);
@@ -872,8 +890,7 @@ bool tfs_image_node_failed(const struct tfs_image *img, uint32_t node)
 	if (node >= img->tree->nnodes)
 		return false;
 	n = &img->tree->nodes[node];
-	return n->kind == TFS_NODE_TENSOR &&
-	       atomic_load(&img->rs->ts[n->tensor].failed);
+	return n->kind == TFS_NODE_TENSOR && failed(img->rs, n->tensor);
 }
 
 void tfs_view_release(struct tfs_image *img, struct tfs_view *v)

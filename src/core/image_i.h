@@ -20,21 +20,31 @@
 enum { DG_UNCHECKED, DG_CHECKING, DG_OK, DG_FAILED };
 enum { PIN_NONE, PIN_ENTRY, PIN_BOUNCE };
 
+/*
+ * What reads of an encoded tensor, or of one with a digest, keep.  A raw
+ * tensor without a digest has none: 100,000 of them would hold 15 MB.
+ */
 struct tensor_state {
 	struct tfs_digest digest;
-	atomic_int dg;	    /* DG_*; changed under rs->dlock */
-	atomic_bool failed; /* for good: reads give -EIO */
-	atomic_bool logged;
+	atomic_int dg; /* DG_*; changed under rs->dlock */
 	pthread_mutex_t fill;
 	pthread_cond_t progress;   /* whole mode: more bytes are valid */
 	struct tfs_stream *stream; /* window mode: the running decoder */
 	uint32_t next_window;	   /* window mode: what the stream makes next */
 };
 
+#define TFS_NO_STATE UINT32_MAX
+#define TS_FAILED 1u
+#define TS_LOGGED 2u
+
 struct tfs_read_state {
 	struct tfs_image_options opts;
 	struct tfs_cache *cache;
-	struct tensor_state *ts;
+	struct tensor_state *ts; /* the tensors that have one */
+	uint32_t nstates;
+	uint32_t *state; /* by tensor: its index in @ts, or TFS_NO_STATE */
+	/* by tensor: TS_FAILED (for good: reads give -EIO), TS_LOGGED */
+	atomic_uchar *flags;
 	uint32_t ntensors;
 	size_t window;
 	pthread_mutex_t dlock;
@@ -90,12 +100,25 @@ static inline bool stored_live(const struct tfs_image *img,
 					x->stored_length);
 }
 
+/* tensor @idx's state, or NULL: a raw tensor without a digest has none */
+static inline struct tensor_state *state_of(const struct tfs_read_state *rs,
+					    uint32_t idx)
+{
+	return rs->state[idx] == TFS_NO_STATE ? NULL : &rs->ts[rs->state[idx]];
+}
+
+/* tensor @idx failed for good */
+static inline bool failed(const struct tfs_read_state *rs, uint32_t idx)
+{
+	return atomic_load(&rs->flags[idx]) & TS_FAILED;
+}
+
 static inline bool digest_known(const struct tensor_state *ts)
 {
-	return ts->digest.alg == TFS_DIGEST_CRC32C ||
-	       ts->digest.alg == TFS_DIGEST_CRC32 ||
-	       ts->digest.alg == TFS_DIGEST_SHA256 ||
-	       ts->digest.alg == TFS_DIGEST_XXH3;
+	return ts && (ts->digest.alg == TFS_DIGEST_CRC32C ||
+		      ts->digest.alg == TFS_DIGEST_CRC32 ||
+		      ts->digest.alg == TFS_DIGEST_SHA256 ||
+		      ts->digest.alg == TFS_DIGEST_XXH3);
 }
 
 #endif

@@ -135,8 +135,8 @@ int tfs_image_check_tensor(struct tfs_image *img, uint32_t tensor,
 		return r->err = -ENOENT;
 	c.x = &img->tree->tensors[tensor];
 	c.base = c.x->has_digest_extent ? c.x->digest_offset : c.x->offset;
-	ts = &img->rs->ts[tensor];
-	r->digest = ts->digest.alg;
+	ts = state_of(img->rs, tensor);
+	r->digest = ts ? ts->digest.alg : TFS_DIGEST_NONE;
 	if (c.x->unreadable) {
 		snprintf(r->msg, sizeof(r->msg), "%s", c.x->unreadable);
 		r->skipped = !c.x->unreadable_is_fault;
