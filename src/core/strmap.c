@@ -3,18 +3,14 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "strmap.h"
 
+/* XXH3: paths differ in their last bytes, which FNV-1a mixes poorly */
 static size_t hash_str(const char *s)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
-
-	while (*s) {
-		h ^= (unsigned char)*s++;
-		h *= 0x100000001b3ull;
-	}
-	return (size_t)(h ^ (h >> 29));
+	return (size_t)XXH3_64bits(s, strlen(s));
 }
 
 void tfs_strmap_init(struct tfs_strmap *m)
