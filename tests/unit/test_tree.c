@@ -545,6 +545,83 @@ START_TEST(groups_and_xattrs)
 }
 END_TEST
 
+/* a tensor "name" at [off, +4) with the manifest extras @extra (taken) */
+static void add_with_extra(const char *name, uint64_t off, json_t *extra)
+{
+	struct tfs_tensor_spec s = spec_for(name, off, 4);
+	uint32_t h;
+
+	ck_assert_int_eq(tfs_builder_add_tensor(b, &s, &h, &d), 0);
+	if (extra)
+		ck_assert_int_eq(
+			json_object_update(tfs_builder_manifest_extra(b, h),
+					   extra),
+			0);
+	json_decref(extra);
+}
+
+/*
+ * manifest.json, made on first use entry by entry, is byte for byte
+ * jansson's JSON_INDENT(2) dump of the same document; extras equal but for
+ * their members' order keep their own order
+ */
+START_TEST(manifest_text_is_jansson_dump)
+{
+	struct tfs_tensor_spec g = spec_for("sp", 0, 0),
+			       c = spec_for("v", 8, 4);
+	struct tfs_tree *t;
+	json_error_t err;
+	json_t *j;
+	char *want;
+	const char *text, *p1, *p2;
+	uint32_t n, gh;
+
+	add_with_extra("a.b", 0,
+		       json_pack("{s:s, s:{s:i, s:[s,f]}}", "layout", "dense",
+				 "attributes", "z", 1, "list", "x", 0.5));
+	add_with_extra("a.c", 4,
+		       json_pack("{s:s, s:{s:[s,f], s:i}}", "layout", "dense",
+				 "attributes", "list", "x", 0.5, "z", 1));
+	add_with_extra("a.d", 12, json_pack("{s:s}", "layout", "dense"));
+	add_with_extra("a.e", 16, NULL);
+	add_with_extra("bad\xff", 20, json_pack("{s:s}", "layout", "dense"));
+	g.dtype = TFS_DTYPE_FLOAT32;
+	ck_assert_int_eq(tfs_builder_add_group(b, &g, &gh, &d), 0);
+	json_object_set_new(tfs_builder_manifest_extra(b, gh), "layout",
+			    json_string("csr"));
+	ck_assert_int_eq(
+		tfs_builder_add_component(b, gh, "values", &c, NULL, &d), 0);
+	t = finish();
+	n = tfs_tree_resolve(t, ".tensorfs/manifest.json");
+	ck_assert_uint_ne(n, TFS_NO_NODE);
+	ck_assert_uint_gt(tfs_node_size(t, n), 0);
+	text = t->nodes[n].mem;
+	j = json_loadb(text, t->nodes[n].mem_len, 0, &err);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_uint_eq(json_array_size(json_object_get(j, "tensors")), 6);
+	want = json_dumps(j, JSON_INDENT(2));
+	ck_assert_ptr_nonnull(want);
+	ck_assert_uint_eq(t->nodes[n].mem_len, strlen(want) + 1);
+	ck_assert_mem_eq(text, want, strlen(want));
+	ck_assert_int_eq(text[strlen(want)], '\n');
+	/* "a.b" lists "z" first, "a.c" "list" first */
+	p1 = strstr(text, "\"z\"");
+	p2 = strstr(text, "\"list\"");
+	ck_assert(p1 && p2 && p1 < p2);
+	p1 = strstr(p2 + 1, "\"z\"");
+	p2 = strstr(p2 + 1, "\"list\"");
+	ck_assert(p1 && p2 && p2 < p1);
+	ck_assert_str_eq(
+		json_string_value(json_object_get(
+			json_array_get(json_object_get(j, "tensors"), 5),
+			"layout")),
+		"csr");
+	free(want);
+	json_decref(j);
+	tfs_tree_free(t);
+}
+END_TEST
+
 START_TEST(manifest_json)
 {
 	struct tfs_tree *t;
@@ -623,6 +700,7 @@ int main(void)
 	tcase_add_test(tc, dtype_table);
 	tcase_add_test(tc, printable_names);
 	tcase_add_test(tc, manifest_json);
+	tcase_add_test(tc, manifest_text_is_jansson_dump);
 	tcase_add_test(tc, many_tensors);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
