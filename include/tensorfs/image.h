@@ -218,7 +218,8 @@ int tfs_image_read_tensor(struct tfs_image *img, uint32_t tensor, uint64_t off,
  * own (raw, served from the mapping), drop the container's cached pages
  * that the file has served, so reading a model through the mount does not
  * cache it twice: in windows of TFS_DROP_WINDOW as a reader moves on, and
- * the whole tensor once its end is served.
+ * the whole tensor once its end is served (then the window of any read
+ * that finishes later: the kernel's readahead sends several at once).
  */
 #define TFS_DROP_WINDOW (64ull << 20)
 void tfs_image_drop_source_cache(struct tfs_image *img, uint32_t node,

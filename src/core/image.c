@@ -236,6 +236,18 @@ void tfs_image_drop_source_cache(struct tfs_image *img, uint32_t node,
 	if (end == x->stored_length) {
 		from = 0; /* the whole tensor, once its end is served */
 		to = end;
+		atomic_fetch_or(&img->rs->flags[t->nodes[node].tensor],
+				TS_END_SERVED);
+	} else if (atomic_load(&img->rs->flags[t->nodes[node].tensor]) &
+		   TS_END_SERVED) {
+		/*
+		 * a read that finished after the end's (the kernel's
+		 * readahead runs several at once): its copy brought pages of
+		 * its window back
+		 */
+		from = (off > x->prefix_len ? off - x->prefix_len : 0) /
+		       TFS_DROP_WINDOW * TFS_DROP_WINDOW;
+		to = end;
 	} else {
 		/* a window boundary crossed: the window behind it */
 		to = end / TFS_DROP_WINDOW * TFS_DROP_WINDOW;

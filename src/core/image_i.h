@@ -36,6 +36,7 @@ struct tensor_state {
 #define TFS_NO_STATE UINT32_MAX
 #define TS_FAILED 1u
 #define TS_LOGGED 2u
+#define TS_END_SERVED 4u /* its last bytes were served (drop_source_cache) */
 
 struct tfs_read_state {
 	struct tfs_image_options opts;
