@@ -1528,9 +1528,9 @@ static int move_xattrs(struct tfs_tree *t, struct tfs_node *nodes,
 	uint32_t i, n = e->nxattrs;
 	uint64_t h;
 
-	qsort(e->xattrs, n, sizeof(*e->xattrs), cmp_xattrs);
 	if (!n)
 		return 0;
+	qsort(e->xattrs, n, sizeof(*e->xattrs), cmp_xattrs);
 	if (shared->len * 2 >= shared->cap && block_map_grow(shared))
 		return -ENOMEM;
 	h = block_hash(e);
