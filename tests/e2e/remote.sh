@@ -23,6 +23,7 @@ fi
 command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
 
 CHUNK=262144
+BLOCK=$((16 * CHUNK)) # a cache file
 SERVED=$WORK/served
 mkdir -p "$SERVED"
 export TENSORFS_REMOTE_OPTIONS="cache_dir=$WORK/cache"
@@ -43,6 +44,13 @@ start_server() { # ROOT: sets PORT, LOG, FAULTS
 	: >"$LOG"
 }
 stop_server() { kill "$SERVER"; wait "$SERVER" 2>/dev/null; }
+# unmount and wait for the daemon to end: its cache writer finishes first
+unmount_wait() {
+	local pid
+	pid=$(daemon_pid "$1")
+	unmount "$1"
+	while [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+}
 trap 'stop_server; cleanup' EXIT
 
 # ranges of 206 answers in the log, as "first-last" lines
@@ -218,31 +226,41 @@ start_server "$SERVED"
 URL=http://127.0.0.1:$PORT/m.safetensors
 mnt=$(mount_container "$URL" -o cache_dir="$WORK/c2")
 cat "$mnt"/t* >/dev/null
-unmount "$mnt"
+unmount_wait "$mnt"
 : >"$LOG"
 mnt=$(mount_container "$URL" -o cache_dir="$WORK/c2")
 cat "$mnt"/t* | cmp - <(tail -c +$((hdr_end + 1)) "$M") &&
 	ok "second mount reads the whole model from the cache" ||
 	fail "second mount's bytes"
 eq "fetching only the probe" "$(ranges)" "0-$((CHUNK - 1))"
-unmount "$mnt"
-# a corrupted chunk is never served: fetched again
-chunk=$(ls "$WORK"/c2/*/0000000000000010)
-printf 'X' | dd of="$chunk" bs=1 seek=5000 conv=notrunc status=none
+unmount_wait "$mnt"
+size=$(stat -c %s "$M")
+eq "one cache file per 4 MiB block" \
+	"$(find "$WORK"/c2 -type f -name '0*' | wc -l)" \
+	"$(((size + BLOCK - 1) / BLOCK))"
+# a corrupted block is never served: fetched again
+block=$(ls "$WORK"/c2/*/0000000000000001)
+printf 'X' | dd of="$block" bs=1 seek=5000 conv=notrunc status=none
 : >"$LOG"
 mnt=$(mount_container "$URL" -o cache_dir="$WORK/c2")
 cat "$mnt"/t* | cmp - <(tail -c +$((hdr_end + 1)) "$M") &&
-	ok "a corrupted chunk is not served" || fail "corrupt chunk served"
-ranges | grep -q "^$((16 * CHUNK))-" && ok "and was fetched again" ||
-	fail "corrupt chunk not refetched: $(ranges)"
-unmount "$mnt"
+	ok "a corrupted block is not served" || fail "corrupt block served"
+# the ranges fetched besides the probe: within block 1, and all of it
+bad=$(ranges | sed 1d | awk -F- -v lo=$BLOCK -v hi=$((2 * BLOCK - 1)) \
+	'$1 < lo || $2 > hi')
+eq "and only it was fetched again" "$bad" ""
+covered=$(ranges | sed 1d | awk -F- -v c=$CHUNK '{
+	for (o = $1; o <= $2; o += c) seen[o] = 1 } END { print length(seen) }')
+eq "all of it" "$covered" 16
+unmount_wait "$mnt"
 # cache_max: least recently used out
-mnt=$(mount_container "$URL" -o cache_dir="$WORK/c3",cache_max=2M)
+mnt=$(mount_container "$URL" -o cache_dir="$WORK/c3",cache_max=10M)
 cat "$mnt"/t* >/dev/null
-unmount "$mnt"
+unmount_wait "$mnt"
 used=$(du -sb "$WORK/c3" | cut -f1)
-[ "$used" -le $((2 * 1048576 + 2 * CHUNK + 8192)) ] &&
-	ok "cache_max=2M holds $used bytes" || fail "cache holds $used bytes"
+[ "$used" -le $((10 * 1048576 + BLOCK + 4096 + 8192)) ] &&
+	[ "$used" -ge $((4 * 1048576)) ] &&
+	ok "cache_max=10M holds $used bytes" || fail "cache holds $used bytes"
 stop_server
 
 # ---- s3:// (SigV4 checked by the server) and hf:// (revision -> commit) ----
