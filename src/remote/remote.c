@@ -54,6 +54,7 @@ enum {
 	BL_NONE,   /* not known to be in the disk cache */
 	BL_QUEUED, /* complete in the memfd, queued for the cache writer */
 	BL_CACHED, /* in the disk cache (or given up on) */
+	BL_MAPPED, /* a disk cache file is mapped in its place */
 };
 
 enum {
@@ -850,6 +851,37 @@ static void *cache_writer(void *arg)
 }
 
 /*
+ * Block @b from the disk cache, checked whole, then its file mapped in the
+ * place of its range of the memfd mapping (mremap: at once), so a hit is
+ * served from the cache file's page cache like a local file, no copy;
+ * those pages are the kernel's to reclaim, and a drop leaves them.  The
+ * memfd's pages under it are freed.  0, or -ENOENT (a miss).
+ */
+static int map_cached(struct remote *r, uint64_t b)
+{
+	uint64_t off = block_off(b), len = block_len(r, b);
+	size_t span = (size_t)((len + r->page - 1) / r->page * r->page);
+	struct tfs_chunk_map m = {0};
+	const uint8_t *data;
+	void *at;
+
+	data = tfs_chunk_cache_map(r->cache, b, off, (size_t)len, &m);
+	if (!data)
+		return -ENOENT;
+	at = mremap((void *)(uintptr_t)data, span, span,
+		    MREMAP_MAYMOVE | MREMAP_FIXED, r->map + off);
+	if (at == MAP_FAILED) {
+		tfs_chunk_cache_unmap(&m);
+		return -ENOENT;
+	}
+	/* what is left of the file's mapping: its header page */
+	munmap(m.map, TFS_CHUNK_HEADER);
+	fallocate(r->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		  (off_t)off, (off_t)len);
+	return 0;
+}
+
+/*
  * One piece: the disk cache block by block (copied into the memfd), the
  * network for the rest (straight into the memfd); then its whole blocks
  * go to the cache writer.
@@ -861,28 +893,23 @@ static int run_piece(struct remote *r, CURL *h, const struct piece *p)
 	int ret = 0;
 
 	for (i = p->first; r->cache && i < end; i = j) {
-		uint64_t b = i / BLOCK_CHUNKS, from = chunk_off(i), n;
-		struct tfs_chunk_map m = {0};
-		const uint8_t *data;
+		uint64_t b = i / BLOCK_CHUNKS, c0 = b * BLOCK_CHUNKS, c;
 
 		j = (b + 1) * BLOCK_CHUNKS < end ? (b + 1) * BLOCK_CHUNKS : end;
-		n = chunk_off(j - 1) + chunk_len(r, j - 1) - from;
-		data = tfs_chunk_cache_map(r->cache, b, block_off(b),
-					   (size_t)block_len(r, b), &m);
-		/* the file is mapped whole: its last page reads as zeros */
-		if (!data ||
-		    put_pages(r, data + (from - block_off(b)), n, from)) {
-			tfs_chunk_cache_unmap(&m);
+		if (map_cached(r, b))
 			continue;
-		}
-		tfs_chunk_cache_unmap(&m);
 		for (k = i; k < j; k++)
 			have[k - p->first] = true;
 		hit += j - i;
-		hit_bytes += n;
+		hit_bytes +=
+			chunk_off(j - 1) + chunk_len(r, j - 1) - chunk_off(i);
 		pthread_mutex_lock(&r->lock);
-		if (r->bstate[b] == BL_NONE)
-			r->bstate[b] = BL_CACHED;
+		r->bstate[b] = BL_MAPPED;
+		/* the block's other chunks are there too now */
+		for (c = c0; c < c0 + BLOCK_CHUNKS && c < r->nchunks; c++)
+			if ((c < i || c >= j) && (r->state[c] == CH_MISSING ||
+						  r->state[c] == CH_FAILED))
+				r->state[c] = CH_PRESENT;
 		pthread_mutex_unlock(&r->lock);
 	}
 	for (i = 0; !ret && i < p->count; i = j) {
@@ -1148,10 +1175,37 @@ static void *fault_loop(void *arg)
 	return NULL;
 }
 
+/*
+ * Register the mapping with the userfaultfd, but for the blocks a cache
+ * file is mapped on (a file mapping cannot be registered; its pages are
+ * all there).  0 or -1 with errno.
+ */
+static int register_memfd(struct remote *r)
+{
+	struct uffdio_register reg;
+	uint64_t b, e, end;
+
+	for (b = 0; b < r->nblocks; b = e) {
+		if (r->bstate[b] == BL_MAPPED) {
+			e = b + 1;
+			continue;
+		}
+		for (e = b; e < r->nblocks && r->bstate[e] != BL_MAPPED; e++)
+			;
+		end = e >= r->nblocks ? r->maplen : block_off(e);
+		memset(&reg, 0, sizeof(reg));
+		reg.range.start = (uint64_t)(uintptr_t)(r->map + block_off(b));
+		reg.range.len = end - block_off(b);
+		reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+		if (ioctl(r->uffd, UFFDIO_REGISTER, &reg))
+			return -1;
+	}
+	return 0;
+}
+
 static int start_uffd(struct remote *r)
 {
 	struct uffdio_api api = {.api = UFFD_API};
-	struct uffdio_register reg;
 
 	r->uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 	if (r->uffd < 0 && errno == EPERM)
@@ -1161,12 +1215,7 @@ static int start_uffd(struct remote *r)
 					       UFFD_USER_MODE_ONLY);
 	if (r->uffd < 0)
 		return -errno;
-	memset(&reg, 0, sizeof(reg));
-	reg.range.start = (uint64_t)(uintptr_t)r->map;
-	reg.range.len = r->maplen;
-	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
-	if (ioctl(r->uffd, UFFDIO_API, &api) ||
-	    ioctl(r->uffd, UFFDIO_REGISTER, &reg) ||
+	if (ioctl(r->uffd, UFFDIO_API, &api) || register_memfd(r) ||
 	    pipe2(r->stop_pipe, O_CLOEXEC)) {
 		int e = -errno;
 
@@ -1331,6 +1380,8 @@ static void remote_drop(void *impl, uint64_t off, uint64_t len)
 		 * the cache writer has them (a block half dropped would
 		 * never be whole, never cached).
 		 */
+		if (r->bstate[c / BLOCK_CHUNKS] == BL_MAPPED)
+			continue; /* the cache file's pages: reclaimable */
 		if (r->writer_running &&
 		    r->bstate[c / BLOCK_CHUNKS] != BL_CACHED) {
 			r->dropreq[c] = 1;
