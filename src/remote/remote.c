@@ -1457,6 +1457,15 @@ int tfs_remote_find_index(const char *url, char **dir, char **index,
 		url, config.insecure, (long)config.timeout_ms, dir, index, d);
 }
 
+int tfs_remote_list(const char *dir, char ***names, size_t *n,
+		    struct tfs_diag *d)
+{
+	pthread_once(&once, init_once);
+	tfs_diag_clear(d);
+	return tfs_remote_list_with(dir, config.insecure,
+				    (long)config.timeout_ms, names, n, d);
+}
+
 int tfs_remote_stats(const struct tfs_source *s, struct tfs_remote_stats *st)
 {
 	struct remote *r = s->impl;

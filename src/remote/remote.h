@@ -67,6 +67,10 @@ void tfs_remote_mounted(void);
 int tfs_remote_find_index(const char *url, char **dir, char **index,
 			  struct tfs_diag *d);
 
+/* the lister tfs_image_open_sharded() uses for a directory without index */
+int tfs_remote_list(const char *dir, char ***names, size_t *n,
+		    struct tfs_diag *d);
+
 /* @url without user info and query (what may be shown); malloc'd */
 char *tfs_remote_redact(const char *url);
 

@@ -385,8 +385,12 @@ static int names_add(struct names *ns, const char *p, size_t len)
 	return 0;
 }
 
-/* S3 ListObjectsV2 of one level under @prefix: the names below it */
-static int list_s3(const char *rest, struct names *ns, bool insecure,
+/*
+ * S3 ListObjectsV2 under @prefix: the names below it, one level, or
+ * (@deep) all of them, as paths relative to it (at most one answer: 1,000
+ * keys).
+ */
+static int list_s3(const char *rest, bool deep, struct names *ns, bool insecure,
 		   long timeout_ms, char **dir, struct tfs_diag *d)
 {
 	struct tfs_remote_target t;
@@ -405,8 +409,8 @@ static int list_s3(const char *rest, struct names *ns, bool insecure,
 	}
 	ep = escape_query(prefix);
 	/* the query's parameters sorted, as SigV4 wants them */
-	if (!ep || asprintf(&url, "%s?delimiter=%%2F&list-type=2&prefix=%s",
-			    t.url, ep) < 0) {
+	if (!ep || asprintf(&url, "%s?%slist-type=2&prefix=%s", t.url,
+			    deep ? "" : "delimiter=%2F&", ep) < 0) {
 		url = NULL;
 		ret = -ENOMEM;
 		goto out;
@@ -417,14 +421,19 @@ static int list_s3(const char *rest, struct names *ns, bool insecure,
 		q = strstr(p, "</Key>");
 		if (!q)
 			break;
-		/* a name right under the prefix (no entity in index names) */
+		/*
+		 * A name under the prefix (right under it unless @deep), not
+		 * a "directory" marker, without XML entities (&, <, >: such
+		 * keys are left out rather than decoded).
+		 */
 		if ((size_t)(q - p) > pl && strncmp(p, prefix, pl) == 0 &&
-		    !memchr(p + pl, '/', (size_t)(q - p) - pl))
+		    q[-1] != '/' && !memchr(p, '&', (size_t)(q - p)) &&
+		    (deep || !memchr(p + pl, '/', (size_t)(q - p) - pl)))
 			ret = names_add(ns, p + pl, (size_t)(q - p) - pl);
 	}
 	if (!ret &&
 	    asprintf(dir, "s3://%.*s",
-		     (int)(strlen(rest) - (pl && prefix[pl - 1] == '/')),
+		     (int)(strlen(rest) - (rest[strlen(rest) - 1] == '/')),
 		     rest) < 0) {
 		*dir = NULL;
 		ret = -ENOMEM;
@@ -437,8 +446,9 @@ out:
 	return ret;
 }
 
-/* the Hub's tree API at the revision's commit: the top-level files */
-static int list_hf(const char *rest, struct names *ns, bool insecure,
+/* the Hub's tree API at the revision's commit: the top-level files, or
+ * (@deep) all of them */
+static int list_hf(const char *rest, bool deep, struct names *ns, bool insecure,
 		   long timeout_ms, char **dir, struct tfs_diag *d)
 {
 	const char *ep = env("HF_ENDPOINT"), *token = env("HF_TOKEN");
@@ -465,8 +475,8 @@ static int list_hf(const char *rest, struct names *ns, bool insecure,
 	if (!ret)
 		ret = hub_commit(e, repo, rev, &t, insecure, timeout_ms, &sha,
 				 d);
-	if (!ret &&
-	    asprintf(&url, "%s/api/models/%s/tree/%s", e, repo, sha) < 0) {
+	if (!ret && asprintf(&url, "%s/api/models/%s/tree/%s%s", e, repo, sha,
+			     deep ? "?recursive=True" : "") < 0) {
 		url = NULL;
 		ret = -ENOMEM;
 	}
@@ -485,7 +495,7 @@ static int list_hf(const char *rest, struct names *ns, bool insecure,
 			break;
 		if (json_is_string(path) && json_is_string(type) &&
 		    strcmp(json_string_value(type), "file") == 0 &&
-		    !strchr(json_string_value(path), '/'))
+		    (deep || !strchr(json_string_value(path), '/')))
 			ret = names_add(ns, json_string_value(path),
 					strlen(json_string_value(path)));
 	}
@@ -519,7 +529,7 @@ int tfs_remote_find_index_with(const char *url, bool insecure, long timeout_ms,
 		/* s3://BUCKET, s3://BUCKET/ or s3://BUCKET/PREFIX/ */
 		if (strchr(rest, '/') && rest[strlen(rest) - 1] != '/')
 			return 0;
-		ret = list_s3(rest, &ns, insecure, timeout_ms, dir, d);
+		ret = list_s3(rest, false, &ns, insecure, timeout_ms, dir, d);
 	} else if (strncmp(url, "hf://", 5) == 0) {
 		const char *p;
 
@@ -527,20 +537,16 @@ int tfs_remote_find_index_with(const char *url, bool insecure, long timeout_ms,
 			slashes += *p == '/' && p[1];
 		if (slashes != 1)
 			return 0; /* ORG/REPO[@REV]/FILE: one object */
-		ret = list_hf(url + 5, &ns, insecure, timeout_ms, dir, d);
+		ret = list_hf(url + 5, false, &ns, insecure, timeout_ms, dir,
+			      d);
 	} else {
 		return 0;
 	}
 	if (!ret) {
 		qsort(ns.v, ns.n, sizeof(*ns.v), cmp_str);
 		found = pick_index(ns.v, ns.n);
-		if (!found)
-			ret = tfs_diag_set(d, -ENOENT,
-					   "no *.safetensors.index.json or "
-					   "*.bin.index.json in it (%zu "
-					   "files); name one file",
-					   ns.n);
-		else if (!(*index = strdup(found)))
+		/* no index: a directory (tfs_remote_list walks it) */
+		if (found && !(*index = strdup(found)))
 			ret = -ENOMEM;
 	}
 	for (i = 0; i < ns.n; i++)
@@ -553,4 +559,42 @@ int tfs_remote_find_index_with(const char *url, bool insecure, long timeout_ms,
 		return ret;
 	}
 	return 1;
+}
+
+int tfs_remote_list_with(const char *dir, bool insecure, long timeout_ms,
+			 char ***names, size_t *n, struct tfs_diag *d)
+{
+	struct names ns = {0};
+	char *rest = NULL, *shown = NULL;
+	size_t i;
+	int ret;
+
+	*names = NULL;
+	*n = 0;
+	if (strncmp(dir, "s3://", 5) == 0) {
+		/* s3://BUCKET or s3://BUCKET/PREFIX: the prefix ends in / */
+		if (asprintf(&rest, "%s%s", dir + 5,
+			     strchr(dir + 5, '/') && dir[strlen(dir) - 1] != '/'
+				     ? "/"
+				     : "") < 0)
+			return -ENOMEM;
+		ret = list_s3(rest, true, &ns, insecure, timeout_ms, &shown, d);
+	} else if (strncmp(dir, "hf://", 5) == 0) {
+		ret = list_hf(dir + 5, true, &ns, insecure, timeout_ms, &shown,
+			      d);
+	} else {
+		ret = tfs_diag_set(d, -EINVAL, "not a remote directory");
+	}
+	free(rest);
+	free(shown);
+	if (!ret) {
+		qsort(ns.v, ns.n, sizeof(*ns.v), cmp_str);
+		*names = ns.v;
+		*n = ns.n;
+		return 0;
+	}
+	for (i = 0; i < ns.n; i++)
+		free(ns.v[i]);
+	free(ns.v);
+	return ret;
 }

@@ -275,6 +275,25 @@ python3 "$TFS_SOURCE_ROOT/tests/e2e/make_sharded.py" "$SH" --shards 3 \
 	>/dev/null
 rm -rf "$SH/expected"
 cp -r "$SH" "$WORK/obj/org/sharded"
+# a directory without an index: containers at two levels, a GGUF split set
+# (three parts), a file no reader claims
+PL=$WORK/obj/bkt/plain
+mkdir -p "$PL/sub" "$PL/gguf"
+cp "$TFS_FIXTURES/safetensors/overall.safetensors" "$PL/"
+cp "$TFS_FIXTURES/safetensors/d.safetensors" "$PL/sub/"
+cp "$TFS_SOURCE_ROOT"/tests/fixtures/gguf/split/*.gguf "$PL/gguf/"
+echo "not a container" >"$PL/README.md"
+cp -r "$PL" "$WORK/obj/org/plain"
+# the ranges a mount of it may fetch: each file's first chunk, once
+plain_want() { # PATH-PREFIX
+	(cd "$PL" && find . -type f | sed 's|^\./||' | LC_ALL=C sort) |
+		while IFS= read -r f; do
+			n=$(stat -c %s "$PL/$f")
+			[ "$n" -gt "$CHUNK" ] && n=$CHUNK
+			echo "$1/$f 0-$((n - 1))"
+		done
+}
+plain_got() { awk '$3 == 206 { print $2, $4 }' "$LOG" | LC_ALL=C sort; }
 export TFS_S3_ID=AKIDEXAMPLE TFS_S3_SECRET=test-secret TFS_HF_TOKEN=hf_test
 start_server "$WORK/obj"
 unset TFS_S3_ID TFS_S3_SECRET TFS_HF_TOKEN
@@ -294,6 +313,23 @@ mnt=$(mount_container s3://bkt/sharded/ -o no_cache) &&
 	fail "s3:// prefix tree"
 grep -q "GET /bkt?delimiter=%2F&list-type=2&prefix=sharded%2F 200" "$LOG" &&
 	ok "listed by ListObjectsV2, signed" || fail "no listing: $(head -2 "$LOG")"
+unmount "$mnt"
+unmount "$lm"
+# s3://BUCKET/PREFIX/ without an index: as the local directory mounts
+: >"$LOG"
+lm=$(mount_container "$PL")
+mnt=$(mount_container s3://bkt/plain/ -o no_cache) || fail "s3:// plain mount"
+diff -r "$lm" "$mnt" >"$WORK/diff" 2>&1 &&
+	ok "an S3 prefix without an index mounts as the local directory does" ||
+	fail "s3:// plain tree: $(head -3 "$WORK/diff")"
+[ -d "$mnt/gguf/model" ] && [ -d "$mnt/sub/d" ] &&
+	ok "its GGUF split set is one directory, sub/d.safetensors another" ||
+	fail "plain tree: $(cd "$mnt" && find . -maxdepth 2 | head)"
+grep -q "GET /bkt?list-type=2&prefix=plain%2F 200" "$LOG" &&
+	ok "listed whole by ListObjectsV2, signed" ||
+	fail "no deep listing: $(grep list-type "$LOG")"
+eq "the mount fetched each file's first chunk, nothing else" \
+	"$(plain_got)" "$(plain_want /bkt/plain)"
 unmount "$mnt"
 unmount "$lm"
 eq "every S3 request was signed right" "$(awk '$3 == 403' "$LOG" | wc -l)" 0
@@ -324,6 +360,33 @@ sha=$(python3 -c 'import hashlib;print(hashlib.sha1(b"main").hexdigest())')
 eq "one revision question, then the commit only" \
 	"$(grep -c 'revision/main' "$LOG") $(grep -c "/api/models/org/sharded/tree/$sha 200" "$LOG") $(grep -c "resolve/$sha/" "$LOG")" \
 	"1 1 4"
+unmount "$mnt"
+unmount "$lm"
+# hf://ORG/REPO without an index: the same, from the tree API (recursive)
+: >"$LOG"
+lm=$(mount_container "$PL")
+mnt=$(mount_container hf://org/plain -o no_cache) || fail "hf:// plain mount"
+diff -r "$lm" "$mnt" >"$WORK/diff" 2>&1 &&
+	ok "a Hub repository without an index mounts as the local directory does" ||
+	fail "hf:// plain tree: $(head -3 "$WORK/diff")"
+grep -q "GET /api/models/org/plain/tree/$sha?recursive=True 200" "$LOG" &&
+	ok "listed by the recursive tree API at the commit" ||
+	fail "no recursive tree: $(grep tree "$LOG")"
+eq "the mount fetched each file's first chunk, nothing else" \
+	"$(plain_got)" "$(plain_want /org/plain)"
+: >"$LOG"
+f=$(cd "$lm" && find gguf sub -type f ! -path '*/.tensorfs/*' | head -n 1)
+[ -n "$f" ] && cmp "$mnt/$f" "$lm/$f" && [ "$(fetched)" -eq 0 ] &&
+	ok "a tensor of it ($f) reads remotely (present since the probe)" ||
+	fail "remote plain tensor $f: $(ranges)"
+unmount "$mnt"
+unmount "$lm"
+# one part of a remote split set brings the whole set, as locally
+lm=$(mount_container "$PL/gguf/model-00002-of-00003.gguf")
+mnt=$(mount_container hf://org/plain/gguf/model-00002-of-00003.gguf \
+	-o no_cache) && diff -r "$lm" "$mnt" >/dev/null &&
+	ok "one part of a remote GGUF split set mounts the whole set" ||
+	fail "remote split part"
 unmount "$mnt"
 unmount "$lm"
 HF_TOKEN=bad "$TENSORFS" ls hf://org/repo/model.safetensors 2>"$WORK/e" \

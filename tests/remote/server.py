@@ -14,7 +14,10 @@ S3: with TFS_S3_ID and TFS_S3_SECRET in the environment, every request
 must carry a valid AWS Signature Version 4 (Authorization header, checked
 by sigv4_signature below, itself checked against AWS's published example
 by `server.py --selftest`), else 403; paths are /BUCKET/KEY (path style).
+S3 listings: ListObjectsV2 (list-type=2), one level with delimiter=/, else
+every key under the prefix.
 The Hub: GET /api/models/ORG/REPO/revision/REV answers {"sha": sha1(REV)};
+/api/models/ORG/REPO/tree/SHA lists the top level (?recursive=True: all);
 /ORG/REPO/resolve/SHA/PATH redirects (302) to /cdn/ORG/REPO/PATH, which
 serves ROOT/ORG/REPO/PATH; with TFS_HF_TOKEN set both need
 "Authorization: Bearer <it>" (401 otherwise), the CDN does not.
@@ -129,7 +132,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return hmac.compare_digest(want, m.group(4))
 
     def s3_list(self):
-        """ListObjectsV2, one level (delimiter /), path style"""
+        """ListObjectsV2, path style: one level with delimiter=/, else
+        every key under the prefix"""
         import urllib.parse
         path, _, query = self.path.partition("?")
         q = urllib.parse.parse_qs(query)
@@ -139,9 +143,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
         base = os.path.join(top, prefix)
         d = base if prefix.endswith("/") or not prefix else \
             os.path.dirname(base)
-        for n in sorted(os.listdir(d)) if os.path.isdir(d) else []:
-            if os.path.isfile(os.path.join(d, n)):
-                keys.append(prefix + n)
+        if q.get("delimiter") == ["/"]:
+            for n in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+                if os.path.isfile(os.path.join(d, n)):
+                    keys.append(prefix + n)
+        else:
+            for dp, _, fs in os.walk(top):
+                for n in fs:
+                    k = os.path.relpath(os.path.join(dp, n), top)
+                    if k.startswith(prefix):
+                        keys.append(k)
+            keys.sort()
         body = ("<?xml version=\"1.0\"?><ListBucketResult>" + "".join(
             "<Contents><Key>%s</Key></Contents>" % k for k in keys) +
             "</ListBucketResult>").encode()
@@ -161,10 +173,16 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(self.answer(401))
             return True
         if t:
+            # ?recursive=True: every file and directory below, as the Hub
             top = os.path.join(ROOT, t.group(1))
+            deep = "recursive=True" in self.path
+            names = sorted(os.path.relpath(os.path.join(dp, n), top)
+                           for dp, ds, fs in os.walk(top)
+                           for n in ds + fs) if deep else \
+                sorted(os.listdir(top))
             body = json.dumps([{"type": "directory" if os.path.isdir(
                 os.path.join(top, n)) else "file", "path": n}
-                for n in sorted(os.listdir(top))]).encode()
+                for n in names]).encode()
             self.wfile.write(self.answer(200, body=body))
         elif m:
             body = json.dumps({"id": m.group(1), "sha": hashlib.sha1(
