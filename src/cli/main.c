@@ -109,7 +109,7 @@ void tfs_usage(FILE *f)
 		"                   its budget, least recently used out (16G)\n"
 		"  -o no_cache      no disk cache\n"
 		"  -o remote_mem=SIZE\n"
-		"                   fetch buffers in flight (64M)\n"
+		"                   bytes in flight, whole mount (64M)\n"
 		"  -o remote_conns=N\n"
 		"                   parallel range requests (8)\n"
 		"  -o remote_prefetch=SIZE\n"

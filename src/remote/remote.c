@@ -97,13 +97,12 @@ struct remote {
 	/*
 	 * The cache writer: complete blocks are stored off the fetch
 	 * workers' path, from the memfd; a block queued keeps its chunks in
-	 * the memfd (a drop of them waits in @dropreq), and the workers
-	 * wait while more than remote_mem bytes are queued.
+	 * the memfd (a drop of them waits in @dropreq) and counts in
+	 * remote_mem (mem_take), so the workers wait for a writer behind.
 	 */
 	uint64_t nblocks;
 	uint8_t *bstate, *dropreq;
 	struct piece *wq_head, *wq_tail;
-	uint64_t queued; /* bytes */
 	bool writer_running, writing;
 	pthread_t writer;
 	pthread_cond_t wwork;
@@ -742,6 +741,40 @@ static int put_pages(const struct remote *r, const uint8_t *p, uint64_t len,
 	return pwrite_all(r->memfd, p, len, off);
 }
 
+/*
+ * remote_mem, one bound for the whole mount (every object of a sharded
+ * model): the bytes of range requests being answered plus the blocks
+ * waiting for a cache writer.  A request starts only once it fits (or
+ * nothing else is in flight); blocks are added as their piece lands.
+ */
+static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t mem_free = PTHREAD_COND_INITIALIZER;
+static uint64_t mem_used;
+
+static void mem_take(const struct remote *r, uint64_t n)
+{
+	pthread_mutex_lock(&mem_lock);
+	while (mem_used && mem_used + n > r->cfg.mem)
+		pthread_cond_wait(&mem_free, &mem_lock);
+	mem_used += n;
+	pthread_mutex_unlock(&mem_lock);
+}
+
+static void mem_add(uint64_t n)
+{
+	pthread_mutex_lock(&mem_lock);
+	mem_used += n;
+	pthread_mutex_unlock(&mem_lock);
+}
+
+static void mem_give(uint64_t n)
+{
+	pthread_mutex_lock(&mem_lock);
+	mem_used -= n;
+	pthread_cond_broadcast(&mem_free);
+	pthread_mutex_unlock(&mem_lock);
+}
+
 static uint64_t block_off(uint64_t b)
 {
 	return b * BLOCK_CHUNKS * (uint64_t)CHUNK;
@@ -793,7 +826,7 @@ static void queue_blocks(struct remote *r, uint64_t c0, uint64_t c1)
 			r->wq_head = q;
 		r->wq_tail = q;
 		r->bstate[b] = BL_QUEUED;
-		r->queued += block_len(r, b);
+		mem_add(block_len(r, b));
 		pthread_cond_signal(&r->wwork);
 	}
 }
@@ -833,7 +866,7 @@ static void *cache_writer(void *arg)
 		pthread_mutex_lock(&r->lock);
 		r->writing = false;
 		r->bstate[b] = BL_CACHED;
-		r->queued -= len;
+		mem_give(len);
 		last = (b + 1) * BLOCK_CHUNKS;
 		if (last > r->nchunks)
 			last = r->nchunks;
@@ -951,8 +984,7 @@ static void *worker(void *arg)
 
 	pthread_mutex_lock(&r->lock);
 	while (!r->stopping) {
-		/* nothing to do, or the cache writer is behind: wait */
-		if (!r->head || r->queued > r->cfg.mem) {
+		if (!r->head) {
 			pthread_cond_wait(&r->work, &r->lock);
 			continue;
 		}
@@ -963,7 +995,13 @@ static void *worker(void *arg)
 		r->busy++;
 		pthread_mutex_unlock(&r->lock);
 		if (h) {
+			uint64_t n = chunk_off(p->first + p->count - 1) +
+				     chunk_len(r, p->first + p->count - 1) -
+				     chunk_off(p->first);
+
+			mem_take(r, n);
 			run_piece(r, h, p);
+			mem_give(n);
 		} else {
 			uint64_t i;
 
@@ -1342,6 +1380,9 @@ static void after_fork_child(void)
 	}
 	mounted = true;
 	pthread_mutex_init(&all_lock, NULL);
+	/* every transfer and cache write had finished (before_fork) */
+	pthread_mutex_init(&mem_lock, NULL);
+	pthread_cond_init(&mem_free, NULL);
 }
 
 static void init_once(void)

@@ -304,8 +304,10 @@ mnt=$(mount_container s3://bkt/dir/m.safetensors -o no_cache) ||
 cat "$mnt"/t* | cmp - <(tail -c +$((hdr_end + 1)) "$M") &&
 	ok "s3:// reads, signed (SigV4, UNSIGNED-PAYLOAD)" || fail "s3:// bytes"
 unmount "$mnt"
+# the log so far, kept for the signature check below; then a new one
+keep_log() { cat "$LOG" >>"$WORK/s3log"; : >"$LOG"; }
 # s3://BUCKET/PREFIX/ with an index: one tree, like the local directory
-: >"$LOG"
+keep_log
 lm=$(mount_container "$SH")
 mnt=$(mount_container s3://bkt/sharded/ -o no_cache) &&
 	diff -r "$lm" "$mnt" >/dev/null &&
@@ -316,7 +318,7 @@ grep -q "GET /bkt?delimiter=%2F&list-type=2&prefix=sharded%2F 200" "$LOG" &&
 unmount "$mnt"
 unmount "$lm"
 # s3://BUCKET/PREFIX/ without an index: as the local directory mounts
-: >"$LOG"
+keep_log
 lm=$(mount_container "$PL")
 mnt=$(mount_container s3://bkt/plain/ -o no_cache) || fail "s3:// plain mount"
 diff -r "$lm" "$mnt" >"$WORK/diff" 2>&1 &&
@@ -332,7 +334,66 @@ eq "the mount fetched each file's first chunk, nothing else" \
 	"$(plain_got)" "$(plain_want /bkt/plain)"
 unmount "$mnt"
 unmount "$lm"
-eq "every S3 request was signed right" "$(awk '$3 == 403' "$LOG" | wc -l)" 0
+# remote_mem is one bound for the whole mount: three 12 MiB objects under
+# one prefix read at once, every answer delayed; the bytes of the ranges
+# the server is answering at the same time (from its log's start and end
+# times) stay within remote_mem=8M over all three objects together
+BIG=$WORK/obj/bkt/big
+mkdir -p "$BIG"
+python3 - "$BIG" <<'PY'
+import json, struct, sys
+for k in range(3):
+    hdr, blobs, off = {}, [], 0
+    for i in range(3):
+        n = 4 << 20
+        pat = bytes((j + k * 3 + i) % 256 for j in range(256))
+        blobs.append(pat * (n // 256))
+        hdr["t%d" % i] = {"dtype": "U8", "shape": [n],
+                          "data_offsets": [off, off + n]}
+        off += n
+    h = json.dumps(hdr).encode()
+    h += b" " * (-len(h) % 8)
+    with open("%s/s%d.safetensors" % (sys.argv[1], k), "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+PY
+# the most bytes of 206 answers in flight at once (an end before a start
+# at the same instant)
+peak() {
+	awk '$3 == 206 { split($4, r, "-"); n = r[2] - r[1] + 1
+		print $(NF - 1), n; print $NF, -n }' "$LOG" |
+		sort -k1,1g -k2,2g |
+		awk '{ c += $2; if (c > m) m = c } END { print m + 0 }'
+}
+read_big() { # MOUNTPOINT: all three at once, each compared with the file
+	local k pids=()
+	for k in 0 1 2; do
+		(cat "$1/s$k"/t* | cmp -s - <(tail -c $((3 << 22)) \
+			"$BIG/s$k.safetensors") && echo ok) >"$WORK/big$k" &
+		pids+=($!)
+	done
+	wait "${pids[@]}" # not the server
+	[ "$(cat "$WORK"/big[012])" = "$(printf 'ok\nok\nok')" ]
+}
+for mem in 8 64; do
+	mnt=$(mount_container s3://bkt/big/ \
+		-o no_cache,remote_conns=4,remote_mem=${mem}M) ||
+		fail "s3:// big mount"
+	keep_log
+	echo '{"delay": 0.3}' >"$FAULTS"
+	read_big "$mnt" && ok "remote_mem=${mem}M: three objects read at once" ||
+		fail "remote_mem=${mem}M: bytes differ"
+	echo '{}' >"$FAULTS"
+	eval "peak_$mem=$(peak)"
+	unmount "$mnt"
+done
+[ "$peak_8" -le $((8 << 20)) ] &&
+	ok "remote_mem=8M: at most $peak_8 bytes in flight over the mount" ||
+	fail "remote_mem=8M: $peak_8 bytes in flight"
+[ "$peak_64" -gt $((8 << 20)) ] &&
+	ok "remote_mem=64M: $peak_64 (the measure sees more when allowed)" ||
+	fail "remote_mem=64M: only $peak_64 bytes in flight"
+eq "every S3 request was signed right" \
+	"$(cat "$WORK/s3log" "$LOG" | awk '$3 == 403' | wc -l)" 0
 AWS_SECRET_ACCESS_KEY=wrong "$TENSORFS" ls s3://bkt/dir/m.safetensors \
 	2>"$WORK/e" >/dev/null
 eq "a wrong secret exits 4" "$?" 4

@@ -4,8 +4,10 @@
 
 Serves the files under ROOT with Range (one range), ETag (size and mtime,
 strong) and If-Match (412 on a mismatch), and logs every response to LOG
-as one line: "METHOD PATH STATUS FIRST-LAST [cut] TIME" (bytes of the
-body, "-" for none; "cut" when cut short; a monotonic time in seconds).  Faults come from the JSON file FAULTS, re-read on every request:
+as one line: "METHOD PATH STATUS FIRST-LAST [cut] START END" (bytes of
+the body, "-" for none; "cut" when cut short; when the request came and
+when its answer was sent, monotonic seconds).  Faults come from the JSON
+file FAULTS, re-read on every request:
   {"delay": seconds, "status": [code, times], "truncate": [bytes, times]}
 "status" answers `times` requests with `code`; "truncate" cuts `times`
 bodies after `bytes` bytes (the connection is then closed).  The counts
@@ -87,10 +89,15 @@ def faults():
         return {}
 
 
+started = threading.local()  # when this thread's request came
+
+
 def log(line):
+    now = time.monotonic()
     with lock:
         with open(LOG, "a") as f:
-            f.write("%s %.3f\n" % (line, time.monotonic()))
+            f.write("%s %.3f %.3f\n" % (line, getattr(started, "t", now),
+                                        now))
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -195,6 +202,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return True
 
     def do_GET(self):
+        started.t = time.monotonic()
         if self.hub():
             return
         if S3_ID and not self.path.startswith("/cdn/") and not self.s3_ok():
