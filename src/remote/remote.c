@@ -726,6 +726,9 @@ static int put_pages(const struct remote *r, const uint8_t *p, uint64_t len,
 		uc.copy = 0;
 		if (ioctl(r->uffd, UFFDIO_COPY, &uc) == 0)
 			return 0;
+		/* not registered: a cache file is mapped there, same bytes */
+		if (uc.copy <= 0 && errno == ENOENT)
+			return 0;
 		if (uc.copy <= 0 && errno != EAGAIN)
 			break;
 		if (uc.copy > 0) {
