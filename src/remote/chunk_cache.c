@@ -238,31 +238,60 @@ void tfs_chunk_cache_unmap(struct tfs_chunk_map *m)
 	m->map = NULL;
 }
 
-int tfs_chunk_cache_put(struct tfs_chunk_cache *c, uint64_t idx, uint64_t off,
-			const void *buf, size_t len)
+int tfs_chunk_cache_create(struct tfs_chunk_cache *c, uint64_t idx,
+			   uint64_t len, char **tmp)
+{
+	static unsigned long seq;
+	int fd;
+
+	if (asprintf(tmp, "%s/%016llx.tmp.%ld.%lu", c->path,
+		     (unsigned long long)idx, (long)getpid(),
+		     __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED)) < 0) {
+		*tmp = NULL;
+		return -ENOMEM;
+	}
+	fd = open(*tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0 || ftruncate(fd, (off_t)(TFS_CHUNK_HEADER + len))) {
+		int e = -errno;
+
+		if (fd >= 0) {
+			close(fd);
+			unlink(*tmp);
+		}
+		free(*tmp);
+		*tmp = NULL;
+		return e;
+	}
+	return fd;
+}
+
+void tfs_chunk_cache_discard(int fd, char *tmp)
+{
+	if (tmp)
+		unlink(tmp);
+	if (fd >= 0)
+		close(fd);
+	free(tmp);
+}
+
+int tfs_chunk_cache_commit(struct tfs_chunk_cache *c, uint64_t idx,
+			   uint64_t off, const void *data, size_t len, int fd,
+			   const char *tmp)
 {
 	uint8_t hdr[TFS_CHUNK_HEADER];
-	char path[4096], tmp[4200];
-	int fd, ret;
+	char path[4096];
 	bool evict = false;
+	int ret;
 
 	snprintf(path, sizeof(path), "%s/%016llx", c->path,
 		 (unsigned long long)idx);
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld.%p", path, (long)getpid(),
-		 (void *)&hdr);
 	memset(hdr, 0, sizeof(hdr));
 	memcpy(hdr, CACHE_MAGIC, 8);
 	store_le(hdr + 8, off);
 	store_le(hdr + 16, len);
-	store_le(hdr + 24, XXH3_64bits(buf, len));
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	ret = write_all(fd, hdr, sizeof(hdr));
-	if (!ret)
-		ret = write_all(fd, buf, len);
-	if (close(fd) && !ret)
-		ret = -EIO;
+	store_le(hdr + 24, XXH3_64bits(data, len));
+	ret = pwrite(fd, hdr, sizeof(hdr), 0) == (ssize_t)sizeof(hdr) ? 0
+								      : -EIO;
 	if (!ret && rename(tmp, path))
 		ret = -errno;
 	if (ret) {
@@ -277,6 +306,28 @@ int tfs_chunk_cache_put(struct tfs_chunk_cache *c, uint64_t idx, uint64_t off,
 	if (evict)
 		tfs_chunk_cache_evict(c->dir, c->max);
 	return 0;
+}
+
+int tfs_chunk_cache_put(struct tfs_chunk_cache *c, uint64_t idx, uint64_t off,
+			const void *buf, size_t len)
+{
+	char *tmp;
+	int fd, ret;
+
+	fd = tfs_chunk_cache_create(c, idx, len, &tmp);
+	if (fd < 0)
+		return fd;
+	ret = lseek(fd, TFS_CHUNK_HEADER, SEEK_SET) < 0
+		      ? -errno
+		      : write_all(fd, buf, len);
+	if (!ret)
+		ret = tfs_chunk_cache_commit(c, idx, off, buf, len, fd, tmp);
+	else
+		unlink(tmp);
+	if (close(fd) && !ret)
+		ret = -EIO;
+	free(tmp);
+	return ret;
 }
 
 struct entry {

@@ -48,6 +48,24 @@ void tfs_chunk_cache_unmap(struct tfs_chunk_map *m);
 int tfs_chunk_cache_put(struct tfs_chunk_cache *c, uint64_t idx, uint64_t off,
 			const void *buf, size_t len);
 
+/*
+ * A block written in place (fetched straight into it): a new temporary
+ * file of the block's size plus the header, data at TFS_CHUNK_HEADER.
+ * Its descriptor (read-write), *@tmp its name, or -errno.
+ */
+int tfs_chunk_cache_create(struct tfs_chunk_cache *c, uint64_t idx,
+			   uint64_t len, char **tmp);
+/*
+ * Its data is all there (@data, @len: the same bytes, to checksum): its
+ * header, then its name.  0, or -errno and the file is removed.  @fd
+ * stays open (the caller maps it, then closes it).
+ */
+int tfs_chunk_cache_commit(struct tfs_chunk_cache *c, uint64_t idx,
+			   uint64_t off, const void *data, size_t len, int fd,
+			   const char *tmp);
+/* never committed: removed, closed, @tmp freed */
+void tfs_chunk_cache_discard(int fd, char *tmp);
+
 /* the object's directory (tests) */
 const char *tfs_chunk_cache_path(const struct tfs_chunk_cache *c);
 

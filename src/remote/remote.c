@@ -47,6 +47,7 @@
 
 #define CHUNK (256u << 10)
 #define BLOCK_CHUNKS 16 /* a cache file: 4 MiB */
+#define BLOCK_SIZE ((uint64_t)BLOCK_CHUNKS * CHUNK)
 #define RETRIES 4
 
 /* a cache block's state */
@@ -102,6 +103,16 @@ struct remote {
 	 */
 	uint64_t nblocks;
 	uint8_t *bstate, *dropreq;
+	/*
+	 * With a disk cache, fetched bytes go straight into the block's
+	 * temporary cache file (@bfd, @btmp: -1 and NULL until a first
+	 * piece of the block is fetched), whose pages are then mapped in
+	 * place (@fmap, per chunk): no memfd page, no copy, no hole punch;
+	 * the cache writer checksums, names and maps the block when whole.
+	 */
+	int *bfd;
+	char **btmp;
+	uint8_t *fmap;
 	struct piece *wq_head, *wq_tail;
 	bool writer_running, writing;
 	pthread_t writer;
@@ -298,6 +309,7 @@ struct xfer {
 	bool probe;
 	uint8_t *buf;
 	int fd;
+	bool to_files; /* into the blocks' cache files (r->bfd) */
 	uint64_t off, want, got;
 	bool overflow, checked, discard;
 	int reject;    /* the answer is not our range: -ESTALE, -EAGAIN, -EIO */
@@ -311,6 +323,9 @@ struct xfer {
 
 static int put_pages(const struct remote *r, const uint8_t *p, uint64_t len,
 		     uint64_t off);
+static int pwrite_all(int fd, const uint8_t *p, uint64_t len, uint64_t off);
+static int map_file(struct remote *r, int fd, uint64_t b, uint64_t off,
+		    uint64_t len);
 
 /* is the answer, as its headers say, the range we asked for? 0 or -errno */
 static int check_answer(struct xfer *x, long status)
@@ -340,6 +355,20 @@ static int sink(struct xfer *x, const uint8_t *p, size_t len)
 		memcpy(x->buf + x->got, p, len);
 		x->got += len;
 		return 0;
+	}
+	while (x->to_files && len) {
+		/* not mapped until the piece is whole: any order is fine */
+		uint64_t pos = x->off + x->got, b = pos / BLOCK_SIZE;
+		uint64_t end = (b + 1) * BLOCK_SIZE;
+
+		n = end - pos < len ? (size_t)(end - pos) : len;
+		ret = pwrite_all(x->r->bfd[b], p, n,
+				 TFS_CHUNK_HEADER + pos - b * BLOCK_SIZE);
+		if (ret)
+			return ret;
+		x->got += n;
+		p += n;
+		len -= n;
 	}
 	while (len) {
 		if (x->carry_len || len < x->page) {
@@ -476,8 +505,8 @@ static CURL *new_handle(const struct remote *r)
  * the caller's one log line.
  */
 static int get_range(struct remote *r, CURL *h, uint64_t off, uint64_t len,
-		     uint8_t *buf, bool probe, struct xfer *x, char *why,
-		     size_t whylen)
+		     uint8_t *buf, bool probe, bool files, struct xfer *x,
+		     char *why, size_t whylen)
 {
 	struct curl_slist *hdrs = NULL, *nh;
 	char range[64], ifm[300], errbuf[CURL_ERROR_SIZE] = "";
@@ -492,6 +521,7 @@ static int get_range(struct remote *r, CURL *h, uint64_t off, uint64_t len,
 	x->probe = probe;
 	x->buf = buf;
 	x->fd = buf ? -1 : r->memfd;
+	x->to_files = files;
 	x->off = off;
 	x->want = len;
 	x->carry = carry;
@@ -627,7 +657,8 @@ static uint64_t now_ms(void)
 }
 
 /* get_range with retries on EAGAIN/ETIMEDOUT, backing off, in the time */
-static int fetch_range(struct remote *r, CURL *h, uint64_t off, uint64_t len)
+static int fetch_range(struct remote *r, CURL *h, uint64_t off, uint64_t len,
+		       bool files)
 {
 	uint64_t start = now_ms(), wait = 100;
 	struct xfer x;
@@ -635,7 +666,7 @@ static int fetch_range(struct remote *r, CURL *h, uint64_t off, uint64_t len)
 	int ret, i;
 
 	for (i = 0;; i++) {
-		ret = get_range(r, h, off, len, NULL, false, &x, why,
+		ret = get_range(r, h, off, len, NULL, false, files, &x, why,
 				sizeof(why));
 		if (ret != -EAGAIN && ret != -ETIMEDOUT)
 			break;
@@ -843,7 +874,11 @@ static void *cache_writer(void *arg)
 {
 	struct remote *r = arg;
 	uint64_t b, c, last, off, len;
+	uint8_t infile[BLOCK_CHUNKS];
 	struct piece *q;
+	bool mapped;
+	char *tmp;
+	int fd;
 
 	pthread_mutex_lock(&r->lock);
 	for (;;) {
@@ -863,12 +898,53 @@ static void *cache_writer(void *arg)
 		pthread_mutex_unlock(&r->lock);
 		off = block_off(b);
 		len = block_len(r, b);
+		last = (b + 1) * BLOCK_CHUNKS;
+		if (last > r->nchunks)
+			last = r->nchunks;
+		fd = r->bfd ? r->bfd[b] : -1;
+		tmp = r->btmp ? r->btmp[b] : NULL;
+		for (c = b * BLOCK_CHUNKS; fd >= 0 && c < last; c++)
+			infile[c - b * BLOCK_CHUNKS] = r->fmap[c];
+		pthread_mutex_unlock(&r->lock);
 		/* best effort: a failure (disk full) leaves it uncached */
-		tfs_chunk_cache_put(r->cache, b, off, r->map + off,
-				    (size_t)len);
+		mapped = false;
+		if (fd < 0) {
+			tfs_chunk_cache_put(r->cache, b, off, r->map + off,
+					    (size_t)len);
+		} else {
+			int ret = 0;
+
+			/* what came into the memfd (the probe's chunk) */
+			for (c = b * BLOCK_CHUNKS; !ret && c < last; c++)
+				if (!infile[c - b * BLOCK_CHUNKS])
+					ret = pwrite_all(
+						fd, r->map + chunk_off(c),
+						chunk_len(r, c),
+						TFS_CHUNK_HEADER +
+							chunk_off(c) - off);
+			if (!ret)
+				ret = tfs_chunk_cache_commit(
+					r->cache, b, off, r->map + off,
+					(size_t)len, fd, tmp);
+			else
+				unlink(tmp);
+			/* all of it from the file now: no memfd page */
+			mapped = !ret && !map_file(r, fd, b, off, len);
+			if (mapped)
+				fallocate(r->memfd,
+					  FALLOC_FL_PUNCH_HOLE |
+						  FALLOC_FL_KEEP_SIZE,
+					  (off_t)off, (off_t)len);
+			close(fd);
+			free(tmp);
+		}
 		pthread_mutex_lock(&r->lock);
+		if (fd >= 0) {
+			r->bfd[b] = -1;
+			r->btmp[b] = NULL;
+		}
 		r->writing = false;
-		r->bstate[b] = BL_CACHED;
+		r->bstate[b] = mapped ? BL_MAPPED : BL_CACHED;
 		mem_give(len);
 		last = (b + 1) * BLOCK_CHUNKS;
 		if (last > r->nchunks)
@@ -876,7 +952,8 @@ static void *cache_writer(void *arg)
 		for (c = b * BLOCK_CHUNKS; c < last; c++)
 			if (r->dropreq[c]) {
 				r->dropreq[c] = 0;
-				if (r->state[c] == CH_PRESENT)
+				/* a mapped file's pages: the kernel's */
+				if (r->state[c] == CH_PRESENT && !mapped)
 					drop_chunk(r, c);
 			}
 		pthread_cond_broadcast(&r->work);
@@ -914,6 +991,68 @@ static int map_cached(struct remote *r, uint64_t b)
 	munmap(m.map, TFS_CHUNK_HEADER);
 	fallocate(r->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 		  (off_t)off, (off_t)len);
+	return 0;
+}
+
+/*
+ * The cache files of the blocks of chunks [@c0, @c1], created if need be:
+ * true when they all are (the piece is then fetched into them), false to
+ * fetch into the memfd (no cache, a block written already, an error).
+ */
+static bool block_files(struct remote *r, uint64_t c0, uint64_t c1)
+{
+	uint64_t b;
+	bool ok = r->bfd && r->writer_running;
+	int fd;
+
+	pthread_mutex_lock(&r->lock);
+	for (b = c0 / BLOCK_CHUNKS; ok && b <= c1 / BLOCK_CHUNKS; b++) {
+		if (r->bstate[b] != BL_NONE) {
+			ok = false;
+		} else if (r->bfd[b] < 0) {
+			fd = tfs_chunk_cache_create(
+				r->cache, b, block_len(r, b), &r->btmp[b]);
+			ok = fd >= 0;
+			r->bfd[b] = fd;
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	return ok;
+}
+
+/* map @len bytes of block @b's cache file @fd from object offset @off */
+static int map_file(struct remote *r, int fd, uint64_t b, uint64_t off,
+		    uint64_t len)
+{
+	size_t span = (size_t)((len + r->page - 1) / r->page * r->page);
+
+	if (mmap(r->map + off, span, PROT_READ, MAP_SHARED | MAP_FIXED, fd,
+		 (off_t)(TFS_CHUNK_HEADER + off - block_off(b))) == MAP_FAILED)
+		return -errno;
+	return 0;
+}
+
+/* chunks [@c0, @c0 + @n) fetched into their blocks' files: mapped */
+static int map_fetched(struct remote *r, uint64_t c0, uint64_t n)
+{
+	uint64_t c = c0, e, b, k;
+	int ret;
+
+	while (c < c0 + n) {
+		b = c / BLOCK_CHUNKS;
+		e = (b + 1) * BLOCK_CHUNKS < c0 + n ? (b + 1) * BLOCK_CHUNKS
+						    : c0 + n;
+		ret = map_file(r, r->bfd[b], b, chunk_off(c),
+			       chunk_off(e - 1) + chunk_len(r, e - 1) -
+				       chunk_off(c));
+		if (ret)
+			return ret;
+		pthread_mutex_lock(&r->lock);
+		for (k = c; k < e; k++)
+			r->fmap[k] = 1;
+		pthread_mutex_unlock(&r->lock);
+		c = e;
+	}
 	return 0;
 }
 
@@ -957,7 +1096,13 @@ static int run_piece(struct remote *r, CURL *h, const struct piece *p)
 			j++;
 			continue;
 		}
-		ret = fetch_range(r, h, chunk_off(c), len);
+		if (block_files(r, c, p->first + j - 1)) {
+			ret = fetch_range(r, h, chunk_off(c), len, true);
+			if (!ret)
+				ret = map_fetched(r, c, j - i);
+		} else {
+			ret = fetch_range(r, h, chunk_off(c), len, false);
+		}
 		if (ret)
 			break;
 		pthread_mutex_lock(&r->lock);
@@ -1221,22 +1366,28 @@ static void *fault_loop(void *arg)
  * file is mapped on (a file mapping cannot be registered; its pages are
  * all there).  0 or -1 with errno.
  */
+static bool file_backed(const struct remote *r, uint64_t c)
+{
+	return r->bstate[c / BLOCK_CHUNKS] == BL_MAPPED ||
+	       (r->fmap && r->fmap[c]);
+}
+
 static int register_memfd(struct remote *r)
 {
 	struct uffdio_register reg;
-	uint64_t b, e, end;
+	uint64_t c, e, end;
 
-	for (b = 0; b < r->nblocks; b = e) {
-		if (r->bstate[b] == BL_MAPPED) {
-			e = b + 1;
+	for (c = 0; c < r->nchunks; c = e) {
+		if (file_backed(r, c)) {
+			e = c + 1;
 			continue;
 		}
-		for (e = b; e < r->nblocks && r->bstate[e] != BL_MAPPED; e++)
+		for (e = c; e < r->nchunks && !file_backed(r, e); e++)
 			;
-		end = e >= r->nblocks ? r->maplen : block_off(e);
+		end = e >= r->nchunks ? r->maplen : chunk_off(e);
 		memset(&reg, 0, sizeof(reg));
-		reg.range.start = (uint64_t)(uintptr_t)(r->map + block_off(b));
-		reg.range.len = end - block_off(b);
+		reg.range.start = (uint64_t)(uintptr_t)(r->map + chunk_off(c));
+		reg.range.len = end - chunk_off(c);
 		reg.mode = UFFDIO_REGISTER_MODE_MISSING;
 		if (ioctl(r->uffd, UFFDIO_REGISTER, &reg))
 			return -1;
@@ -1424,7 +1575,7 @@ static void remote_drop(void *impl, uint64_t off, uint64_t len)
 		 * the cache writer has them (a block half dropped would
 		 * never be whole, never cached).
 		 */
-		if (r->bstate[c / BLOCK_CHUNKS] == BL_MAPPED)
+		if (file_backed(r, c))
 			continue; /* the cache file's pages: reclaimable */
 		if (r->writer_running &&
 		    r->bstate[c / BLOCK_CHUNKS] != BL_CACHED) {
@@ -1440,6 +1591,7 @@ static void remote_free(struct remote *r)
 {
 	struct remote **pp;
 	struct piece *p;
+	uint64_t b;
 
 	pthread_mutex_lock(&all_lock);
 	for (pp = &all; *pp; pp = &(*pp)->next)
@@ -1471,6 +1623,12 @@ static void remote_free(struct remote *r)
 	pthread_cond_destroy(&r->work);
 	pthread_cond_destroy(&r->wwork);
 	tfs_remote_config_free(&r->cfg);
+	for (b = 0; r->bfd && r->btmp && b < r->nblocks; b++)
+		if (r->bfd[b] >= 0)
+			tfs_chunk_cache_discard(r->bfd[b], r->btmp[b]);
+	free(r->bfd);
+	free(r->btmp);
+	free(r->fmap);
 	free(r->bstate);
 	free(r->dropreq);
 	free(r->state);
@@ -1539,7 +1697,7 @@ static int probe(struct remote *r, struct tfs_diag *d, uint8_t **first,
 		goto out;
 	}
 	for (i = 0;; i++) {
-		ret = get_range(r, h, 0, CHUNK, buf, true, &x, why,
+		ret = get_range(r, h, 0, CHUNK, buf, true, false, &x, why,
 				sizeof(why));
 		if ((ret != -EAGAIN && ret != -ETIMEDOUT) || i == RETRIES)
 			break;
@@ -1642,6 +1800,19 @@ int tfs_remote_open(struct tfs_source *s, const char *url, struct tfs_diag *d)
 					     r->cfg.cache_max, key, r->etag,
 					     r->size);
 		free(key);
+	}
+	if (r->cache) {
+		size_t nb = r->nblocks ? r->nblocks : 1, k;
+
+		r->bfd = malloc(nb * sizeof(*r->bfd));
+		for (k = 0; r->bfd && k < nb; k++)
+			r->bfd[k] = -1;
+		r->btmp = calloc(nb, sizeof(*r->btmp));
+		r->fmap = calloc(r->nchunks ? r->nchunks : 1, 1);
+		if (!r->bfd || !r->btmp || !r->fmap) {
+			ret = -ENOMEM;
+			goto out;
+		}
 	}
 	/* the probe's bytes: chunk 0, whole (or the whole object) */
 	if (r->nchunks && got >= chunk_len(r, 0)) {
