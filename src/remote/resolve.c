@@ -573,10 +573,12 @@ int tfs_remote_list_with(const char *dir, bool insecure, long timeout_ms,
 	*n = 0;
 	if (strncmp(dir, "s3://", 5) == 0) {
 		/* s3://BUCKET or s3://BUCKET/PREFIX: the prefix ends in / */
-		if (asprintf(&rest, "%s%s", dir + 5,
-			     strchr(dir + 5, '/') && dir[strlen(dir) - 1] != '/'
-				     ? "/"
-				     : "") < 0)
+		const char *bucket = dir + 5;
+		size_t bl = strlen(bucket);
+		bool slash = bl && strcspn(bucket, "/") < bl;
+
+		if (asprintf(&rest, "%s%s", bucket,
+			     slash && bucket[bl - 1] != '/' ? "/" : "") < 0)
 			return -ENOMEM;
 		ret = list_s3(rest, true, &ns, insecure, timeout_ms, &shown, d);
 	} else if (strncmp(dir, "hf://", 5) == 0) {
