@@ -5,10 +5,15 @@
  * Threads of one remote object:
  *   - conns workers, each with its own curl handle (a kept-alive
  *     connection), take pieces (runs of chunks) from a queue: synchronous
- *     needs at its front, prefetch at its back.  A piece is looked up in
- *     the disk cache chunk by chunk, the rest fetched by one range request
- *     (If-Match the pinned version), written into the memfd, stored in the
- *     cache, and its chunks marked present;
+ *     needs at its front, prefetch at its back, once they fit in
+ *     remote_mem (mem_take: one budget for the whole process).  A piece is
+ *     looked up in the disk cache block by block (a hit: the cache file
+ *     mapped in place), the rest fetched by one range request (If-Match
+ *     the pinned version) straight into the blocks' cache files (then
+ *     mapped in place) or, without a cache, into the memfd; its chunks
+ *     are then marked present;
+ *   - one cache writer names each block made whole (checksum, header,
+ *     rename) and maps it;
  *   - one fault thread reads the userfaultfd: an access to a chunk not yet
  *     present (a parser reading its header) waits there until the chunk is
  *     fetched, then is woken.

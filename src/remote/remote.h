@@ -4,12 +4,14 @@
  * struct tfs_source whose bytes are fetched by range when first needed.
  *
  * The source's data is a read-only shared mapping of a memfd the size of
- * the object.  Bytes arrive in it in chunks (pwrite into the memfd); a
- * userfaultfd registered on the mapping serves any access to a chunk that
- * has not arrived yet (the readers' parsers touch their headers that way,
- * unchanged), and tfs_source_live_range_ok() -- which every read path
- * already calls before it hands a range on -- fetches that range first,
- * so the FUSE reply's kernel-mode copy never faults.
+ * the object.  Bytes arrive in it in chunks (installed whole pages at a
+ * time, or -- with a disk cache -- the cache files they were fetched into
+ * mapped in place); a userfaultfd registered on the mapping serves any
+ * access to a chunk that has not arrived yet (the readers' parsers touch
+ * their headers that way, unchanged), and tfs_source_live_range_ok() --
+ * which every read path already calls before it hands a range on --
+ * fetches that range first, so the FUSE reply's kernel-mode copy never
+ * faults.
  */
 #ifndef TFS_REMOTE_H
 #define TFS_REMOTE_H
