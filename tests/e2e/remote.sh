@@ -334,6 +334,14 @@ eq "the mount fetched each file's first chunk, nothing else" \
 	"$(plain_got)" "$(plain_want /bkt/plain)"
 unmount "$mnt"
 unmount "$lm"
+# a prefix holding a split set alone: the set's one tree, as locally
+lm=$(mount_container "$PL/gguf")
+mnt=$(mount_container s3://bkt/plain/gguf/ -o no_cache) &&
+	diff -r "$lm" "$mnt" >/dev/null && [ -d "$mnt/blk" ] &&
+	ok "an S3 prefix holding a GGUF split set alone mounts as its one tree" ||
+	fail "s3:// split set prefix: $(ls "$mnt" 2>&1 | head -3)"
+unmount "$mnt"
+unmount "$lm"
 # remote_mem is one bound for the whole mount: three 12 MiB objects under
 # one prefix read at once, every answer delayed; the bytes of the ranges
 # the server is answering at the same time (from its log's start and end
