@@ -65,8 +65,16 @@ http {
 CONF
 nginx -p "$W" -c "$W/nginx.conf" &
 NG=$!
-sleep 0.5
 URL=http://127.0.0.1:$PORT/model.safetensors
+for _ in $(seq 50); do
+	curl -sf -o /dev/null -r 0-0 "$URL" && break
+	sleep 0.1
+done
+# a port taken, nginx gone: no row would mean anything
+curl -sf -o /dev/null -r 0-0 "$URL" || {
+	echo "bench/remote.sh: nginx does not answer on $URL" >&2
+	exit 1
+}
 
 secs() { # COMMAND...: wall seconds
 	local t0 t1
