@@ -973,7 +973,9 @@ static void *cache_writer(void *arg)
  * place of its range of the memfd mapping (mremap: at once), so a hit is
  * served from the cache file's page cache like a local file, no copy;
  * those pages are the kernel's to reclaim, and a drop leaves them.  The
- * memfd's pages under it are freed.  0, or -ENOENT (a miss).
+ * memfd's pages under it are freed.  0, 1 when the bytes were copied into
+ * the memfd instead (no mapping to be had: vm.max_map_count), or -ENOENT
+ * (a miss).
  */
 static int map_cached(struct remote *r, uint64_t b)
 {
@@ -989,8 +991,11 @@ static int map_cached(struct remote *r, uint64_t b)
 	at = mremap((void *)(uintptr_t)data, span, span,
 		    MREMAP_MAYMOVE | MREMAP_FIXED, r->map + off);
 	if (at == MAP_FAILED) {
+		/* the mapping is whole pages: its tail past the data reads 0 */
+		int ret = put_pages(r, data, len, off) ? -ENOENT : 1;
+
 		tfs_chunk_cache_unmap(&m);
-		return -ENOENT;
+		return ret;
 	}
 	/* what is left of the file's mapping: its header page */
 	munmap(m.map, TFS_CHUNK_HEADER);
@@ -1037,21 +1042,51 @@ static int map_file(struct remote *r, int fd, uint64_t b, uint64_t off,
 	return 0;
 }
 
+/*
+ * [@off, @off + @len) of block @b's file @fd copied into the memfd: where
+ * no mapping can be had (vm.max_map_count reached: a mapping per block).
+ */
+static int copy_file_in(struct remote *r, int fd, uint64_t b, uint64_t off,
+			uint64_t len)
+{
+	size_t step = 1u << 20, n;
+	uint8_t *buf = malloc(step);
+	int ret = buf ? 0 : -ENOMEM;
+
+	for (; !ret && len; off += n, len -= n) {
+		n = len < step ? (size_t)len : step;
+		if (pread(fd, buf, n,
+			  (off_t)(TFS_CHUNK_HEADER + off - block_off(b))) !=
+		    (ssize_t)n) {
+			ret = -EIO;
+			break;
+		}
+		/* the object's last page: put_pages takes it whole */
+		memset(buf + n, 0, (step - n) % r->page);
+		ret = put_pages(r, buf, n, off);
+	}
+	free(buf);
+	return ret;
+}
+
 /* chunks [@c0, @c0 + @n) fetched into their blocks' files: mapped */
 static int map_fetched(struct remote *r, uint64_t c0, uint64_t n)
 {
-	uint64_t c = c0, e, b, k;
+	uint64_t c = c0, e, b, k, len;
 	int ret;
 
 	while (c < c0 + n) {
 		b = c / BLOCK_CHUNKS;
 		e = (b + 1) * BLOCK_CHUNKS < c0 + n ? (b + 1) * BLOCK_CHUNKS
 						    : c0 + n;
-		ret = map_file(r, r->bfd[b], b, chunk_off(c),
-			       chunk_off(e - 1) + chunk_len(r, e - 1) -
-				       chunk_off(c));
-		if (ret)
-			return ret;
+		len = chunk_off(e - 1) + chunk_len(r, e - 1) - chunk_off(c);
+		if (map_file(r, r->bfd[b], b, chunk_off(c), len)) {
+			ret = copy_file_in(r, r->bfd[b], b, chunk_off(c), len);
+			if (ret)
+				return ret;
+			c = e;
+			continue;
+		}
 		pthread_mutex_lock(&r->lock);
 		for (k = c; k < e; k++)
 			r->fmap[k] = 1;
@@ -1070,13 +1105,14 @@ static int run_piece(struct remote *r, CURL *h, const struct piece *p)
 {
 	uint64_t i, j, k, end = p->first + p->count, hit = 0, hit_bytes = 0;
 	bool have[TFS_PLAN_MAX_PIECE] = {false};
-	int ret = 0;
+	int ret = 0, mapped;
 
 	for (i = p->first; r->cache && i < end; i = j) {
 		uint64_t b = i / BLOCK_CHUNKS, c0 = b * BLOCK_CHUNKS, c;
 
 		j = (b + 1) * BLOCK_CHUNKS < end ? (b + 1) * BLOCK_CHUNKS : end;
-		if (map_cached(r, b))
+		mapped = map_cached(r, b);
+		if (mapped < 0)
 			continue;
 		for (k = i; k < j; k++)
 			have[k - p->first] = true;
@@ -1084,7 +1120,7 @@ static int run_piece(struct remote *r, CURL *h, const struct piece *p)
 		hit_bytes +=
 			chunk_off(j - 1) + chunk_len(r, j - 1) - chunk_off(i);
 		pthread_mutex_lock(&r->lock);
-		r->bstate[b] = BL_MAPPED;
+		r->bstate[b] = mapped ? BL_CACHED : BL_MAPPED;
 		/* the block's other chunks are there too now */
 		for (c = c0; c < c0 + BLOCK_CHUNKS && c < r->nchunks; c++)
 			if ((c < i || c >= j) && (r->state[c] == CH_MISSING ||
