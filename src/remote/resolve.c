@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <jansson.h>
 
@@ -142,7 +143,29 @@ static int resolve_s3(const char *rest, bool listing,
 struct sink {
 	char *p;
 	size_t n;
+	bool want_next;
+	char *next; /* a Link header's rel="next" URL (the Hub's pages) */
 };
+
+/* Link: <URL>; rel="next" */
+static size_t on_link(char *p, size_t size, size_t n, void *arg)
+{
+	struct sink *s = arg;
+	size_t len = size * n;
+	const char *lt, *gt;
+	char line[4096];
+
+	if (!s->want_next || len >= sizeof(line) || len < 5 ||
+	    strncasecmp(p, "link:", 5))
+		return len;
+	memcpy(line, p, len);
+	line[len] = '\0';
+	lt = strchr(line, '<');
+	gt = lt ? strchr(lt, '>') : NULL;
+	if (gt && strstr(gt, "rel=\"next\"") && !s->next)
+		s->next = strndup(lt + 1, (size_t)(gt - lt - 1));
+	return len;
+}
 
 static size_t on_json(char *p, size_t size, size_t n, void *arg)
 {
@@ -182,6 +205,8 @@ static int get_small(const char *url, const struct tfs_remote_target *t,
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, t->headers);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_json);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, s);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_link);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, s);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
 	if (t->userpwd) {
 		curl_easy_setopt(h, CURLOPT_USERPWD, t->userpwd);
@@ -396,9 +421,10 @@ static int list_s3(const char *rest, bool deep, struct names *ns, bool insecure,
 	struct tfs_remote_target t;
 	const char *slash = strchr(rest, '/'), *prefix = slash ? slash + 1 : "";
 	struct sink s = {0};
-	char *url = NULL, *ep = NULL;
+	char *url = NULL, *ep = NULL, *token = NULL, *et = NULL;
 	const char *p, *q;
 	size_t pl = strlen(prefix);
+	unsigned pages = 0;
 	int ret;
 
 	memset(&t, 0, sizeof(t));
@@ -408,9 +434,15 @@ static int list_s3(const char *rest, bool deep, struct names *ns, bool insecure,
 		return ret;
 	}
 	ep = escape_query(prefix);
+	if (!ep) {
+		ret = -ENOMEM;
+		goto out;
+	}
+next_page:
 	/* the query's parameters sorted, as SigV4 wants them */
-	if (!ep || asprintf(&url, "%s?%slist-type=2&prefix=%s", t.url,
-			    deep ? "" : "delimiter=%2F&", ep) < 0) {
+	if (asprintf(&url, "%s?%s%s%s%slist-type=2&prefix=%s", t.url,
+		     et ? "continuation-token=" : "", et ? et : "",
+		     et ? "&" : "", deep ? "" : "delimiter=%2F&", ep) < 0) {
 		url = NULL;
 		ret = -ENOMEM;
 		goto out;
@@ -431,6 +463,31 @@ static int list_s3(const char *rest, bool deep, struct names *ns, bool insecure,
 		    (deep || !memchr(p + pl, '/', (size_t)(q - p) - pl)))
 			ret = names_add(ns, p + pl, (size_t)(q - p) - pl);
 	}
+	/* a page of 1,000 keys: the next one from its token */
+	p = s.p && strstr(s.p, "<IsTruncated>true</IsTruncated>")
+		    ? strstr(s.p, "<NextContinuationToken>")
+		    : NULL;
+	q = p ? strstr(p, "</NextContinuationToken>") : NULL;
+	if (!ret && q) {
+		p += strlen("<NextContinuationToken>");
+		free(token);
+		free(et);
+		free(url);
+		url = et = NULL;
+		token = strndup(p, (size_t)(q - p));
+		et = token ? escape_query(token) : NULL;
+		free(s.p);
+		s.p = NULL;
+		s.n = 0;
+		if (!et)
+			ret = -ENOMEM;
+		else if (++pages == 1000)
+			ret = tfs_diag_set(d, -E2BIG,
+					   "S3 listing: more than "
+					   "1,000 pages");
+		else
+			goto next_page;
+	}
 	if (!ret &&
 	    asprintf(dir, "s3://%.*s",
 		     (int)(strlen(rest) - (rest[strlen(rest) - 1] == '/')),
@@ -440,8 +497,11 @@ static int list_s3(const char *rest, bool deep, struct names *ns, bool insecure,
 	}
 out:
 	free(ep);
+	free(et);
+	free(token);
 	free(url);
 	free(s.p);
+	free(s.next);
 	tfs_remote_target_free(&t);
 	return ret;
 }
@@ -455,9 +515,10 @@ static int list_hf(const char *rest, bool deep, struct names *ns, bool insecure,
 	const char *at = strchr(rest, '@');
 	struct tfs_remote_target t = {0};
 	char *repo = NULL, *rev = NULL, *sha = NULL, *url = NULL, *e = NULL;
-	struct sink s = {0};
+	struct sink s = {.want_next = true};
 	json_t *root = NULL, *it;
 	size_t i, rl = strcspn(rest, "@/");
+	unsigned pages = 0;
 	int ret = 0;
 
 	if (!ep)
@@ -480,6 +541,7 @@ static int list_hf(const char *rest, bool deep, struct names *ns, bool insecure,
 		url = NULL;
 		ret = -ENOMEM;
 	}
+next_page:
 	if (!ret)
 		ret = get_small(url, &t, insecure, timeout_ms, &s,
 				"the Hub (tree)", d);
@@ -499,13 +561,37 @@ static int list_hf(const char *rest, bool deep, struct names *ns, bool insecure,
 			ret = names_add(ns, json_string_value(path),
 					strlen(json_string_value(path)));
 	}
+	json_decref(root);
+	root = NULL;
+	/*
+	 * The next page (a Link header): only from the same endpoint's API,
+	 * the token goes with it.
+	 */
+	if (!ret && s.next) {
+		size_t el = strlen(e);
+
+		if (strncmp(s.next, e, el) || strncmp(s.next + el, "/api/", 5))
+			ret = tfs_diag_set(d, -EIO,
+					   "the Hub: a next page elsewhere");
+		else if (++pages == 1000)
+			ret = tfs_diag_set(d, -E2BIG,
+					   "the Hub: more than 1,000 pages");
+		free(url);
+		url = s.next;
+		s.next = NULL;
+		free(s.p);
+		s.p = NULL;
+		s.n = 0;
+		if (!ret)
+			goto next_page;
+	}
 	if (!ret && asprintf(dir, "hf://%s@%s", repo, sha) < 0) {
 		*dir = NULL;
 		ret = -ENOMEM;
 	}
-	json_decref(root);
 	tfs_remote_target_free(&t);
 	free(s.p);
+	free(s.next);
 	free(url);
 	free(e);
 	free(repo);

@@ -294,9 +294,13 @@ plain_want() { # PATH-PREFIX
 		done
 }
 plain_got() { awk '$3 == 206 { print $2, $4 }' "$LOG" | LC_ALL=C sort; }
+# pages of 2 after the first, for N entries
+pages_after_first() { echo $((($1 + 1) / 2 - 1)); }
+# listings in pages of 2 (S3 continuation tokens, the Hub's Link headers)
 export TFS_S3_ID=AKIDEXAMPLE TFS_S3_SECRET=test-secret TFS_HF_TOKEN=hf_test
+export TFS_S3_PAGE=2 TFS_HUB_PAGE=2
 start_server "$WORK/obj"
-unset TFS_S3_ID TFS_S3_SECRET TFS_HF_TOKEN
+unset TFS_S3_ID TFS_S3_SECRET TFS_HF_TOKEN TFS_S3_PAGE TFS_HUB_PAGE
 export AWS_ENDPOINT_URL=http://127.0.0.1:$PORT AWS_REGION=eu-west-1
 export AWS_ACCESS_KEY_ID=AKIDEXAMPLE AWS_SECRET_ACCESS_KEY=test-secret
 mnt=$(mount_container s3://bkt/dir/m.safetensors -o no_cache) ||
@@ -330,6 +334,9 @@ diff -r "$lm" "$mnt" >"$WORK/diff" 2>&1 &&
 grep -q "GET /bkt?list-type=2&prefix=plain%2F 200" "$LOG" &&
 	ok "listed whole by ListObjectsV2, signed" ||
 	fail "no deep listing: $(grep list-type "$LOG")"
+eq "in pages of 2 keys, by continuation tokens" \
+	"$(grep -c "GET /bkt?continuation-token=p%2F[0-9]*%3D&list-type=2&prefix=plain%2F 200" "$LOG")" \
+	"$(pages_after_first "$(find "$PL" -type f | wc -l)")"
 eq "the mount fetched each file's first chunk, nothing else" \
 	"$(plain_got)" "$(plain_want /bkt/plain)"
 unmount "$mnt"
@@ -443,6 +450,9 @@ diff -r "$lm" "$mnt" >"$WORK/diff" 2>&1 &&
 grep -q "GET /api/models/org/plain/tree/$sha?recursive=True 200" "$LOG" &&
 	ok "listed by the recursive tree API at the commit" ||
 	fail "no recursive tree: $(grep tree "$LOG")"
+eq "in pages of 2 entries, following the Link headers" \
+	"$(grep -c "GET /api/models/org/plain/tree/$sha?recursive=True&cursor=[0-9]* 200" "$LOG")" \
+	"$(pages_after_first "$(find "$PL" -mindepth 1 | wc -l)")"
 eq "the mount fetched each file's first chunk, nothing else" \
 	"$(plain_got)" "$(plain_want /org/plain)"
 : >"$LOG"

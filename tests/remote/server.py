@@ -17,9 +17,11 @@ must carry a valid AWS Signature Version 4 (Authorization header, checked
 by sigv4_signature below, itself checked against AWS's published example
 by `server.py --selftest`), else 403; paths are /BUCKET/KEY (path style).
 S3 listings: ListObjectsV2 (list-type=2), one level with delimiter=/, else
-every key under the prefix.
+every key under the prefix, in pages of $TFS_S3_PAGE keys (continuation
+tokens).
 The Hub: GET /api/models/ORG/REPO/revision/REV answers {"sha": sha1(REV)};
-/api/models/ORG/REPO/tree/SHA lists the top level (?recursive=True: all);
+/api/models/ORG/REPO/tree/SHA lists the top level (?recursive=True: all),
+in pages of $TFS_HUB_PAGE entries (a Link header to the next, &cursor=N);
 /ORG/REPO/resolve/SHA/PATH redirects (302) to /cdn/ORG/REPO/PATH, which
 serves ROOT/ORG/REPO/PATH; with TFS_HF_TOKEN set both need
 "Authorization: Bearer <it>" (401 otherwise), the CDN does not.
@@ -69,6 +71,8 @@ if sys.argv[1:] == ["--selftest"]:
 ROOT, PORTFILE, LOG, FAULTS = sys.argv[1:5]
 S3_ID, S3_SECRET = os.environ.get("TFS_S3_ID"), os.environ.get("TFS_S3_SECRET")
 HF_TOKEN = os.environ.get("TFS_HF_TOKEN")
+PAGE_S3 = int(os.environ.get("TFS_S3_PAGE", "1000"))
+PAGE_HUB = int(os.environ.get("TFS_HUB_PAGE", "1000"))
 lock = threading.Lock()
 used = {"status": 0, "truncate": 0, "text": ""}
 
@@ -161,9 +165,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
                     if k.startswith(prefix):
                         keys.append(k)
             keys.sort()
-        body = ("<?xml version=\"1.0\"?><ListBucketResult>" + "".join(
-            "<Contents><Key>%s</Key></Contents>" % k for k in keys) +
-            "</ListBucketResult>").encode()
+        # pages of $TFS_S3_PAGE keys (S3: 1,000), a token that needs
+        # escaping in a query
+        start = int(q.get("continuation-token", ["p/0="])[0][2:-1])
+        more = ""
+        if start + PAGE_S3 < len(keys):
+            more = ("<IsTruncated>true</IsTruncated><NextContinuationToken>"
+                    "p/%d=</NextContinuationToken>" % (start + PAGE_S3))
+        keys = keys[start:start + PAGE_S3]
+        body = ("<?xml version=\"1.0\"?><ListBucketResult>" + more +
+                "".join("<Contents><Key>%s</Key></Contents>" % k
+                        for k in keys) + "</ListBucketResult>").encode()
         self.wfile.write(self.answer(200, body=body))
 
     def hub(self):
@@ -187,10 +199,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
                            for dp, ds, fs in os.walk(top)
                            for n in ds + fs) if deep else \
                 sorted(os.listdir(top))
+            # pages of $TFS_HUB_PAGE entries, the next one in a Link
+            m2 = re.search(r"[?&]cursor=(\d+)", self.path)
+            start = int(m2.group(1)) if m2 else 0
+            link = []
+            if start + PAGE_HUB < len(names):
+                link = [("Link", '<http://%s%s%scursor=%d>; rel="next"' % (
+                    self.headers["Host"], re.sub(r"[?&]cursor=\d+", "",
+                                                 self.path),
+                    "&" if deep else "?", start + PAGE_HUB))]
+            names = names[start:start + PAGE_HUB]
             body = json.dumps([{"type": "directory" if os.path.isdir(
                 os.path.join(top, n)) else "file", "path": n}
                 for n in names]).encode()
-            self.wfile.write(self.answer(200, body=body))
+            self.wfile.write(self.answer(200, body=body, headers=link))
         elif m:
             body = json.dumps({"id": m.group(1), "sha": hashlib.sha1(
                 m.group(2).encode()).hexdigest()}).encode()
