@@ -65,8 +65,16 @@ http {
 CONF
 nginx -p "$W" -c "$W/nginx.conf" &
 NG=$!
-sleep 0.5
 URL=http://127.0.0.1:$PORT/model.safetensors
+for _ in $(seq 50); do
+	curl -sf -o /dev/null -r 0-0 "$URL" && break
+	sleep 0.1
+done
+# a port taken, nginx gone: no row would mean anything
+curl -sf -o /dev/null -r 0-0 "$URL" || {
+	echo "bench/remote.sh: nginx does not answer on $URL" >&2
+	exit 1
+}
 
 secs() { # COMMAND...: wall seconds
 	local t0 t1
@@ -76,6 +84,13 @@ secs() { # COMMAND...: wall seconds
 	echo "$t1 - $t0" | bc -l
 }
 best() { sort -g | head -n 1; }
+# unmount and wait for the daemon to end (its cache writer finishes first)
+unmount() {
+	local pid
+	pid=$(pgrep -f -- " $M\$" | head -n 1)
+	fusermount3 -u "$M"
+	while [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; do sleep 0.02; done
+}
 mibs() { echo "scale=0; $MIB / $1" | bc -l; }
 readall() { dd if="$1" of=/dev/null bs=1M status=none; }
 
@@ -86,22 +101,22 @@ first_t=$(for _ in $(seq "$RUNS"); do
 	rm -rf "$W/cache"
 	"$TENSORFS" -o cache_dir="$W/cache" "$URL" "$M"
 	secs readall "$M/w"
-	fusermount3 -u "$M"
+	unmount
 done | best)
 nocache_t=$(for _ in $(seq "$RUNS"); do
 	"$TENSORFS" -o no_cache "$URL" "$M"
 	secs readall "$M/w"
-	fusermount3 -u "$M"
+	unmount
 done | best)
 cached_t=$(for _ in $(seq "$RUNS"); do
 	"$TENSORFS" -o cache_dir="$W/cache" "$URL" "$M"
 	secs readall "$M/w"
-	fusermount3 -u "$M"
+	unmount
 done | best)
 local_t=$(for _ in $(seq "$RUNS"); do
 	"$TENSORFS" "$F" "$M"
 	secs readall "$M/w"
-	fusermount3 -u "$M"
+	unmount
 done | best)
 printf '%-46s %8s %10s\n' "row ($MIB MiB tensor, loopback nginx)" seconds MiB/s
 printf '%-46s %8.3f %10s\n' "curl of the tensor's range" "$curl_t" "$(mibs "$curl_t")"

@@ -144,6 +144,16 @@ int tfs_image_open_dir(struct tfs_image **out, const char *dir,
 		       struct tfs_diag *d);
 
 /*
+ * The lister of remote directories (set once by the program, src/remote):
+ * every file under @dir, a URL the finder of tfs_source_url_index() gave
+ * without an index, as sorted malloc'd paths relative to it.  Such a
+ * directory then mounts as tfs_image_open_dir() mounts a local one.
+ */
+typedef int (*tfs_image_url_lister)(const char *dir, char ***names, size_t *n,
+				    struct tfs_diag *d);
+void tfs_image_set_url_lister(tfs_image_url_lister list);
+
+/*
  * Several files in one mount, each as a directory named by its file name
  * less the extension.  Unlike a directory, every file must load: the first
  * failure fails the open (the diagnostic names the file).

@@ -61,9 +61,10 @@ void tfs_source_set_url_opener(tfs_source_url_opener open);
 
 /*
  * The finder of remote directories: a URL naming a prefix or a repository
- * that holds a sharded model's index.  Returns 1 with *@dir (a URL the
- * index's file names are joined to with '/') and *@index (its name), both
- * malloc'd; 0 when @url names one object; -errno with @d filled.
+ * (a remote directory), perhaps holding a sharded model's index.  Returns 1
+ * with *@dir (a URL the index's file names are joined to with '/') and
+ * *@index (its name, or NULL when there is none), both malloc'd; 0 when
+ * @url names one object; -errno with @d filled.
  */
 typedef int (*tfs_source_url_index_finder)(const char *url, char **dir,
 					   char **index, struct tfs_diag *d);

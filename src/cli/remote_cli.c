@@ -12,6 +12,7 @@
 
 #include "cli/cli.h"
 #include "config.h"
+#include "tensorfs/image.h"
 #include "tensorfs/source.h"
 #if TFS_HAVE_FUSE
 #include <fuse_log.h>
@@ -83,6 +84,7 @@ int tfs_cli_remote_setup(void)
 		return -1;
 	tfs_source_set_url_opener(tfs_remote_open);
 	tfs_source_set_url_index_finder(tfs_remote_find_index);
+	tfs_image_set_url_lister(tfs_remote_list);
 #endif
 	return 0;
 }

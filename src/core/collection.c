@@ -741,11 +741,12 @@ static int open_set(struct tfs_image **out, const char *dir,
 		free(path);
 		path = NULL;
 	}
-	/* a missing part: the message names it */
+	/* a missing part: the message names it (a URL's open does) */
 	for (i = 0; !ret && i < w.n; i++) {
 		struct stat st;
 
-		if (stat(w.v[i].path, &st) != 0)
+		if (!tfs_source_is_url(w.v[i].path) &&
+		    stat(w.v[i].path, &st) != 0)
 			ret = tfs_diag_set(d, -errno,
 					   "%s: part %u of %u of the split "
 					   "model: %s",
@@ -1024,12 +1025,59 @@ out:
 	return ret;
 }
 
+static tfs_image_url_lister url_lister;
+
+void tfs_image_set_url_lister(tfs_image_url_lister list)
+{
+	url_lister = list;
+}
+
+static int mount_walk(struct tfs_image **out, struct walk *w, const char *dir,
+		      const struct tfs_build_options *opts, struct tfs_diag *d);
+
+/* remote directory @dir, no index: its listing walked as a directory's */
+static int open_listing(struct tfs_image **out, const char *dir,
+			const struct tfs_build_options *opts,
+			struct tfs_diag *d)
+{
+	struct walk w = {.top = dir};
+	char **names = NULL, *path;
+	size_t n = 0, i;
+	int ret;
+
+	if (!url_lister)
+		return tfs_diag_set(d, -EINVAL,
+				    "remote directories: no lister");
+	ret = url_lister(dir, &names, &n, d);
+	if (!ret && n > WALK_MAX_FILES)
+		ret = tfs_diag_set(d, -E2BIG, "more than %d files under it",
+				   WALK_MAX_FILES);
+	for (i = 0; !ret && i < n; i++) {
+		if (asprintf(&path, "%s/%s", dir, names[i]) < 0) {
+			path = NULL;
+			ret = tfs_diag_oom(d);
+		} else if (add_candidate(&w, path, names[i])) {
+			ret = tfs_diag_oom(d);
+		}
+		free(path);
+	}
+	for (i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	if (!ret)
+		ret = mount_walk(out, &w, dir, opts, d);
+	candidates_free(&w);
+	return ret;
+}
+
 int tfs_image_open_sharded(struct tfs_image **out, const char *dir,
 			   const char *index_name,
 			   const struct tfs_build_options *opts,
 			   struct tfs_diag *d)
 {
 	tfs_diag_clear(d);
+	if (!index_name)
+		return open_listing(out, dir, opts, d);
 	return open_sharded(out, dir, index_name, opts, d);
 }
 
@@ -1060,15 +1108,28 @@ int tfs_image_open_dir(struct tfs_image **out, const char *dir,
 		ret = tfs_diag_set(d, ret, "cannot read it: %s",
 				   strerror(-ret));
 	if (!ret)
-		ret = probe_all(&w, false, d);
+		ret = mount_walk(out, &w, dir, opts, d);
+	candidates_free(&w);
+	return ret;
+}
+
+/*
+ * The walked files of directory @dir (local, or a remote listing): probed,
+ * then one set's tree, or every container a directory.
+ */
+static int mount_walk(struct tfs_image **out, struct walk *w, const char *dir,
+		      const struct tfs_build_options *opts, struct tfs_diag *d)
+{
+	int ret;
+
+	ret = probe_all(w, false, d);
 	if (!ret)
-		ret = open_dir_set(out, dir, &w, opts, d);
-	if (ret == 1 && (choose_dirs(&w) || group_sets(&w)))
+		ret = open_dir_set(out, dir, w, opts, d);
+	if (ret == 1 && (choose_dirs(w) || group_sets(w)))
 		ret = tfs_diag_oom(d);
 	else if (ret == 1)
-		ret = load_all(out, &w, dir, &(struct plan){.skip_bad = true},
+		ret = load_all(out, w, dir, &(struct plan){.skip_bad = true},
 			       opts, d);
-	candidates_free(&w);
 	return ret;
 }
 

@@ -78,7 +78,9 @@ int tfs_image_open_set(struct tfs_image **out, const char *path,
 
 /*
  * A sharded model whose index @index_name sits in @dir (a directory, or a
- * remote one: names are joined with '/'), as tfs_image_open_dir() mounts it.
+ * remote one: names are joined with '/'), as tfs_image_open_dir() mounts it;
+ * @index_name NULL: remote directory @dir holds no index, every container
+ * under it is mounted as tfs_image_open_dir() mounts a local directory.
  */
 int tfs_image_open_sharded(struct tfs_image **out, const char *dir,
 			   const char *index_name,

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,6 +17,8 @@
 
 #include "remote/chunk_cache.h"
 #include "tensorfs/cursor.h"
+
+#define CACHE_MAGIC "TFSBLK02"
 
 struct tfs_chunk_cache {
 	char *dir;  /* the whole cache */
@@ -66,7 +69,7 @@ static int object_key(char hex[65], const char *url, const char *version,
 	char *text;
 	int n;
 
-	n = asprintf(&text, "%s\n%s\n%llu", url, version,
+	n = asprintf(&text, "%s\n%s\n%llu\n" CACHE_MAGIC, url, version,
 		     (unsigned long long)size);
 	if (n < 0)
 		return -ENOMEM;
@@ -141,23 +144,6 @@ const char *tfs_chunk_cache_path(const struct tfs_chunk_cache *c)
 	return c->path;
 }
 
-static int read_all(int fd, void *buf, size_t len)
-{
-	uint8_t *p = buf;
-	ssize_t n;
-
-	while (len) {
-		n = read(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -EIO;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static int write_all(int fd, const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
@@ -175,59 +161,137 @@ static int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-int tfs_chunk_cache_get(struct tfs_chunk_cache *c, uint64_t idx, uint64_t off,
-			void *buf, size_t len)
+/*
+ * Map cache file @idx and check it holds [@off, @off + @len) intact: the
+ * mapping (of the data, after the header) or NULL on a miss, which also
+ * removes a file that is not what we wrote.  The file's inode never
+ * changes once renamed into place, so what is checked is what is copied.
+ */
+static const uint8_t *map_block(struct tfs_chunk_cache *c, uint64_t idx,
+				uint64_t off, size_t len, void **map,
+				size_t *maplen)
 {
-	uint8_t hdr[TFS_CHUNK_HEADER];
+	const uint8_t *hdr;
 	char path[4096];
 	struct stat st;
-	int fd, ret = -ENOENT;
+	int fd;
 
+	*map = NULL;
 	snprintf(path, sizeof(path), "%s/%016llx", c->path,
 		 (unsigned long long)idx);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return -ENOENT;
-	if (fstat(fd, &st) || (uint64_t)st.st_size != TFS_CHUNK_HEADER + len ||
-	    read_all(fd, hdr, sizeof(hdr)) || memcmp(hdr, "TFSCHNK1", 8) ||
-	    tfs_load_le(hdr + 8, 8) != off || tfs_load_le(hdr + 16, 8) != len ||
-	    read_all(fd, buf, len) ||
-	    XXH3_64bits(buf, len) != tfs_load_le(hdr + 24, 8)) {
-		/* not what we wrote: never serve it, drop it */
-		unlink(path);
-		goto out;
+		return NULL;
+	if (fstat(fd, &st) || (uint64_t)st.st_size != TFS_CHUNK_HEADER + len)
+		goto bad;
+	*maplen = (size_t)st.st_size;
+	*map = mmap(NULL, *maplen, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+	if (*map == MAP_FAILED) {
+		*map = NULL;
+		goto bad;
+	}
+	hdr = *map;
+	if (memcmp(hdr, CACHE_MAGIC, 8) || tfs_load_le(hdr + 8, 8) != off ||
+	    tfs_load_le(hdr + 16, 8) != len ||
+	    XXH3_64bits(hdr + TFS_CHUNK_HEADER, len) !=
+		    tfs_load_le(hdr + 24, 8)) {
+		munmap(*map, *maplen);
+		*map = NULL;
+		goto bad;
 	}
 	futimens(fd, NULL); /* recently used */
-	ret = 0;
-out:
 	close(fd);
-	return ret;
+	return hdr + TFS_CHUNK_HEADER;
+bad:
+	/* not what we wrote: never serve it, drop it */
+	unlink(path);
+	close(fd);
+	return NULL;
 }
 
-int tfs_chunk_cache_put(struct tfs_chunk_cache *c, uint64_t idx, uint64_t off,
-			const void *buf, size_t len)
+int tfs_chunk_cache_get(struct tfs_chunk_cache *c, uint64_t idx, uint64_t off,
+			void *buf, size_t len)
+{
+	const uint8_t *data;
+	size_t maplen;
+	void *map;
+
+	data = map_block(c, idx, off, len, &map, &maplen);
+	if (!data)
+		return -ENOENT;
+	memcpy(buf, data, len);
+	munmap(map, maplen);
+	return 0;
+}
+
+const uint8_t *tfs_chunk_cache_map(struct tfs_chunk_cache *c, uint64_t idx,
+				   uint64_t off, size_t len,
+				   struct tfs_chunk_map *m)
+{
+	return map_block(c, idx, off, len, &m->map, &m->len);
+}
+
+void tfs_chunk_cache_unmap(struct tfs_chunk_map *m)
+{
+	if (m->map)
+		munmap(m->map, m->len);
+	m->map = NULL;
+}
+
+int tfs_chunk_cache_create(struct tfs_chunk_cache *c, uint64_t idx,
+			   uint64_t len, char **tmp)
+{
+	static unsigned long seq;
+	int fd;
+
+	if (asprintf(tmp, "%s/%016llx.tmp.%ld.%lu", c->path,
+		     (unsigned long long)idx, (long)getpid(),
+		     __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED)) < 0) {
+		*tmp = NULL;
+		return -ENOMEM;
+	}
+	fd = open(*tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0 || ftruncate(fd, (off_t)(TFS_CHUNK_HEADER + len))) {
+		int e = -errno;
+
+		if (fd >= 0) {
+			close(fd);
+			unlink(*tmp);
+		}
+		free(*tmp);
+		*tmp = NULL;
+		return e;
+	}
+	return fd;
+}
+
+void tfs_chunk_cache_discard(int fd, char *tmp)
+{
+	if (tmp)
+		unlink(tmp);
+	if (fd >= 0)
+		close(fd);
+	free(tmp);
+}
+
+int tfs_chunk_cache_commit(struct tfs_chunk_cache *c, uint64_t idx,
+			   uint64_t off, const void *data, size_t len, int fd,
+			   const char *tmp)
 {
 	uint8_t hdr[TFS_CHUNK_HEADER];
-	char path[4096], tmp[4200];
-	int fd, ret;
+	char path[4096];
 	bool evict = false;
+	int ret;
 
 	snprintf(path, sizeof(path), "%s/%016llx", c->path,
 		 (unsigned long long)idx);
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%ld.%p", path, (long)getpid(),
-		 (void *)&hdr);
-	memcpy(hdr, "TFSCHNK1", 8);
+	memset(hdr, 0, sizeof(hdr));
+	memcpy(hdr, CACHE_MAGIC, 8);
 	store_le(hdr + 8, off);
 	store_le(hdr + 16, len);
-	store_le(hdr + 24, XXH3_64bits(buf, len));
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	ret = write_all(fd, hdr, sizeof(hdr));
-	if (!ret)
-		ret = write_all(fd, buf, len);
-	if (close(fd) && !ret)
-		ret = -EIO;
+	store_le(hdr + 24, XXH3_64bits(data, len));
+	ret = pwrite(fd, hdr, sizeof(hdr), 0) == (ssize_t)sizeof(hdr) ? 0
+								      : -EIO;
 	if (!ret && rename(tmp, path))
 		ret = -errno;
 	if (ret) {
@@ -242,6 +306,28 @@ int tfs_chunk_cache_put(struct tfs_chunk_cache *c, uint64_t idx, uint64_t off,
 	if (evict)
 		tfs_chunk_cache_evict(c->dir, c->max);
 	return 0;
+}
+
+int tfs_chunk_cache_put(struct tfs_chunk_cache *c, uint64_t idx, uint64_t off,
+			const void *buf, size_t len)
+{
+	char *tmp;
+	int fd, ret;
+
+	fd = tfs_chunk_cache_create(c, idx, len, &tmp);
+	if (fd < 0)
+		return fd;
+	ret = lseek(fd, TFS_CHUNK_HEADER, SEEK_SET) < 0
+		      ? -errno
+		      : write_all(fd, buf, len);
+	if (!ret)
+		ret = tfs_chunk_cache_commit(c, idx, off, buf, len, fd, tmp);
+	else
+		unlink(tmp);
+	if (close(fd) && !ret)
+		ret = -EIO;
+	free(tmp);
+	return ret;
 }
 
 struct entry {

@@ -5,10 +5,15 @@
  * Threads of one remote object:
  *   - conns workers, each with its own curl handle (a kept-alive
  *     connection), take pieces (runs of chunks) from a queue: synchronous
- *     needs at its front, prefetch at its back.  A piece is looked up in
- *     the disk cache chunk by chunk, the rest fetched by one range request
- *     (If-Match the pinned version), written into the memfd, stored in the
- *     cache, and its chunks marked present;
+ *     needs at its front, prefetch at its back, once they fit in
+ *     remote_mem (mem_take: one budget for the whole process).  A piece is
+ *     looked up in the disk cache block by block (a hit: the cache file
+ *     mapped in place), the rest fetched by one range request (If-Match
+ *     the pinned version) straight into the blocks' cache files (then
+ *     mapped in place) or, without a cache, into the memfd; its chunks
+ *     are then marked present;
+ *   - one cache writer names each block made whole (checksum, header,
+ *     rename) and maps it;
  *   - one fault thread reads the userfaultfd: an access to a chunk not yet
  *     present (a parser reading its header) waits there until the chunk is
  *     fetched, then is woken.
@@ -46,7 +51,17 @@
 #endif
 
 #define CHUNK (256u << 10)
+#define BLOCK_CHUNKS 16 /* a cache file: 4 MiB */
+#define BLOCK_SIZE ((uint64_t)BLOCK_CHUNKS * CHUNK)
 #define RETRIES 4
+
+/* a cache block's state */
+enum {
+	BL_NONE,   /* not known to be in the disk cache */
+	BL_QUEUED, /* complete in the memfd, queued for the cache writer */
+	BL_CACHED, /* in the disk cache (or given up on) */
+	BL_MAPPED, /* a disk cache file is mapped in its place */
+};
 
 enum {
 	CH_MISSING = TFS_CHUNK_MISSING,
@@ -66,7 +81,7 @@ struct remote {
 	char *shown;		      /* redacted, for messages */
 	char *etag;    /* the pinned version ("" when the server gave none) */
 	bool if_match; /* send If-Match: a strong ETag was given */
-	uint64_t size, nchunks, piece_chunks;
+	uint64_t size, nchunks, piece_chunks, page;
 	int memfd, poison_fd;
 	uint8_t *map;
 	size_t maplen;
@@ -85,6 +100,28 @@ struct remote {
 	bool stopping, stale_logged;
 	bool restart_uffd; /* forked: a new userfaultfd at the next fetch */
 	struct tfs_chunk_cache *cache;
+	/*
+	 * The cache writer: complete blocks are stored off the fetch
+	 * workers' path, from the memfd; a block queued keeps its chunks in
+	 * the memfd (a drop of them waits in @dropreq) and counts in
+	 * remote_mem (mem_take), so the workers wait for a writer behind.
+	 */
+	uint64_t nblocks;
+	uint8_t *bstate, *dropreq;
+	/*
+	 * With a disk cache, fetched bytes go straight into the block's
+	 * temporary cache file (@bfd, @btmp: -1 and NULL until a first
+	 * piece of the block is fetched), whose pages are then mapped in
+	 * place (@fmap, per chunk): no memfd page, no copy, no hole punch;
+	 * the cache writer checksums, names and maps the block when whole.
+	 */
+	int *bfd;
+	char **btmp;
+	uint8_t *fmap;
+	struct piece *wq_head, *wq_tail;
+	bool writer_running, writing;
+	pthread_t writer;
+	pthread_cond_t wwork;
 	struct tfs_remote_stats stats;
 	struct remote *next; /* every open remote (fork handling) */
 };
@@ -263,27 +300,132 @@ char *tfs_remote_redact(const char *url)
 
 /* ---- one range request ---------------------------------------------------*/
 
+/*
+ * One transfer.  Its body goes to @buf (the probe) or straight into the
+ * memfd @fd at @off: the answer's status, Content-Range and ETag are
+ * checked when its first body byte comes, before any lands, and the memfd
+ * is written whole pages at a time (@carry holds a page's start until it
+ * is whole), so a page of the mapping is either absent -- its access
+ * faults and waits -- or holds the pinned version's bytes.
+ */
 struct xfer {
+	const struct remote *r;
+	CURL *h;
+	bool probe;
 	uint8_t *buf;
-	uint64_t want, got;
-	bool overflow;
+	int fd;
+	bool to_files; /* into the blocks' cache files (r->bfd) */
+	uint64_t off, want, got;
+	bool overflow, checked, discard;
+	int reject;    /* the answer is not our range: -ESTALE, -EAGAIN, -EIO */
+	int write_err; /* the memfd refused a write */
+	uint8_t *carry; /* a page */
+	size_t carry_len, page;
 	char etag[256];
 	bool have_range;
 	uint64_t first, last, total; /* Content-Range (total also for 416) */
 };
 
+static int put_pages(const struct remote *r, const uint8_t *p, uint64_t len,
+		     uint64_t off);
+static int pwrite_all(int fd, const uint8_t *p, uint64_t len, uint64_t off);
+static int map_file(struct remote *r, int fd, uint64_t b, uint64_t off,
+		    uint64_t len);
+
+/* is the answer, as its headers say, the range we asked for? 0 or -errno */
+static int check_answer(struct xfer *x, long status)
+{
+	const struct remote *r = x->r;
+
+	if (status == 200) {
+		/* the whole object, Range ignored: only good if that is all */
+		if (x->off != 0 || (!x->probe && x->want != r->size))
+			return -EIO;
+	} else if (!x->have_range || x->first != x->off ||
+		   (!x->probe && (x->last - x->first + 1 != x->want ||
+				  x->total != r->size))) {
+		return -EAGAIN;
+	}
+	if (!x->probe && strcmp(x->etag, r->etag) != 0)
+		return -ESTALE;
+	return 0;
+}
+
+static int sink(struct xfer *x, const uint8_t *p, size_t len)
+{
+	size_t n;
+	int ret;
+
+	if (x->fd < 0) {
+		memcpy(x->buf + x->got, p, len);
+		x->got += len;
+		return 0;
+	}
+	while (x->to_files && len) {
+		/* not mapped until the piece is whole: any order is fine */
+		uint64_t pos = x->off + x->got, b = pos / BLOCK_SIZE;
+		uint64_t end = (b + 1) * BLOCK_SIZE;
+
+		n = end - pos < len ? (size_t)(end - pos) : len;
+		ret = pwrite_all(x->r->bfd[b], p, n,
+				 TFS_CHUNK_HEADER + pos - b * BLOCK_SIZE);
+		if (ret)
+			return ret;
+		x->got += n;
+		p += n;
+		len -= n;
+	}
+	while (len) {
+		if (x->carry_len || len < x->page) {
+			n = x->page - x->carry_len < len
+				    ? x->page - x->carry_len
+				    : len;
+			memcpy(x->carry + x->carry_len, p, n);
+			x->carry_len += n;
+			x->got += n;
+			p += n;
+			len -= n;
+			if (x->carry_len < x->page)
+				continue;
+			ret = put_pages(x->r, x->carry, x->page,
+					x->off + x->got - x->page);
+			x->carry_len = 0;
+		} else {
+			n = len / x->page * x->page;
+			ret = put_pages(x->r, p, n, x->off + x->got);
+			x->got += n;
+			p += n;
+			len -= n;
+		}
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 static size_t on_body(char *p, size_t size, size_t n, void *arg)
 {
 	struct xfer *x = arg;
 	size_t len = size * n;
+	long status = 0;
 
+	if (!x->checked) {
+		x->checked = true;
+		curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &status);
+		/* an error's body is not the object's: never stored */
+		x->discard = status != 200 && status != 206;
+		x->reject = x->discard ? 0 : check_answer(x, status);
+	}
+	if (x->discard)
+		return len;
+	if (x->reject)
+		return 0; /* abort before a byte lands */
 	if (len > x->want - x->got) {
 		x->overflow = true;
 		return 0; /* more than asked: abort, never mix */
 	}
-	memcpy(x->buf + x->got, p, len);
-	x->got += len;
-	return len;
+	x->write_err = sink(x, (const uint8_t *)p, len);
+	return x->write_err ? 0 : len;
 }
 
 static void trim(char *s)
@@ -363,21 +505,34 @@ static CURL *new_handle(const struct remote *r)
 }
 
 /*
- * GET [off, off + len) into @buf; @probe: no If-Match, any size.  0 or
- * -errno; @why gets a message for the caller's one log line.
+ * GET [off, off + len) into @buf, or (@buf NULL) into the memfd at @off;
+ * @probe: no If-Match, any size.  0 or -errno; @why gets a message for
+ * the caller's one log line.
  */
 static int get_range(struct remote *r, CURL *h, uint64_t off, uint64_t len,
-		     uint8_t *buf, bool probe, struct xfer *x, char *why,
-		     size_t whylen)
+		     uint8_t *buf, bool probe, bool files, struct xfer *x,
+		     char *why, size_t whylen)
 {
 	struct curl_slist *hdrs = NULL, *nh;
 	char range[64], ifm[300], errbuf[CURL_ERROR_SIZE] = "";
+	uint8_t carry[64 << 10];
 	long status = 0;
 	CURLcode cc;
+	int ret;
 
 	memset(x, 0, sizeof(*x));
+	x->r = r;
+	x->h = h;
+	x->probe = probe;
 	x->buf = buf;
+	x->fd = buf ? -1 : r->memfd;
+	x->to_files = files;
+	x->off = off;
 	x->want = len;
+	x->carry = carry;
+	x->page = (size_t)sysconf(_SC_PAGESIZE);
+	if (x->page > sizeof(carry))
+		return -EINVAL;
 	snprintf(range, sizeof(range), "Range: bytes=%llu-%llu",
 		 (unsigned long long)off, (unsigned long long)(off + len - 1));
 	hdrs = curl_slist_append(NULL, range);
@@ -416,6 +571,10 @@ static int get_range(struct remote *r, CURL *h, uint64_t off, uint64_t len,
 	if (x->overflow) {
 		snprintf(why, whylen, "server sent more bytes than asked");
 		return -EIO;
+	}
+	if (x->write_err) {
+		snprintf(why, whylen, "memfd: %s", strerror(-x->write_err));
+		return x->write_err;
 	}
 	if (cc == CURLE_OPERATION_TIMEDOUT) {
 		snprintf(why, whylen, "timed out");
@@ -456,39 +615,42 @@ static int get_range(struct remote *r, CURL *h, uint64_t off, uint64_t len,
 		snprintf(why, whylen, "HTTP %ld", status);
 		return status >= 500 ? -EAGAIN : -EIO;
 	}
-	if (cc != CURLE_OK) {
+	if (cc != CURLE_OK && !x->reject) {
 		snprintf(why, whylen, "%s (%llu of %llu bytes)",
 			 *errbuf ? errbuf : curl_easy_strerror(cc),
 			 (unsigned long long)x->got, (unsigned long long)len);
 		return -EAGAIN; /* a cut transfer: worth another try */
 	}
-	if (status == 200) {
-		/* the whole object, range ignored: only good if that is all */
-		if (off != 0 || (!probe && x->got != r->size)) {
-			snprintf(why, whylen,
-				 "server ignored the Range header");
-			return -EIO;
-		}
+	/* an empty body never met on_body's check */
+	ret = x->checked ? x->reject : check_answer(x, status);
+	if (!ret && status == 200) {
 		x->first = 0;
 		x->total = x->got;
 		x->last = x->got ? x->got - 1 : 0;
-	} else if (!x->have_range || x->first != off ||
-		   x->last - x->first + 1 != x->got ||
-		   (!probe && (x->total != r->size || x->got != len))) {
-		snprintf(why, whylen,
-			 "short or mismatched range (%llu of %llu "
-			 "bytes)",
-			 (unsigned long long)x->got, (unsigned long long)len);
-		return -EAGAIN;
+	} else if (!ret && (x->last - x->first + 1 != x->got ||
+			    (!probe && x->got != len))) {
+		ret = -EAGAIN;
 	}
-	if (!probe && strcmp(x->etag, r->etag) != 0) {
+	if (ret == -EIO) {
+		snprintf(why, whylen, "server ignored the Range header");
+	} else if (ret == -ESTALE) {
 		snprintf(why, whylen,
 			 "changed on the server (ETag %s, pinned "
 			 "%s)",
 			 x->etag, r->etag);
-		return -ESTALE;
+	} else if (ret) {
+		snprintf(why, whylen,
+			 "short or mismatched range (%llu of %llu "
+			 "bytes)",
+			 (unsigned long long)x->got, (unsigned long long)len);
 	}
-	return 0;
+	/* the last page of the object, whole now */
+	if (!ret && x->carry_len) {
+		memset(carry + x->carry_len, 0, x->page - x->carry_len);
+		ret = put_pages(r, x->carry, x->page,
+				x->off + x->got - x->carry_len);
+	}
+	return ret;
 }
 
 static uint64_t now_ms(void)
@@ -501,7 +663,7 @@ static uint64_t now_ms(void)
 
 /* get_range with retries on EAGAIN/ETIMEDOUT, backing off, in the time */
 static int fetch_range(struct remote *r, CURL *h, uint64_t off, uint64_t len,
-		       uint8_t *buf)
+		       bool files)
 {
 	uint64_t start = now_ms(), wait = 100;
 	struct xfer x;
@@ -509,7 +671,7 @@ static int fetch_range(struct remote *r, CURL *h, uint64_t off, uint64_t len,
 	int ret, i;
 
 	for (i = 0;; i++) {
-		ret = get_range(r, h, off, len, buf, false, &x, why,
+		ret = get_range(r, h, off, len, NULL, false, files, &x, why,
 				sizeof(why));
 		if (ret != -EAGAIN && ret != -ETIMEDOUT)
 			break;
@@ -579,25 +741,392 @@ static int pwrite_all(int fd, const uint8_t *p, uint64_t len, uint64_t off)
 	return 0;
 }
 
-/* one piece: cache, then the network for the rest; memfd; cache */
-static int run_piece(struct remote *r, CURL *h, uint8_t *buf,
-		     const struct piece *p)
+/*
+ * Whole pages [@off, @off + @len) of the object into the memfd (the last
+ * page of the object may be short: @p then holds a whole page).  With a
+ * userfaultfd, UFFDIO_COPY installs each page at once, taking no inode
+ * lock (parallel pwrites into one memfd spin on it); a page there already
+ * (a retried transfer) and the sources without one take pwrite.
+ */
+static int put_pages(const struct remote *r, const uint8_t *p, uint64_t len,
+		     uint64_t off)
 {
-	uint64_t i, j, off = chunk_off(p->first), hit = 0, hit_bytes = 0;
-	bool have[TFS_PLAN_MAX_PIECE];
-	int ret = 0;
+	struct uffdio_copy uc;
+	int tries = 0;
 
-	for (i = 0; i < p->count; i++) {
-		uint64_t c = p->first + i;
-
-		have[i] = r->cache &&
-			  tfs_chunk_cache_get(r->cache, c, chunk_off(c),
-					      buf + chunk_off(c) - off,
-					      (size_t)chunk_len(r, c)) == 0;
-		if (have[i]) {
-			hit++;
-			hit_bytes += chunk_len(r, c);
+	while (r->uffd >= 0 && len && tries++ < 100) {
+		uc.dst = (uint64_t)(uintptr_t)(r->map + off);
+		uc.src = (uint64_t)(uintptr_t)p;
+		uc.len = (len + r->page - 1) / r->page * r->page;
+		uc.mode = UFFDIO_COPY_MODE_DONTWAKE;
+		uc.copy = 0;
+		if (ioctl(r->uffd, UFFDIO_COPY, &uc) == 0)
+			return 0;
+		/* not registered: a cache file is mapped there, same bytes */
+		if (uc.copy <= 0 && errno == ENOENT)
+			return 0;
+		if (uc.copy <= 0 && errno != EAGAIN)
+			break;
+		if (uc.copy > 0) {
+			if ((uint64_t)uc.copy >= len)
+				return 0;
+			p += uc.copy;
+			off += (uint64_t)uc.copy;
+			len -= (uint64_t)uc.copy;
 		}
+	}
+	if (off + len > r->size)
+		len = r->size - off;
+	return pwrite_all(r->memfd, p, len, off);
+}
+
+/*
+ * remote_mem, one bound for the whole mount (every object of a sharded
+ * model): the bytes of range requests being answered plus the blocks
+ * waiting for a cache writer.  A request starts only once it fits (or
+ * nothing else is in flight); blocks are added as their piece lands.
+ */
+static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t mem_free = PTHREAD_COND_INITIALIZER;
+static uint64_t mem_used;
+
+static void mem_take(const struct remote *r, uint64_t n)
+{
+	pthread_mutex_lock(&mem_lock);
+	while (mem_used && mem_used + n > r->cfg.mem)
+		pthread_cond_wait(&mem_free, &mem_lock);
+	mem_used += n;
+	pthread_mutex_unlock(&mem_lock);
+}
+
+static void mem_add(uint64_t n)
+{
+	pthread_mutex_lock(&mem_lock);
+	mem_used += n;
+	pthread_mutex_unlock(&mem_lock);
+}
+
+static void mem_give(uint64_t n)
+{
+	pthread_mutex_lock(&mem_lock);
+	mem_used -= n;
+	pthread_cond_broadcast(&mem_free);
+	pthread_mutex_unlock(&mem_lock);
+}
+
+static uint64_t block_off(uint64_t b)
+{
+	return b * BLOCK_CHUNKS * (uint64_t)CHUNK;
+}
+
+static uint64_t block_len(const struct remote *r, uint64_t b)
+{
+	uint64_t end = block_off(b) + BLOCK_CHUNKS * (uint64_t)CHUNK;
+
+	return (end > r->size ? r->size : end) - block_off(b);
+}
+
+/* its memory back; a later access faults and is fetched (disk cache) */
+static void drop_chunk(struct remote *r, uint64_t c)
+{
+	r->state[c] = CH_MISSING;
+	fallocate(r->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		  (off_t)chunk_off(c), (off_t)chunk_len(r, c));
+}
+
+/* queue the blocks of chunks [c0, c1] now whole in the memfd; under lock */
+static void queue_blocks(struct remote *r, uint64_t c0, uint64_t c1)
+{
+	uint64_t b, c, last;
+	struct piece *q;
+
+	if (!r->writer_running)
+		return;
+	for (b = c0 / BLOCK_CHUNKS; b <= c1 / BLOCK_CHUNKS; b++) {
+		if (r->bstate[b] != BL_NONE)
+			continue;
+		last = (b + 1) * BLOCK_CHUNKS;
+		if (last > r->nchunks)
+			last = r->nchunks;
+		for (c = b * BLOCK_CHUNKS;
+		     c < last && r->state[c] == CH_PRESENT; c++)
+			;
+		if (c < last)
+			continue;
+		q = malloc(sizeof(*q));
+		if (!q)
+			continue; /* best effort, as the cache is */
+		q->first = b;
+		q->count = 1;
+		q->next = NULL;
+		if (r->wq_tail)
+			r->wq_tail->next = q;
+		else
+			r->wq_head = q;
+		r->wq_tail = q;
+		r->bstate[b] = BL_QUEUED;
+		mem_add(block_len(r, b));
+		pthread_cond_signal(&r->wwork);
+	}
+}
+
+/*
+ * The cache writer: stores each queued block from the memfd (its chunks
+ * stay there until it is written), then lets the drops it held back go.
+ * Stopping, it writes what is queued first: the next mount finds it.
+ */
+static void *cache_writer(void *arg)
+{
+	struct remote *r = arg;
+	uint64_t b, c, last, off, len;
+	uint8_t infile[BLOCK_CHUNKS];
+	struct piece *q;
+	bool mapped;
+	char *tmp;
+	int fd;
+
+	pthread_mutex_lock(&r->lock);
+	for (;;) {
+		if (!r->wq_head) {
+			if (r->stopping)
+				break;
+			pthread_cond_wait(&r->wwork, &r->lock);
+			continue;
+		}
+		q = r->wq_head;
+		r->wq_head = q->next;
+		if (!r->wq_head)
+			r->wq_tail = NULL;
+		b = q->first;
+		free(q);
+		r->writing = true;
+		pthread_mutex_unlock(&r->lock);
+		off = block_off(b);
+		len = block_len(r, b);
+		last = (b + 1) * BLOCK_CHUNKS;
+		if (last > r->nchunks)
+			last = r->nchunks;
+		fd = r->bfd ? r->bfd[b] : -1;
+		tmp = r->btmp ? r->btmp[b] : NULL;
+		for (c = b * BLOCK_CHUNKS; fd >= 0 && c < last; c++)
+			infile[c - b * BLOCK_CHUNKS] = r->fmap[c];
+		pthread_mutex_unlock(&r->lock);
+		/* best effort: a failure (disk full) leaves it uncached */
+		mapped = false;
+		if (fd < 0) {
+			tfs_chunk_cache_put(r->cache, b, off, r->map + off,
+					    (size_t)len);
+		} else {
+			int ret = 0;
+
+			/* what came into the memfd (the probe's chunk) */
+			for (c = b * BLOCK_CHUNKS; !ret && c < last; c++)
+				if (!infile[c - b * BLOCK_CHUNKS])
+					ret = pwrite_all(
+						fd, r->map + chunk_off(c),
+						chunk_len(r, c),
+						TFS_CHUNK_HEADER +
+							chunk_off(c) - off);
+			if (!ret)
+				ret = tfs_chunk_cache_commit(
+					r->cache, b, off, r->map + off,
+					(size_t)len, fd, tmp);
+			else
+				unlink(tmp);
+			/* all of it from the file now: no memfd page */
+			mapped = !ret && !map_file(r, fd, b, off, len);
+			if (mapped)
+				fallocate(r->memfd,
+					  FALLOC_FL_PUNCH_HOLE |
+						  FALLOC_FL_KEEP_SIZE,
+					  (off_t)off, (off_t)len);
+			close(fd);
+			free(tmp);
+		}
+		pthread_mutex_lock(&r->lock);
+		if (fd >= 0) {
+			r->bfd[b] = -1;
+			r->btmp[b] = NULL;
+		}
+		r->writing = false;
+		r->bstate[b] = mapped ? BL_MAPPED : BL_CACHED;
+		mem_give(len);
+		last = (b + 1) * BLOCK_CHUNKS;
+		if (last > r->nchunks)
+			last = r->nchunks;
+		for (c = b * BLOCK_CHUNKS; c < last; c++)
+			if (r->dropreq[c]) {
+				r->dropreq[c] = 0;
+				/* a mapped file's pages: the kernel's */
+				if (r->state[c] == CH_PRESENT && !mapped)
+					drop_chunk(r, c);
+			}
+		pthread_cond_broadcast(&r->work);
+		pthread_cond_broadcast(&r->done);
+	}
+	pthread_mutex_unlock(&r->lock);
+	return NULL;
+}
+
+/*
+ * Block @b from the disk cache, checked whole, then its file mapped in the
+ * place of its range of the memfd mapping (mremap: at once), so a hit is
+ * served from the cache file's page cache like a local file, no copy;
+ * those pages are the kernel's to reclaim, and a drop leaves them.  The
+ * memfd's pages under it are freed.  0, 1 when the bytes were copied into
+ * the memfd instead (no mapping to be had: vm.max_map_count), or -ENOENT
+ * (a miss).
+ */
+static int map_cached(struct remote *r, uint64_t b)
+{
+	uint64_t off = block_off(b), len = block_len(r, b);
+	size_t span = (size_t)((len + r->page - 1) / r->page * r->page);
+	struct tfs_chunk_map m = {0};
+	const uint8_t *data;
+	void *at;
+
+	data = tfs_chunk_cache_map(r->cache, b, off, (size_t)len, &m);
+	if (!data)
+		return -ENOENT;
+	at = mremap((void *)(uintptr_t)data, span, span,
+		    MREMAP_MAYMOVE | MREMAP_FIXED, r->map + off);
+	if (at == MAP_FAILED) {
+		/* the mapping is whole pages: its tail past the data reads 0 */
+		int ret = put_pages(r, data, len, off) ? -ENOENT : 1;
+
+		tfs_chunk_cache_unmap(&m);
+		return ret;
+	}
+	/* what is left of the file's mapping: its header page */
+	munmap(m.map, TFS_CHUNK_HEADER);
+	fallocate(r->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		  (off_t)off, (off_t)len);
+	return 0;
+}
+
+/*
+ * The cache files of the blocks of chunks [@c0, @c1], created if need be:
+ * true when they all are (the piece is then fetched into them), false to
+ * fetch into the memfd (no cache, a block written already, an error).
+ */
+static bool block_files(struct remote *r, uint64_t c0, uint64_t c1)
+{
+	uint64_t b;
+	bool ok = r->bfd && r->writer_running;
+	int fd;
+
+	pthread_mutex_lock(&r->lock);
+	for (b = c0 / BLOCK_CHUNKS; ok && b <= c1 / BLOCK_CHUNKS; b++) {
+		if (r->bstate[b] != BL_NONE) {
+			ok = false;
+		} else if (r->bfd[b] < 0) {
+			fd = tfs_chunk_cache_create(
+				r->cache, b, block_len(r, b), &r->btmp[b]);
+			ok = fd >= 0;
+			r->bfd[b] = fd;
+		}
+	}
+	pthread_mutex_unlock(&r->lock);
+	return ok;
+}
+
+/* map @len bytes of block @b's cache file @fd from object offset @off */
+static int map_file(struct remote *r, int fd, uint64_t b, uint64_t off,
+		    uint64_t len)
+{
+	size_t span = (size_t)((len + r->page - 1) / r->page * r->page);
+
+	if (mmap(r->map + off, span, PROT_READ, MAP_SHARED | MAP_FIXED, fd,
+		 (off_t)(TFS_CHUNK_HEADER + off - block_off(b))) == MAP_FAILED)
+		return -errno;
+	return 0;
+}
+
+/*
+ * [@off, @off + @len) of block @b's file @fd copied into the memfd: where
+ * no mapping can be had (vm.max_map_count reached: a mapping per block).
+ */
+static int copy_file_in(struct remote *r, int fd, uint64_t b, uint64_t off,
+			uint64_t len)
+{
+	size_t step = 1u << 20, n;
+	uint8_t *buf = malloc(step);
+	int ret = buf ? 0 : -ENOMEM;
+
+	for (; !ret && len; off += n, len -= n) {
+		n = len < step ? (size_t)len : step;
+		if (pread(fd, buf, n,
+			  (off_t)(TFS_CHUNK_HEADER + off - block_off(b))) !=
+		    (ssize_t)n) {
+			ret = -EIO;
+			break;
+		}
+		/* the object's last page: put_pages takes it whole */
+		memset(buf + n, 0, (step - n) % r->page);
+		ret = put_pages(r, buf, n, off);
+	}
+	free(buf);
+	return ret;
+}
+
+/* chunks [@c0, @c0 + @n) fetched into their blocks' files: mapped */
+static int map_fetched(struct remote *r, uint64_t c0, uint64_t n)
+{
+	uint64_t c = c0, e, b, k, len;
+	int ret;
+
+	while (c < c0 + n) {
+		b = c / BLOCK_CHUNKS;
+		e = (b + 1) * BLOCK_CHUNKS < c0 + n ? (b + 1) * BLOCK_CHUNKS
+						    : c0 + n;
+		len = chunk_off(e - 1) + chunk_len(r, e - 1) - chunk_off(c);
+		if (map_file(r, r->bfd[b], b, chunk_off(c), len)) {
+			ret = copy_file_in(r, r->bfd[b], b, chunk_off(c), len);
+			if (ret)
+				return ret;
+			c = e;
+			continue;
+		}
+		pthread_mutex_lock(&r->lock);
+		for (k = c; k < e; k++)
+			r->fmap[k] = 1;
+		pthread_mutex_unlock(&r->lock);
+		c = e;
+	}
+	return 0;
+}
+
+/*
+ * One piece: the disk cache block by block (copied into the memfd), the
+ * network for the rest (straight into the memfd); then its whole blocks
+ * go to the cache writer.
+ */
+static int run_piece(struct remote *r, CURL *h, const struct piece *p)
+{
+	uint64_t i, j, k, end = p->first + p->count, hit = 0, hit_bytes = 0;
+	bool have[TFS_PLAN_MAX_PIECE] = {false};
+	int ret = 0, mapped;
+
+	for (i = p->first; r->cache && i < end; i = j) {
+		uint64_t b = i / BLOCK_CHUNKS, c0 = b * BLOCK_CHUNKS, c;
+
+		j = (b + 1) * BLOCK_CHUNKS < end ? (b + 1) * BLOCK_CHUNKS : end;
+		mapped = map_cached(r, b);
+		if (mapped < 0)
+			continue;
+		for (k = i; k < j; k++)
+			have[k - p->first] = true;
+		hit += j - i;
+		hit_bytes +=
+			chunk_off(j - 1) + chunk_len(r, j - 1) - chunk_off(i);
+		pthread_mutex_lock(&r->lock);
+		r->bstate[b] = mapped ? BL_CACHED : BL_MAPPED;
+		/* the block's other chunks are there too now */
+		for (c = c0; c < c0 + BLOCK_CHUNKS && c < r->nchunks; c++)
+			if ((c < i || c >= j) && (r->state[c] == CH_MISSING ||
+						  r->state[c] == CH_FAILED))
+				r->state[c] = CH_PRESENT;
+		pthread_mutex_unlock(&r->lock);
 	}
 	for (i = 0; !ret && i < p->count; i = j) {
 		uint64_t c = p->first + i, len = 0;
@@ -608,19 +1137,18 @@ static int run_piece(struct remote *r, CURL *h, uint8_t *buf,
 			j++;
 			continue;
 		}
-		ret = fetch_range(r, h, chunk_off(c), len,
-				  buf + chunk_off(c) - off);
+		if (block_files(r, c, p->first + j - 1)) {
+			ret = fetch_range(r, h, chunk_off(c), len, true);
+			if (!ret)
+				ret = map_fetched(r, c, j - i);
+		} else {
+			ret = fetch_range(r, h, chunk_off(c), len, false);
+		}
 		if (ret)
 			break;
 		pthread_mutex_lock(&r->lock);
 		r->stats.bytes_fetched += len;
 		pthread_mutex_unlock(&r->lock);
-	}
-	if (!ret) {
-		uint64_t len = chunk_off(p->first + p->count - 1) - off +
-			       chunk_len(r, p->first + p->count - 1);
-
-		ret = pwrite_all(r->memfd, buf, len, off);
 	}
 	pthread_mutex_lock(&r->lock);
 	r->stats.cache_hits += hit;
@@ -629,23 +1157,17 @@ static int run_piece(struct remote *r, CURL *h, uint8_t *buf,
 		r->state[p->first + i] = ret ? CH_FAILED : CH_PRESENT;
 		r->err[p->first + i] = ret;
 	}
+	if (!ret)
+		queue_blocks(r, p->first, end - 1);
 	pthread_cond_broadcast(&r->done);
 	pthread_mutex_unlock(&r->lock);
-	wake_range(r, off, p->count * (uint64_t)CHUNK);
-	/* the readers have the bytes: now keep them for the next mount */
-	for (i = 0; !ret && r->cache && i < p->count; i++)
-		if (!have[i])
-			tfs_chunk_cache_put(r->cache, p->first + i,
-					    chunk_off(p->first + i),
-					    buf + chunk_off(p->first + i) - off,
-					    (size_t)chunk_len(r, p->first + i));
+	wake_range(r, chunk_off(p->first), p->count * (uint64_t)CHUNK);
 	return ret;
 }
 
 static void *worker(void *arg)
 {
 	struct remote *r = arg;
-	uint8_t *buf = malloc(r->piece_chunks * CHUNK);
 	CURL *h = new_handle(r);
 	struct piece *p;
 
@@ -661,8 +1183,14 @@ static void *worker(void *arg)
 			r->tail = NULL;
 		r->busy++;
 		pthread_mutex_unlock(&r->lock);
-		if (buf && h) {
-			run_piece(r, h, buf, p);
+		if (h) {
+			uint64_t n = chunk_off(p->first + p->count - 1) +
+				     chunk_len(r, p->first + p->count - 1) -
+				     chunk_off(p->first);
+
+			mem_take(r, n);
+			run_piece(r, h, p);
+			mem_give(n);
 		} else {
 			uint64_t i;
 
@@ -682,7 +1210,6 @@ static void *worker(void *arg)
 	pthread_mutex_unlock(&r->lock);
 	if (h)
 		curl_easy_cleanup(h);
-	free(buf);
 	return NULL;
 }
 
@@ -875,10 +1402,43 @@ static void *fault_loop(void *arg)
 	return NULL;
 }
 
+/*
+ * Register the mapping with the userfaultfd, but for the blocks a cache
+ * file is mapped on (a file mapping cannot be registered; its pages are
+ * all there).  0 or -1 with errno.
+ */
+static bool file_backed(const struct remote *r, uint64_t c)
+{
+	return r->bstate[c / BLOCK_CHUNKS] == BL_MAPPED ||
+	       (r->fmap && r->fmap[c]);
+}
+
+static int register_memfd(struct remote *r)
+{
+	struct uffdio_register reg;
+	uint64_t c, e, end;
+
+	for (c = 0; c < r->nchunks; c = e) {
+		if (file_backed(r, c)) {
+			e = c + 1;
+			continue;
+		}
+		for (e = c; e < r->nchunks && !file_backed(r, e); e++)
+			;
+		end = e >= r->nchunks ? r->maplen : chunk_off(e);
+		memset(&reg, 0, sizeof(reg));
+		reg.range.start = (uint64_t)(uintptr_t)(r->map + chunk_off(c));
+		reg.range.len = end - chunk_off(c);
+		reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+		if (ioctl(r->uffd, UFFDIO_REGISTER, &reg))
+			return -1;
+	}
+	return 0;
+}
+
 static int start_uffd(struct remote *r)
 {
 	struct uffdio_api api = {.api = UFFD_API};
-	struct uffdio_register reg;
 
 	r->uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
 	if (r->uffd < 0 && errno == EPERM)
@@ -888,12 +1448,7 @@ static int start_uffd(struct remote *r)
 					       UFFD_USER_MODE_ONLY);
 	if (r->uffd < 0)
 		return -errno;
-	memset(&reg, 0, sizeof(reg));
-	reg.range.start = (uint64_t)(uintptr_t)r->map;
-	reg.range.len = r->maplen;
-	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
-	if (ioctl(r->uffd, UFFDIO_API, &api) ||
-	    ioctl(r->uffd, UFFDIO_REGISTER, &reg) ||
+	if (ioctl(r->uffd, UFFDIO_API, &api) || register_memfd(r) ||
 	    pipe2(r->stop_pipe, O_CLOEXEC)) {
 		int e = -errno;
 
@@ -925,6 +1480,9 @@ static int start_workers(struct remote *r)
 			break;
 		r->nworkers++;
 	}
+	if (r->cache && !r->writer_running &&
+	    pthread_create(&r->writer, NULL, cache_writer, r) == 0)
+		r->writer_running = true;
 	return r->nworkers ? 0 : -EAGAIN;
 }
 
@@ -937,9 +1495,14 @@ static void stop_threads(struct remote *r)
 	r->stopping = true;
 	pthread_cond_broadcast(&r->work);
 	pthread_cond_broadcast(&r->done);
+	pthread_cond_broadcast(&r->wwork);
 	pthread_mutex_unlock(&r->lock);
 	for (i = 0; i < r->nworkers; i++)
 		pthread_join(r->workers[i], NULL);
+	if (r->writer_running) {
+		pthread_join(r->writer, NULL);
+		r->writer_running = false;
+	}
 	free(r->workers);
 	r->workers = NULL;
 	r->nworkers = 0;
@@ -963,7 +1526,7 @@ static void before_fork(void)
 	for (r = all; r; r = r->next) {
 		pthread_mutex_lock(&r->lock);
 		/* let the workers finish: a child cannot resume a transfer */
-		while (r->head || r->busy)
+		while (r->head || r->busy || r->wq_head || r->writing)
 			pthread_cond_wait(&r->done, &r->lock);
 	}
 }
@@ -989,6 +1552,8 @@ static void after_fork_child(void)
 		pthread_mutex_init(&r->lock, NULL);
 		pthread_cond_init(&r->done, NULL);
 		pthread_cond_init(&r->work, NULL);
+		pthread_cond_init(&r->wwork, NULL);
+		r->writer_running = false;
 		/*
 		 * The parent's threads are gone (their memory leaks, once),
 		 * and so is the registration.  No thread is started here
@@ -1010,6 +1575,9 @@ static void after_fork_child(void)
 	}
 	mounted = true;
 	pthread_mutex_init(&all_lock, NULL);
+	/* every transfer and cache write had finished (before_fork) */
+	pthread_mutex_init(&mem_lock, NULL);
+	pthread_cond_init(&mem_free, NULL);
 }
 
 static void init_once(void)
@@ -1043,10 +1611,19 @@ static void remote_drop(void *impl, uint64_t off, uint64_t len)
 	for (c = c0; c < c1; c++) {
 		if (r->state[c] != CH_PRESENT)
 			continue;
-		r->state[c] = CH_MISSING;
-		/* a later access faults and is fetched again (disk cache) */
-		fallocate(r->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-			  (off_t)chunk_off(c), (off_t)chunk_len(r, c));
+		/*
+		 * A block not in the disk cache yet keeps its chunks until
+		 * the cache writer has them (a block half dropped would
+		 * never be whole, never cached).
+		 */
+		if (file_backed(r, c))
+			continue; /* the cache file's pages: reclaimable */
+		if (r->writer_running &&
+		    r->bstate[c / BLOCK_CHUNKS] != BL_CACHED) {
+			r->dropreq[c] = 1;
+			continue;
+		}
+		drop_chunk(r, c);
 	}
 	pthread_mutex_unlock(&r->lock);
 }
@@ -1055,6 +1632,7 @@ static void remote_free(struct remote *r)
 {
 	struct remote **pp;
 	struct piece *p;
+	uint64_t b;
 
 	pthread_mutex_lock(&all_lock);
 	for (pp = &all; *pp; pp = &(*pp)->next)
@@ -1066,6 +1644,10 @@ static void remote_free(struct remote *r)
 	stop_threads(r);
 	while ((p = r->head)) {
 		r->head = p->next;
+		free(p);
+	}
+	while ((p = r->wq_head)) {
+		r->wq_head = p->next;
 		free(p);
 	}
 	if (r->uffd >= 0)
@@ -1080,7 +1662,16 @@ static void remote_free(struct remote *r)
 	pthread_mutex_destroy(&r->lock);
 	pthread_cond_destroy(&r->done);
 	pthread_cond_destroy(&r->work);
+	pthread_cond_destroy(&r->wwork);
 	tfs_remote_config_free(&r->cfg);
+	for (b = 0; r->bfd && r->btmp && b < r->nblocks; b++)
+		if (r->bfd[b] >= 0)
+			tfs_chunk_cache_discard(r->bfd[b], r->btmp[b]);
+	free(r->bfd);
+	free(r->btmp);
+	free(r->fmap);
+	free(r->bstate);
+	free(r->dropreq);
 	free(r->state);
 	free(r->err);
 	tfs_remote_target_free(&r->tgt);
@@ -1107,6 +1698,15 @@ int tfs_remote_find_index(const char *url, char **dir, char **index,
 	tfs_diag_clear(d);
 	return tfs_remote_find_index_with(
 		url, config.insecure, (long)config.timeout_ms, dir, index, d);
+}
+
+int tfs_remote_list(const char *dir, char ***names, size_t *n,
+		    struct tfs_diag *d)
+{
+	pthread_once(&once, init_once);
+	tfs_diag_clear(d);
+	return tfs_remote_list_with(dir, config.insecure,
+				    (long)config.timeout_ms, names, n, d);
 }
 
 int tfs_remote_stats(const struct tfs_source *s, struct tfs_remote_stats *st)
@@ -1138,7 +1738,7 @@ static int probe(struct remote *r, struct tfs_diag *d, uint8_t **first,
 		goto out;
 	}
 	for (i = 0;; i++) {
-		ret = get_range(r, h, 0, CHUNK, buf, true, &x, why,
+		ret = get_range(r, h, 0, CHUNK, buf, true, false, &x, why,
 				sizeof(why));
 		if ((ret != -EAGAIN && ret != -ETIMEDOUT) || i == RETRIES)
 			break;
@@ -1180,9 +1780,11 @@ int tfs_remote_open(struct tfs_source *s, const char *url, struct tfs_diag *d)
 	if (!r)
 		return -ENOMEM;
 	r->memfd = r->poison_fd = r->uffd = -1;
+	r->page = (uint64_t)sysconf(_SC_PAGESIZE);
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_cond_init(&r->done, NULL);
 	pthread_cond_init(&r->work, NULL);
+	pthread_cond_init(&r->wwork, NULL);
 	r->cfg = config;
 	r->cfg.cache_dir = config.cache_dir ? strdup(config.cache_dir) : NULL;
 	r->shown = tfs_remote_redact(url);
@@ -1205,9 +1807,12 @@ int tfs_remote_open(struct tfs_source *s, const char *url, struct tfs_diag *d)
 	r->nchunks = (r->size + CHUNK - 1) / CHUNK;
 	r->state = calloc(r->nchunks ? r->nchunks : 1, 1);
 	r->err = calloc(r->nchunks ? r->nchunks : 1, sizeof(*r->err));
+	r->dropreq = calloc(r->nchunks ? r->nchunks : 1, 1);
+	r->nblocks = (r->nchunks + BLOCK_CHUNKS - 1) / BLOCK_CHUNKS;
+	r->bstate = calloc(r->nblocks ? r->nblocks : 1, 1);
 	r->memfd = memfd_create("tensorfs-remote", MFD_CLOEXEC);
 	r->poison_fd = memfd_create("tensorfs-poison", MFD_CLOEXEC);
-	if (!r->state || !r->err) {
+	if (!r->state || !r->err || !r->dropreq || !r->bstate) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -1237,6 +1842,19 @@ int tfs_remote_open(struct tfs_source *s, const char *url, struct tfs_diag *d)
 					     r->size);
 		free(key);
 	}
+	if (r->cache) {
+		size_t nb = r->nblocks ? r->nblocks : 1, k;
+
+		r->bfd = malloc(nb * sizeof(*r->bfd));
+		for (k = 0; r->bfd && k < nb; k++)
+			r->bfd[k] = -1;
+		r->btmp = calloc(nb, sizeof(*r->btmp));
+		r->fmap = calloc(r->nchunks ? r->nchunks : 1, 1);
+		if (!r->bfd || !r->btmp || !r->fmap) {
+			ret = -ENOMEM;
+			goto out;
+		}
+	}
 	/* the probe's bytes: chunk 0, whole (or the whole object) */
 	if (r->nchunks && got >= chunk_len(r, 0)) {
 		ret = pwrite_all(r->memfd, first, chunk_len(r, 0), 0);
@@ -1244,9 +1862,11 @@ int tfs_remote_open(struct tfs_source *s, const char *url, struct tfs_diag *d)
 			goto out;
 		r->state[0] = CH_PRESENT;
 		r->stats.bytes_fetched = chunk_len(r, 0);
-		if (r->cache)
-			tfs_chunk_cache_put(r->cache, 0, 0, first,
-					    (size_t)chunk_len(r, 0));
+		/* the whole object: no cache writer will ever see it */
+		if (r->cache && r->nchunks == 1 &&
+		    !tfs_chunk_cache_put(r->cache, 0, 0, first,
+					 (size_t)chunk_len(r, 0)))
+			r->bstate[0] = BL_CACHED;
 	}
 	if (r->map && start_uffd(r)) {
 		logf_(r, "%s: userfaultfd unavailable: fetching it whole",

@@ -4,12 +4,14 @@
  * struct tfs_source whose bytes are fetched by range when first needed.
  *
  * The source's data is a read-only shared mapping of a memfd the size of
- * the object.  Bytes arrive in it in chunks (pwrite into the memfd); a
- * userfaultfd registered on the mapping serves any access to a chunk that
- * has not arrived yet (the readers' parsers touch their headers that way,
- * unchanged), and tfs_source_live_range_ok() -- which every read path
- * already calls before it hands a range on -- fetches that range first,
- * so the FUSE reply's kernel-mode copy never faults.
+ * the object.  Bytes arrive in it in chunks (installed whole pages at a
+ * time, or -- with a disk cache -- the cache files they were fetched into
+ * mapped in place); a userfaultfd registered on the mapping serves any
+ * access to a chunk that has not arrived yet (the readers' parsers touch
+ * their headers that way, unchanged), and tfs_source_live_range_ok() --
+ * which every read path already calls before it hands a range on --
+ * fetches that range first, so the FUSE reply's kernel-mode copy never
+ * faults.
  */
 #ifndef TFS_REMOTE_H
 #define TFS_REMOTE_H
@@ -66,6 +68,10 @@ void tfs_remote_mounted(void);
 /* the finder tfs_source_url_index() uses: s3:// prefixes, hf:// repos */
 int tfs_remote_find_index(const char *url, char **dir, char **index,
 			  struct tfs_diag *d);
+
+/* the lister tfs_image_open_sharded() uses for a directory without index */
+int tfs_remote_list(const char *dir, char ***names, size_t *n,
+		    struct tfs_diag *d);
 
 /* @url without user info and query (what may be shown); malloc'd */
 char *tfs_remote_redact(const char *url);

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <jansson.h>
 
@@ -142,7 +143,29 @@ static int resolve_s3(const char *rest, bool listing,
 struct sink {
 	char *p;
 	size_t n;
+	bool want_next;
+	char *next; /* a Link header's rel="next" URL (the Hub's pages) */
 };
+
+/* Link: <URL>; rel="next" */
+static size_t on_link(char *p, size_t size, size_t n, void *arg)
+{
+	struct sink *s = arg;
+	size_t len = size * n;
+	const char *lt, *gt;
+	char line[4096];
+
+	if (!s->want_next || len >= sizeof(line) || len < 5 ||
+	    strncasecmp(p, "link:", 5))
+		return len;
+	memcpy(line, p, len);
+	line[len] = '\0';
+	lt = strchr(line, '<');
+	gt = lt ? strchr(lt, '>') : NULL;
+	if (gt && strstr(gt, "rel=\"next\"") && !s->next)
+		s->next = strndup(lt + 1, (size_t)(gt - lt - 1));
+	return len;
+}
 
 static size_t on_json(char *p, size_t size, size_t n, void *arg)
 {
@@ -182,6 +205,8 @@ static int get_small(const char *url, const struct tfs_remote_target *t,
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, t->headers);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_json);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, s);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_link);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, s);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
 	if (t->userpwd) {
 		curl_easy_setopt(h, CURLOPT_USERPWD, t->userpwd);
@@ -385,16 +410,21 @@ static int names_add(struct names *ns, const char *p, size_t len)
 	return 0;
 }
 
-/* S3 ListObjectsV2 of one level under @prefix: the names below it */
-static int list_s3(const char *rest, struct names *ns, bool insecure,
+/*
+ * S3 ListObjectsV2 under @prefix: the names below it, one level, or
+ * (@deep) all of them, as paths relative to it (at most one answer: 1,000
+ * keys).
+ */
+static int list_s3(const char *rest, bool deep, struct names *ns, bool insecure,
 		   long timeout_ms, char **dir, struct tfs_diag *d)
 {
 	struct tfs_remote_target t;
 	const char *slash = strchr(rest, '/'), *prefix = slash ? slash + 1 : "";
 	struct sink s = {0};
-	char *url = NULL, *ep = NULL;
+	char *url = NULL, *ep = NULL, *token = NULL, *et = NULL;
 	const char *p, *q;
 	size_t pl = strlen(prefix);
+	unsigned pages = 0;
 	int ret;
 
 	memset(&t, 0, sizeof(t));
@@ -404,9 +434,15 @@ static int list_s3(const char *rest, struct names *ns, bool insecure,
 		return ret;
 	}
 	ep = escape_query(prefix);
+	if (!ep) {
+		ret = -ENOMEM;
+		goto out;
+	}
+next_page:
 	/* the query's parameters sorted, as SigV4 wants them */
-	if (!ep || asprintf(&url, "%s?delimiter=%%2F&list-type=2&prefix=%s",
-			    t.url, ep) < 0) {
+	if (asprintf(&url, "%s?%s%s%s%slist-type=2&prefix=%s", t.url,
+		     et ? "continuation-token=" : "", et ? et : "",
+		     et ? "&" : "", deep ? "" : "delimiter=%2F&", ep) < 0) {
 		url = NULL;
 		ret = -ENOMEM;
 		goto out;
@@ -417,37 +453,72 @@ static int list_s3(const char *rest, struct names *ns, bool insecure,
 		q = strstr(p, "</Key>");
 		if (!q)
 			break;
-		/* a name right under the prefix (no entity in index names) */
+		/*
+		 * A name under the prefix (right under it unless @deep), not
+		 * a "directory" marker, without XML entities (&, <, >: such
+		 * keys are left out rather than decoded).
+		 */
 		if ((size_t)(q - p) > pl && strncmp(p, prefix, pl) == 0 &&
-		    !memchr(p + pl, '/', (size_t)(q - p) - pl))
+		    q[-1] != '/' && !memchr(p, '&', (size_t)(q - p)) &&
+		    (deep || !memchr(p + pl, '/', (size_t)(q - p) - pl)))
 			ret = names_add(ns, p + pl, (size_t)(q - p) - pl);
+	}
+	/* a page of 1,000 keys: the next one from its token */
+	p = s.p && strstr(s.p, "<IsTruncated>true</IsTruncated>")
+		    ? strstr(s.p, "<NextContinuationToken>")
+		    : NULL;
+	q = p ? strstr(p, "</NextContinuationToken>") : NULL;
+	if (!ret && q) {
+		p += strlen("<NextContinuationToken>");
+		free(token);
+		free(et);
+		free(url);
+		url = et = NULL;
+		token = strndup(p, (size_t)(q - p));
+		et = token ? escape_query(token) : NULL;
+		free(s.p);
+		s.p = NULL;
+		s.n = 0;
+		if (!et)
+			ret = -ENOMEM;
+		else if (++pages == 1000)
+			ret = tfs_diag_set(d, -E2BIG,
+					   "S3 listing: more than "
+					   "1,000 pages");
+		else
+			goto next_page;
 	}
 	if (!ret &&
 	    asprintf(dir, "s3://%.*s",
-		     (int)(strlen(rest) - (pl && prefix[pl - 1] == '/')),
+		     (int)(strlen(rest) - (rest[strlen(rest) - 1] == '/')),
 		     rest) < 0) {
 		*dir = NULL;
 		ret = -ENOMEM;
 	}
 out:
 	free(ep);
+	free(et);
+	free(token);
 	free(url);
 	free(s.p);
+	free(s.next);
 	tfs_remote_target_free(&t);
 	return ret;
 }
 
-/* the Hub's tree API at the revision's commit: the top-level files */
-static int list_hf(const char *rest, struct names *ns, bool insecure,
+/* the Hub's tree API at the revision's commit: the top-level files, or
+ * (@deep) all of them */
+static int list_hf(const char *rest, bool deep, struct names *ns, bool insecure,
 		   long timeout_ms, char **dir, struct tfs_diag *d)
 {
 	const char *ep = env("HF_ENDPOINT"), *token = env("HF_TOKEN");
 	const char *at = strchr(rest, '@');
 	struct tfs_remote_target t = {0};
 	char *repo = NULL, *rev = NULL, *sha = NULL, *url = NULL, *e = NULL;
-	struct sink s = {0};
+	struct sink s = {.want_next = true};
 	json_t *root = NULL, *it;
 	size_t i, rl = strcspn(rest, "@/");
+	unsigned pages = 0;
 	int ret = 0;
 
 	if (!ep)
@@ -465,11 +536,12 @@ static int list_hf(const char *rest, struct names *ns, bool insecure,
 	if (!ret)
 		ret = hub_commit(e, repo, rev, &t, insecure, timeout_ms, &sha,
 				 d);
-	if (!ret &&
-	    asprintf(&url, "%s/api/models/%s/tree/%s", e, repo, sha) < 0) {
+	if (!ret && asprintf(&url, "%s/api/models/%s/tree/%s%s", e, repo, sha,
+			     deep ? "?recursive=True" : "") < 0) {
 		url = NULL;
 		ret = -ENOMEM;
 	}
+next_page:
 	if (!ret)
 		ret = get_small(url, &t, insecure, timeout_ms, &s,
 				"the Hub (tree)", d);
@@ -485,17 +557,41 @@ static int list_hf(const char *rest, struct names *ns, bool insecure,
 			break;
 		if (json_is_string(path) && json_is_string(type) &&
 		    strcmp(json_string_value(type), "file") == 0 &&
-		    !strchr(json_string_value(path), '/'))
+		    (deep || !strchr(json_string_value(path), '/')))
 			ret = names_add(ns, json_string_value(path),
 					strlen(json_string_value(path)));
+	}
+	json_decref(root);
+	root = NULL;
+	/*
+	 * The next page (a Link header): only from the same endpoint's API,
+	 * the token goes with it.
+	 */
+	if (!ret && s.next) {
+		size_t el = strlen(e);
+
+		if (strncmp(s.next, e, el) || strncmp(s.next + el, "/api/", 5))
+			ret = tfs_diag_set(d, -EIO,
+					   "the Hub: a next page elsewhere");
+		else if (++pages == 1000)
+			ret = tfs_diag_set(d, -E2BIG,
+					   "the Hub: more than 1,000 pages");
+		free(url);
+		url = s.next;
+		s.next = NULL;
+		free(s.p);
+		s.p = NULL;
+		s.n = 0;
+		if (!ret)
+			goto next_page;
 	}
 	if (!ret && asprintf(dir, "hf://%s@%s", repo, sha) < 0) {
 		*dir = NULL;
 		ret = -ENOMEM;
 	}
-	json_decref(root);
 	tfs_remote_target_free(&t);
 	free(s.p);
+	free(s.next);
 	free(url);
 	free(e);
 	free(repo);
@@ -519,7 +615,7 @@ int tfs_remote_find_index_with(const char *url, bool insecure, long timeout_ms,
 		/* s3://BUCKET, s3://BUCKET/ or s3://BUCKET/PREFIX/ */
 		if (strchr(rest, '/') && rest[strlen(rest) - 1] != '/')
 			return 0;
-		ret = list_s3(rest, &ns, insecure, timeout_ms, dir, d);
+		ret = list_s3(rest, false, &ns, insecure, timeout_ms, dir, d);
 	} else if (strncmp(url, "hf://", 5) == 0) {
 		const char *p;
 
@@ -527,20 +623,16 @@ int tfs_remote_find_index_with(const char *url, bool insecure, long timeout_ms,
 			slashes += *p == '/' && p[1];
 		if (slashes != 1)
 			return 0; /* ORG/REPO[@REV]/FILE: one object */
-		ret = list_hf(url + 5, &ns, insecure, timeout_ms, dir, d);
+		ret = list_hf(url + 5, false, &ns, insecure, timeout_ms, dir,
+			      d);
 	} else {
 		return 0;
 	}
 	if (!ret) {
 		qsort(ns.v, ns.n, sizeof(*ns.v), cmp_str);
 		found = pick_index(ns.v, ns.n);
-		if (!found)
-			ret = tfs_diag_set(d, -ENOENT,
-					   "no *.safetensors.index.json or "
-					   "*.bin.index.json in it (%zu "
-					   "files); name one file",
-					   ns.n);
-		else if (!(*index = strdup(found)))
+		/* no index: a directory (tfs_remote_list walks it) */
+		if (found && !(*index = strdup(found)))
 			ret = -ENOMEM;
 	}
 	for (i = 0; i < ns.n; i++)
@@ -553,4 +645,44 @@ int tfs_remote_find_index_with(const char *url, bool insecure, long timeout_ms,
 		return ret;
 	}
 	return 1;
+}
+
+int tfs_remote_list_with(const char *dir, bool insecure, long timeout_ms,
+			 char ***names, size_t *n, struct tfs_diag *d)
+{
+	struct names ns = {0};
+	char *rest = NULL, *shown = NULL;
+	size_t i;
+	int ret;
+
+	*names = NULL;
+	*n = 0;
+	if (strncmp(dir, "s3://", 5) == 0) {
+		/* s3://BUCKET or s3://BUCKET/PREFIX: the prefix ends in / */
+		const char *bucket = dir + 5;
+		size_t bl = strlen(bucket);
+		bool slash = bl && strcspn(bucket, "/") < bl;
+
+		if (asprintf(&rest, "%s%s", bucket,
+			     slash && bucket[bl - 1] != '/' ? "/" : "") < 0)
+			return -ENOMEM;
+		ret = list_s3(rest, true, &ns, insecure, timeout_ms, &shown, d);
+	} else if (strncmp(dir, "hf://", 5) == 0) {
+		ret = list_hf(dir + 5, true, &ns, insecure, timeout_ms, &shown,
+			      d);
+	} else {
+		ret = tfs_diag_set(d, -EINVAL, "not a remote directory");
+	}
+	free(rest);
+	free(shown);
+	if (!ret) {
+		qsort(ns.v, ns.n, sizeof(*ns.v), cmp_str);
+		*names = ns.v;
+		*n = ns.n;
+		return 0;
+	}
+	for (i = 0; i < ns.n; i++)
+		free(ns.v[i]);
+	free(ns.v);
+	return ret;
 }

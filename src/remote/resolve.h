@@ -28,13 +28,21 @@ int tfs_remote_resolve(const char *url, struct tfs_remote_target *t,
 void tfs_remote_target_free(struct tfs_remote_target *t);
 
 /*
- * Is @url a remote directory holding a sharded model's index (s3://BUCKET/
- * or s3://BUCKET/PREFIX/ listed by ListObjectsV2, hf://ORG/REPO[@REV] by
- * the Hub's tree API at the revision's commit)?  1 with *@dir and *@index
- * (see tfs_source_url_index_finder), 0 if it names one object, -errno.
+ * Is @url a remote directory (s3://BUCKET/ or s3://BUCKET/PREFIX/ listed
+ * by ListObjectsV2, hf://ORG/REPO[@REV] by the Hub's tree API at the
+ * revision's commit)?  1 with *@dir and *@index, the sharded model's index
+ * it holds or NULL when it holds none (see tfs_source_url_index_finder), 0
+ * if it names one object, -errno.
  */
 int tfs_remote_find_index_with(const char *url, bool insecure, long timeout_ms,
 			       char **dir, char **index, struct tfs_diag *d);
+
+/*
+ * Every file under the remote directory @dir (as *@dir above: hf:// at a
+ * commit), as sorted paths relative to it, malloc'd.  0 or -errno.
+ */
+int tfs_remote_list_with(const char *dir, bool insecure, long timeout_ms,
+			 char ***names, size_t *n, struct tfs_diag *d);
 
 /* S3 key or Hub path to a URL path: RFC 3986 unreserved kept, '/' kept */
 char *tfs_remote_escape_path(const char *path);

@@ -23,6 +23,7 @@ fi
 command -v python3 >/dev/null || { echo "SKIP: python3 missing"; exit 77; }
 
 CHUNK=262144
+BLOCK=$((16 * CHUNK)) # a cache file
 SERVED=$WORK/served
 mkdir -p "$SERVED"
 export TENSORFS_REMOTE_OPTIONS="cache_dir=$WORK/cache"
@@ -43,6 +44,13 @@ start_server() { # ROOT: sets PORT, LOG, FAULTS
 	: >"$LOG"
 }
 stop_server() { kill "$SERVER"; wait "$SERVER" 2>/dev/null; }
+# unmount and wait for the daemon to end: its cache writer finishes first
+unmount_wait() {
+	local pid
+	pid=$(daemon_pid "$1")
+	unmount "$1"
+	while [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+}
 trap 'stop_server; cleanup' EXIT
 
 # ranges of 206 answers in the log, as "first-last" lines
@@ -218,31 +226,41 @@ start_server "$SERVED"
 URL=http://127.0.0.1:$PORT/m.safetensors
 mnt=$(mount_container "$URL" -o cache_dir="$WORK/c2")
 cat "$mnt"/t* >/dev/null
-unmount "$mnt"
+unmount_wait "$mnt"
 : >"$LOG"
 mnt=$(mount_container "$URL" -o cache_dir="$WORK/c2")
 cat "$mnt"/t* | cmp - <(tail -c +$((hdr_end + 1)) "$M") &&
 	ok "second mount reads the whole model from the cache" ||
 	fail "second mount's bytes"
 eq "fetching only the probe" "$(ranges)" "0-$((CHUNK - 1))"
-unmount "$mnt"
-# a corrupted chunk is never served: fetched again
-chunk=$(ls "$WORK"/c2/*/0000000000000010)
-printf 'X' | dd of="$chunk" bs=1 seek=5000 conv=notrunc status=none
+unmount_wait "$mnt"
+size=$(stat -c %s "$M")
+eq "one cache file per 4 MiB block" \
+	"$(find "$WORK"/c2 -type f -name '0*' | wc -l)" \
+	"$(((size + BLOCK - 1) / BLOCK))"
+# a corrupted block is never served: fetched again
+block=$(ls "$WORK"/c2/*/0000000000000001)
+printf 'X' | dd of="$block" bs=1 seek=5000 conv=notrunc status=none
 : >"$LOG"
 mnt=$(mount_container "$URL" -o cache_dir="$WORK/c2")
 cat "$mnt"/t* | cmp - <(tail -c +$((hdr_end + 1)) "$M") &&
-	ok "a corrupted chunk is not served" || fail "corrupt chunk served"
-ranges | grep -q "^$((16 * CHUNK))-" && ok "and was fetched again" ||
-	fail "corrupt chunk not refetched: $(ranges)"
-unmount "$mnt"
+	ok "a corrupted block is not served" || fail "corrupt block served"
+# the ranges fetched besides the probe: within block 1, and all of it
+bad=$(ranges | sed 1d | awk -F- -v lo=$BLOCK -v hi=$((2 * BLOCK - 1)) \
+	'$1 < lo || $2 > hi')
+eq "and only it was fetched again" "$bad" ""
+covered=$(ranges | sed 1d | awk -F- -v c=$CHUNK '{
+	for (o = $1; o <= $2; o += c) seen[o] = 1 } END { print length(seen) }')
+eq "all of it" "$covered" 16
+unmount_wait "$mnt"
 # cache_max: least recently used out
-mnt=$(mount_container "$URL" -o cache_dir="$WORK/c3",cache_max=2M)
+mnt=$(mount_container "$URL" -o cache_dir="$WORK/c3",cache_max=10M)
 cat "$mnt"/t* >/dev/null
-unmount "$mnt"
+unmount_wait "$mnt"
 used=$(du -sb "$WORK/c3" | cut -f1)
-[ "$used" -le $((2 * 1048576 + 2 * CHUNK + 8192)) ] &&
-	ok "cache_max=2M holds $used bytes" || fail "cache holds $used bytes"
+[ "$used" -le $((10 * 1048576 + BLOCK + 4096 + 8192)) ] &&
+	[ "$used" -ge $((4 * 1048576)) ] &&
+	ok "cache_max=10M holds $used bytes" || fail "cache holds $used bytes"
 stop_server
 
 # ---- s3:// (SigV4 checked by the server) and hf:// (revision -> commit) ----
@@ -257,9 +275,32 @@ python3 "$TFS_SOURCE_ROOT/tests/e2e/make_sharded.py" "$SH" --shards 3 \
 	>/dev/null
 rm -rf "$SH/expected"
 cp -r "$SH" "$WORK/obj/org/sharded"
+# a directory without an index: containers at two levels, a GGUF split set
+# (three parts), a file no reader claims
+PL=$WORK/obj/bkt/plain
+mkdir -p "$PL/sub" "$PL/gguf"
+cp "$TFS_FIXTURES/safetensors/overall.safetensors" "$PL/"
+cp "$TFS_FIXTURES/safetensors/d.safetensors" "$PL/sub/"
+cp "$TFS_SOURCE_ROOT"/tests/fixtures/gguf/split/*.gguf "$PL/gguf/"
+echo "not a container" >"$PL/README.md"
+cp -r "$PL" "$WORK/obj/org/plain"
+# the ranges a mount of it may fetch: each file's first chunk, once
+plain_want() { # PATH-PREFIX
+	(cd "$PL" && find . -type f | sed 's|^\./||' | LC_ALL=C sort) |
+		while IFS= read -r f; do
+			n=$(stat -c %s "$PL/$f")
+			[ "$n" -gt "$CHUNK" ] && n=$CHUNK
+			echo "$1/$f 0-$((n - 1))"
+		done
+}
+plain_got() { awk '$3 == 206 { print $2, $4 }' "$LOG" | LC_ALL=C sort; }
+# pages of 2 after the first, for N entries
+pages_after_first() { echo $((($1 + 1) / 2 - 1)); }
+# listings in pages of 2 (S3 continuation tokens, the Hub's Link headers)
 export TFS_S3_ID=AKIDEXAMPLE TFS_S3_SECRET=test-secret TFS_HF_TOKEN=hf_test
+export TFS_S3_PAGE=2 TFS_HUB_PAGE=2
 start_server "$WORK/obj"
-unset TFS_S3_ID TFS_S3_SECRET TFS_HF_TOKEN
+unset TFS_S3_ID TFS_S3_SECRET TFS_HF_TOKEN TFS_S3_PAGE TFS_HUB_PAGE
 export AWS_ENDPOINT_URL=http://127.0.0.1:$PORT AWS_REGION=eu-west-1
 export AWS_ACCESS_KEY_ID=AKIDEXAMPLE AWS_SECRET_ACCESS_KEY=test-secret
 mnt=$(mount_container s3://bkt/dir/m.safetensors -o no_cache) ||
@@ -267,8 +308,10 @@ mnt=$(mount_container s3://bkt/dir/m.safetensors -o no_cache) ||
 cat "$mnt"/t* | cmp - <(tail -c +$((hdr_end + 1)) "$M") &&
 	ok "s3:// reads, signed (SigV4, UNSIGNED-PAYLOAD)" || fail "s3:// bytes"
 unmount "$mnt"
+# the log so far, kept for the signature check below; then a new one
+keep_log() { cat "$LOG" >>"$WORK/s3log"; : >"$LOG"; }
 # s3://BUCKET/PREFIX/ with an index: one tree, like the local directory
-: >"$LOG"
+keep_log
 lm=$(mount_container "$SH")
 mnt=$(mount_container s3://bkt/sharded/ -o no_cache) &&
 	diff -r "$lm" "$mnt" >/dev/null &&
@@ -278,7 +321,96 @@ grep -q "GET /bkt?delimiter=%2F&list-type=2&prefix=sharded%2F 200" "$LOG" &&
 	ok "listed by ListObjectsV2, signed" || fail "no listing: $(head -2 "$LOG")"
 unmount "$mnt"
 unmount "$lm"
-eq "every S3 request was signed right" "$(awk '$3 == 403' "$LOG" | wc -l)" 0
+# s3://BUCKET/PREFIX/ without an index: as the local directory mounts
+keep_log
+lm=$(mount_container "$PL")
+mnt=$(mount_container s3://bkt/plain/ -o no_cache) || fail "s3:// plain mount"
+diff -r "$lm" "$mnt" >"$WORK/diff" 2>&1 &&
+	ok "an S3 prefix without an index mounts as the local directory does" ||
+	fail "s3:// plain tree: $(head -3 "$WORK/diff")"
+[ -d "$mnt/gguf/model" ] && [ -d "$mnt/sub/d" ] &&
+	ok "its GGUF split set is one directory, sub/d.safetensors another" ||
+	fail "plain tree: $(cd "$mnt" && find . -maxdepth 2 | head)"
+grep -q "GET /bkt?list-type=2&prefix=plain%2F 200" "$LOG" &&
+	ok "listed whole by ListObjectsV2, signed" ||
+	fail "no deep listing: $(grep list-type "$LOG")"
+eq "in pages of 2 keys, by continuation tokens" \
+	"$(grep -c "GET /bkt?continuation-token=p%2F[0-9]*%3D&list-type=2&prefix=plain%2F 200" "$LOG")" \
+	"$(pages_after_first "$(find "$PL" -type f | wc -l)")"
+eq "the mount fetched each file's first chunk, nothing else" \
+	"$(plain_got)" "$(plain_want /bkt/plain)"
+unmount "$mnt"
+unmount "$lm"
+# a prefix holding a split set alone: the set's one tree, as locally
+lm=$(mount_container "$PL/gguf")
+mnt=$(mount_container s3://bkt/plain/gguf/ -o no_cache) &&
+	diff -r "$lm" "$mnt" >/dev/null && [ -d "$mnt/blk" ] &&
+	ok "an S3 prefix holding a GGUF split set alone mounts as its one tree" ||
+	fail "s3:// split set prefix: $(ls "$mnt" 2>&1 | head -3)"
+unmount "$mnt"
+unmount "$lm"
+# remote_mem is one bound for the whole mount: three 12 MiB objects under
+# one prefix read at once, every answer delayed; the bytes of the ranges
+# the server is answering at the same time (from its log's start and end
+# times) stay within remote_mem=8M over all three objects together
+BIG=$WORK/obj/bkt/big
+mkdir -p "$BIG"
+python3 - "$BIG" <<'PY'
+import json, struct, sys
+for k in range(3):
+    hdr, blobs, off = {}, [], 0
+    for i in range(3):
+        n = 4 << 20
+        pat = bytes((j + k * 3 + i) % 256 for j in range(256))
+        blobs.append(pat * (n // 256))
+        hdr["t%d" % i] = {"dtype": "U8", "shape": [n],
+                          "data_offsets": [off, off + n]}
+        off += n
+    h = json.dumps(hdr).encode()
+    h += b" " * (-len(h) % 8)
+    with open("%s/s%d.safetensors" % (sys.argv[1], k), "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
+PY
+# the most bytes of 206 answers in flight at once (an end before a start
+# at the same instant; an end taken 50 ms early: the server logs it after
+# the answer is sent, when the client may have started the next request,
+# and every answer here takes 300 ms)
+peak() {
+	awk '$3 == 206 { split($4, r, "-"); n = r[2] - r[1] + 1
+		print $(NF - 1), n; print $NF - 0.05, -n }' "$LOG" |
+		sort -k1,1g -k2,2g |
+		awk '{ c += $2; if (c > m) m = c } END { print m + 0 }'
+}
+read_big() { # MOUNTPOINT: all three at once, each compared with the file
+	local k pids=()
+	for k in 0 1 2; do
+		(cat "$1/s$k"/t* | cmp -s - <(tail -c $((3 << 22)) \
+			"$BIG/s$k.safetensors") && echo ok) >"$WORK/big$k" &
+		pids+=($!)
+	done
+	wait "${pids[@]}" # not the server
+	[ "$(cat "$WORK"/big[012])" = "$(printf 'ok\nok\nok')" ]
+}
+for mem in 8 64; do
+	mnt=$(mount_container s3://bkt/big/ \
+		-o no_cache,remote_conns=4,remote_mem=${mem}M) ||
+		fail "s3:// big mount"
+	keep_log
+	echo '{"delay": 0.3}' >"$FAULTS"
+	read_big "$mnt" && ok "remote_mem=${mem}M: three objects read at once" ||
+		fail "remote_mem=${mem}M: bytes differ"
+	echo '{}' >"$FAULTS"
+	eval "peak_$mem=$(peak)"
+	unmount "$mnt"
+done
+[ "$peak_8" -le $((8 << 20)) ] &&
+	ok "remote_mem=8M: at most $peak_8 bytes in flight over the mount" ||
+	fail "remote_mem=8M: $peak_8 bytes in flight"
+[ "$peak_64" -gt $((8 << 20)) ] &&
+	ok "remote_mem=64M: $peak_64 (the measure sees more when allowed)" ||
+	fail "remote_mem=64M: only $peak_64 bytes in flight"
+eq "every S3 request was signed right" \
+	"$(cat "$WORK/s3log" "$LOG" | awk '$3 == 403' | wc -l)" 0
 AWS_SECRET_ACCESS_KEY=wrong "$TENSORFS" ls s3://bkt/dir/m.safetensors \
 	2>"$WORK/e" >/dev/null
 eq "a wrong secret exits 4" "$?" 4
@@ -306,6 +438,36 @@ sha=$(python3 -c 'import hashlib;print(hashlib.sha1(b"main").hexdigest())')
 eq "one revision question, then the commit only" \
 	"$(grep -c 'revision/main' "$LOG") $(grep -c "/api/models/org/sharded/tree/$sha 200" "$LOG") $(grep -c "resolve/$sha/" "$LOG")" \
 	"1 1 4"
+unmount "$mnt"
+unmount "$lm"
+# hf://ORG/REPO without an index: the same, from the tree API (recursive)
+: >"$LOG"
+lm=$(mount_container "$PL")
+mnt=$(mount_container hf://org/plain -o no_cache) || fail "hf:// plain mount"
+diff -r "$lm" "$mnt" >"$WORK/diff" 2>&1 &&
+	ok "a Hub repository without an index mounts as the local directory does" ||
+	fail "hf:// plain tree: $(head -3 "$WORK/diff")"
+grep -q "GET /api/models/org/plain/tree/$sha?recursive=True 200" "$LOG" &&
+	ok "listed by the recursive tree API at the commit" ||
+	fail "no recursive tree: $(grep tree "$LOG")"
+eq "in pages of 2 entries, following the Link headers" \
+	"$(grep -c "GET /api/models/org/plain/tree/$sha?recursive=True&cursor=[0-9]* 200" "$LOG")" \
+	"$(pages_after_first "$(find "$PL" -mindepth 1 | wc -l)")"
+eq "the mount fetched each file's first chunk, nothing else" \
+	"$(plain_got)" "$(plain_want /org/plain)"
+: >"$LOG"
+f=$(cd "$lm" && find gguf sub -type f ! -path '*/.tensorfs/*' | head -n 1)
+[ -n "$f" ] && cmp "$mnt/$f" "$lm/$f" && [ "$(fetched)" -eq 0 ] &&
+	ok "a tensor of it ($f) reads remotely (present since the probe)" ||
+	fail "remote plain tensor $f: $(ranges)"
+unmount "$mnt"
+unmount "$lm"
+# one part of a remote split set brings the whole set, as locally
+lm=$(mount_container "$PL/gguf/model-00002-of-00003.gguf")
+mnt=$(mount_container hf://org/plain/gguf/model-00002-of-00003.gguf \
+	-o no_cache) && diff -r "$lm" "$mnt" >/dev/null &&
+	ok "one part of a remote GGUF split set mounts the whole set" ||
+	fail "remote split part"
 unmount "$mnt"
 unmount "$lm"
 HF_TOKEN=bad "$TENSORFS" ls hf://org/repo/model.safetensors 2>"$WORK/e" \

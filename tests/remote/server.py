@@ -4,8 +4,10 @@
 
 Serves the files under ROOT with Range (one range), ETag (size and mtime,
 strong) and If-Match (412 on a mismatch), and logs every response to LOG
-as one line: "METHOD PATH STATUS FIRST-LAST [cut] TIME" (bytes of the
-body, "-" for none; "cut" when cut short; a monotonic time in seconds).  Faults come from the JSON file FAULTS, re-read on every request:
+as one line: "METHOD PATH STATUS FIRST-LAST [cut] START END" (bytes of
+the body, "-" for none; "cut" when cut short; when the request came and
+when its answer was sent, monotonic seconds).  Faults come from the JSON
+file FAULTS, re-read on every request:
   {"delay": seconds, "status": [code, times], "truncate": [bytes, times]}
 "status" answers `times` requests with `code`; "truncate" cuts `times`
 bodies after `bytes` bytes (the connection is then closed).  The counts
@@ -14,7 +16,12 @@ S3: with TFS_S3_ID and TFS_S3_SECRET in the environment, every request
 must carry a valid AWS Signature Version 4 (Authorization header, checked
 by sigv4_signature below, itself checked against AWS's published example
 by `server.py --selftest`), else 403; paths are /BUCKET/KEY (path style).
+S3 listings: ListObjectsV2 (list-type=2), one level with delimiter=/, else
+every key under the prefix, in pages of $TFS_S3_PAGE keys (continuation
+tokens).
 The Hub: GET /api/models/ORG/REPO/revision/REV answers {"sha": sha1(REV)};
+/api/models/ORG/REPO/tree/SHA lists the top level (?recursive=True: all),
+in pages of $TFS_HUB_PAGE entries (a Link header to the next, &cursor=N);
 /ORG/REPO/resolve/SHA/PATH redirects (302) to /cdn/ORG/REPO/PATH, which
 serves ROOT/ORG/REPO/PATH; with TFS_HF_TOKEN set both need
 "Authorization: Bearer <it>" (401 otherwise), the CDN does not.
@@ -64,6 +71,8 @@ if sys.argv[1:] == ["--selftest"]:
 ROOT, PORTFILE, LOG, FAULTS = sys.argv[1:5]
 S3_ID, S3_SECRET = os.environ.get("TFS_S3_ID"), os.environ.get("TFS_S3_SECRET")
 HF_TOKEN = os.environ.get("TFS_HF_TOKEN")
+PAGE_S3 = int(os.environ.get("TFS_S3_PAGE", "1000"))
+PAGE_HUB = int(os.environ.get("TFS_HUB_PAGE", "1000"))
 lock = threading.Lock()
 used = {"status": 0, "truncate": 0, "text": ""}
 
@@ -84,10 +93,15 @@ def faults():
         return {}
 
 
+started = threading.local()  # when this thread's request came
+
+
 def log(line):
+    now = time.monotonic()
     with lock:
         with open(LOG, "a") as f:
-            f.write("%s %.3f\n" % (line, time.monotonic()))
+            f.write("%s %.3f %.3f\n" % (line, getattr(started, "t", now),
+                                        now))
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -129,7 +143,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return hmac.compare_digest(want, m.group(4))
 
     def s3_list(self):
-        """ListObjectsV2, one level (delimiter /), path style"""
+        """ListObjectsV2, path style: one level with delimiter=/, else
+        every key under the prefix"""
         import urllib.parse
         path, _, query = self.path.partition("?")
         q = urllib.parse.parse_qs(query)
@@ -139,12 +154,28 @@ class Handler(http.server.BaseHTTPRequestHandler):
         base = os.path.join(top, prefix)
         d = base if prefix.endswith("/") or not prefix else \
             os.path.dirname(base)
-        for n in sorted(os.listdir(d)) if os.path.isdir(d) else []:
-            if os.path.isfile(os.path.join(d, n)):
-                keys.append(prefix + n)
-        body = ("<?xml version=\"1.0\"?><ListBucketResult>" + "".join(
-            "<Contents><Key>%s</Key></Contents>" % k for k in keys) +
-            "</ListBucketResult>").encode()
+        if q.get("delimiter") == ["/"]:
+            for n in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+                if os.path.isfile(os.path.join(d, n)):
+                    keys.append(prefix + n)
+        else:
+            for dp, _, fs in os.walk(top):
+                for n in fs:
+                    k = os.path.relpath(os.path.join(dp, n), top)
+                    if k.startswith(prefix):
+                        keys.append(k)
+            keys.sort()
+        # pages of $TFS_S3_PAGE keys (S3: 1,000), a token that needs
+        # escaping in a query
+        start = int(q.get("continuation-token", ["p/0="])[0][2:-1])
+        more = ""
+        if start + PAGE_S3 < len(keys):
+            more = ("<IsTruncated>true</IsTruncated><NextContinuationToken>"
+                    "p/%d=</NextContinuationToken>" % (start + PAGE_S3))
+        keys = keys[start:start + PAGE_S3]
+        body = ("<?xml version=\"1.0\"?><ListBucketResult>" + more +
+                "".join("<Contents><Key>%s</Key></Contents>" % k
+                        for k in keys) + "</ListBucketResult>").encode()
         self.wfile.write(self.answer(200, body=body))
 
     def hub(self):
@@ -161,11 +192,27 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(self.answer(401))
             return True
         if t:
+            # ?recursive=True: every file and directory below, as the Hub
             top = os.path.join(ROOT, t.group(1))
+            deep = "recursive=True" in self.path
+            names = sorted(os.path.relpath(os.path.join(dp, n), top)
+                           for dp, ds, fs in os.walk(top)
+                           for n in ds + fs) if deep else \
+                sorted(os.listdir(top))
+            # pages of $TFS_HUB_PAGE entries, the next one in a Link
+            m2 = re.search(r"[?&]cursor=(\d+)", self.path)
+            start = int(m2.group(1)) if m2 else 0
+            link = []
+            if start + PAGE_HUB < len(names):
+                link = [("Link", '<http://%s%s%scursor=%d>; rel="next"' % (
+                    self.headers["Host"], re.sub(r"[?&]cursor=\d+", "",
+                                                 self.path),
+                    "&" if deep else "?", start + PAGE_HUB))]
+            names = names[start:start + PAGE_HUB]
             body = json.dumps([{"type": "directory" if os.path.isdir(
                 os.path.join(top, n)) else "file", "path": n}
-                for n in sorted(os.listdir(top))]).encode()
-            self.wfile.write(self.answer(200, body=body))
+                for n in names]).encode()
+            self.wfile.write(self.answer(200, body=body, headers=link))
         elif m:
             body = json.dumps({"id": m.group(1), "sha": hashlib.sha1(
                 m.group(2).encode()).hexdigest()}).encode()
@@ -177,6 +224,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return True
 
     def do_GET(self):
+        started.t = time.monotonic()
         if self.hub():
             return
         if S3_ID and not self.path.startswith("/cdn/") and not self.s3_ok():

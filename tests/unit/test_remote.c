@@ -131,6 +131,19 @@ START_TEST(cache_round_trip_and_corruption)
 	close(fd);
 	ck_assert_int_eq(tfs_chunk_cache_get(c, 3, 3000, back, 1000), -ENOENT);
 	ck_assert_int_eq(access(path, F_OK), -1);
+	/* mapped (what a hit maps in place): the data, page-aligned */
+	ck_assert_int_eq(tfs_chunk_cache_put(c, 3, 3000, data, 1000), 0);
+	{
+		struct tfs_chunk_map m = {0};
+		const uint8_t *p = tfs_chunk_cache_map(c, 3, 3000, 1000, &m);
+
+		ck_assert_ptr_nonnull(p);
+		ck_assert_mem_eq(p, data, sizeof(data));
+		ck_assert_uint_eq((uintptr_t)p % 4096, 0);
+		tfs_chunk_cache_unmap(&m);
+		ck_assert_ptr_null(
+			tfs_chunk_cache_map(c, 3, 3000 + 4096, 1000, &m));
+	}
 	tfs_chunk_cache_close(c);
 	tfs_chunk_cache_close(other);
 	rm_rf(dir);
