@@ -100,6 +100,12 @@ cbor_item_t *tfs_cbor_get(cbor_item_t *map, const char *key);
  * appears twice; on failure *bad gets the offending key text (malloc'd,
  * may be NULL) and -EBADMSG is returned.
  */
+/*
+ * The smallest of @n NUL-terminated keys that is given twice, or NULL;
+ * @keys is sorted (strcmp order) on return
+ */
+const char *tfs_cbor_key_twice(char **keys, size_t n);
+
 int tfs_cbor_keys_check(cbor_item_t *map, char **bad);
 
 /*

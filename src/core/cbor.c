@@ -609,11 +609,23 @@ static int small_keys_check(struct cbor_pair *pairs, size_t n, char **bad,
 	return 1;
 }
 
+const char *tfs_cbor_key_twice(char **keys, size_t n)
+{
+	size_t i;
+
+	qsort(keys, n, sizeof(*keys), cmp_keys);
+	for (i = 1; i < n; i++)
+		if (strcmp(keys[i - 1], keys[i]) == 0)
+			return keys[i];
+	return NULL;
+}
+
 int tfs_cbor_keys_check(cbor_item_t *map, char **bad)
 {
 	struct cbor_pair *pairs;
 	size_t i, n, len;
 	char **keys;
+	const char *dup;
 	int ret = 0;
 
 	*bad = NULL;
@@ -634,13 +646,10 @@ int tfs_cbor_keys_check(cbor_item_t *map, char **bad)
 		if (ret)
 			goto out;
 	}
-	qsort(keys, n, sizeof(*keys), cmp_keys);
-	for (i = 1; i < n; i++) {
-		if (strcmp(keys[i - 1], keys[i]) == 0) {
-			*bad = strdup(keys[i]);
-			ret = -EBADMSG;
-			goto out;
-		}
+	dup = tfs_cbor_key_twice(keys, n);
+	if (dup) {
+		*bad = strdup(dup);
+		ret = -EBADMSG;
 	}
 out:
 	for (i = 0; i < n; i++)

@@ -1014,11 +1014,6 @@ static int zt_next_pair(struct zt_ctx *z, uint64_t *at, cbor_item_t **key,
 	return 0;
 }
 
-static int zt_cmp_keys(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /*
  * zt_struct_map()'s rules for the streamed map: text keys without NUL,
  * none twice (only the keys are decoded)
@@ -1027,6 +1022,7 @@ static int zt_stream_keys(struct zt_ctx *z, const char *what)
 {
 	const uint8_t *p = z->src->data + z->man_off;
 	cbor_item_t *k;
+	const char *dup;
 	char **keys = calloc(z->npairs ? z->npairs : 1, sizeof(*keys));
 	uint64_t at = z->pairs_at, used, i, n = 0;
 	size_t len;
@@ -1052,13 +1048,11 @@ static int zt_stream_keys(struct zt_ctx *z, const char *what)
 				    TFS_CBOR_MAX_DEPTH, &used, z->d);
 		at += used;
 	}
-	/* sorted, as tfs_cbor_keys_check() does: the same key reported */
-	if (!ret)
-		qsort(keys, n, sizeof(*keys), zt_cmp_keys);
-	for (i = 1; !ret && i < n; i++)
-		if (strcmp(keys[i - 1], keys[i]) == 0)
-			ret = zt_err(z, -EBADMSG, z->man_off, NULL,
-				     "%s: key given twice: %s", what, keys[i]);
+	/* as tfs_cbor_keys_check() does: the same key reported */
+	dup = ret ? NULL : tfs_cbor_key_twice(keys, n);
+	if (dup)
+		ret = zt_err(z, -EBADMSG, z->man_off, NULL,
+			     "%s: key given twice: %s", what, dup);
 	for (i = 0; keys && i <= n && i < z->npairs; i++)
 		free(keys[i]);
 	free(keys);
