@@ -33,6 +33,7 @@
 #include "tensorfs/diag.h"
 #include "tensorfs/source.h"
 #include "tensorfs/names.h"
+#include "tensorfs/text.h"
 #include "as_view.h"
 #include "preview.h"
 #include "npy_view.h"
@@ -506,7 +507,7 @@ static int vwarn(struct tfs_builder *b, uint64_t offset, const char *fmt,
 		 va_list ap)
 {
 	struct tfs_warning *nw;
-	char *msg;
+	char *msg, *full;
 
 	if (b->nwarnings == b->warnings_cap) {
 		uint32_t cap = b->warnings_cap ? b->warnings_cap * 2 : 8;
@@ -520,8 +521,6 @@ static int vwarn(struct tfs_builder *b, uint64_t offset, const char *fmt,
 	if (vasprintf(&msg, fmt, ap) < 0)
 		return -ENOMEM;
 	if (b->in_source && b->sources[b->cur].label) {
-		char *full;
-
 		/* several containers: say which */
 		if (asprintf(&full, "%s: %s", b->sources[b->cur].label, msg) <
 		    0) {
@@ -531,6 +530,12 @@ static int vwarn(struct tfs_builder *b, uint64_t offset, const char *fmt,
 		free(msg);
 		msg = full;
 	}
+	/* warnings are printed and logged: one printable line, made here */
+	full = tfs_text_safe_dup(msg, strlen(msg));
+	free(msg);
+	if (!full)
+		return -ENOMEM;
+	msg = full;
 	b->warnings[b->nwarnings].offset = offset;
 	b->warnings[b->nwarnings++].msg = msg;
 	return 0;
