@@ -65,6 +65,20 @@ struct tfs_codec_params {
 	struct tfs_gather_params *gather;
 };
 
+/*
+ * One piece of a tensor's stored bytes.  In the tree, @source indexes the
+ * image's sources (the containers, then the companion files and slices the
+ * readers opened); in a reader's spec (builder.h) it is a builder handle.
+ * @mem non-NULL: the piece is @length bytes held in memory (the tree's
+ * copy), @source and @offset unused.
+ */
+struct tfs_segment {
+	uint64_t offset;
+	uint64_t length;
+	const uint8_t *mem;
+	uint32_t source;
+};
+
 struct tfs_xattr {
 	char *name;  /* full name, "user.tensorfs.dtype" */
 	char *value; /* not NUL-terminated in the protocol sense */
@@ -84,6 +98,13 @@ struct tfs_tensor {
 	uint64_t *shape;
 	uint64_t offset; /* stored extent, absolute in the container */
 	uint64_t stored_length;
+	/*
+	 * nsegs > 0: the stored bytes are these pieces, in order (raw
+	 * tensors only: a companion's several ranges, bytes in memory);
+	 * @offset is the first piece's, @stored_length their sum.  0: the
+	 * one extent @offset/@stored_length of image source @source.
+	 */
+	struct tfs_segment *segs;
 	uint64_t size; /* the tensor's bytes: decoded byte count */
 	/*
 	 * Bytes the file shows before the tensor's (the -o npy header), or
@@ -113,8 +134,9 @@ struct tfs_tensor {
 	enum tfs_dtype view;
 	enum tfs_encoding encoding;
 	uint32_t source; /* which container (image->srcs index) */
-	uint32_t node;	 /* its node */
-	uint32_t group;	 /* the tensor's group node, or TFS_NO_NODE */
+	uint32_t nsegs;
+	uint32_t node;	/* its node */
+	uint32_t group; /* the tensor's group node, or TFS_NO_NODE */
 	bool has_digest_extent;
 	bool digest_decoded; /* @digest covers the decoded bytes, not the
 				stored ones (encoded tensors only) */
