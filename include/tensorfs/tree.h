@@ -48,6 +48,11 @@ enum tfs_encoding {
 	 * bytes (its layout: tfs_codec_params.gather)
 	 */
 	TFS_ENCODING_GATHER,
+	/*
+	 * a grid of separately stored, filtered chunks (its layout:
+	 * tfs_codec_params.chunks)
+	 */
+	TFS_ENCODING_CHUNKED,
 };
 
 /*
@@ -63,6 +68,8 @@ struct tfs_codec_params {
 	uint32_t crc32;
 	/* TFS_ENCODING_GATHER: the view's layout (codec.h), else NULL */
 	struct tfs_gather_params *gather;
+	/* TFS_ENCODING_CHUNKED: the chunk grid (codec.h), else NULL */
+	struct tfs_chunk_params *chunks;
 };
 
 /*

@@ -100,6 +100,7 @@ static void entry_free(struct entry *e)
 	free(e->digest);
 	free(e->npy_descr);
 	free(e->codec.gather);
+	tfs_chunk_params_free(e->codec.chunks);
 	free(e->unreadable);
 	for (i = 0; i < e->nsegs; i++)
 		free((void *)e->segs[i].mem);
@@ -666,6 +667,28 @@ static int check_spec(struct tfs_builder *b, const struct tfs_tensor_spec *s,
 				   "stored length %llu",
 				   nm, (unsigned long long)s->size,
 				   (unsigned long long)s->length);
+	if (s->encoding == TFS_ENCODING_CHUNKED) {
+		uint64_t size;
+
+		if (!s->codec.chunks ||
+		    tfs_chunk_params_check(s->codec.chunks, s->length, &size))
+			return tfs_diag_at(d, -EBADMSG, s->desc_offset,
+					   "tensor '%s': its chunk grid does "
+					   "not fit its shape or its stored "
+					   "bytes",
+					   nm);
+		if (size != s->size)
+			return tfs_diag_at(d, -EBADMSG, s->desc_offset,
+					   "tensor '%s': its chunks make %llu "
+					   "bytes, not %llu",
+					   nm, (unsigned long long)size,
+					   (unsigned long long)s->size);
+	} else if (s->codec.chunks) {
+		return tfs_diag_at(d, -EINVAL, s->desc_offset,
+				   "tensor '%s': a chunk grid without the "
+				   "chunked encoding",
+				   nm);
+	}
 	if (s->encoding == TFS_ENCODING_RAW &&
 	    (s->codec.skip || s->codec.check_crc32 || s->codec.gather))
 		return tfs_diag_at(d, -EINVAL, s->desc_offset,
@@ -728,11 +751,30 @@ static int check_size(const struct tfs_tensor_spec *s, const char *nm,
 	return 0;
 }
 
+/* a copy of a reader's chunk grid (the tree owns it) */
+static struct tfs_chunk_params *copy_chunks(const struct tfs_chunk_params *c)
+{
+	struct tfs_chunk_params *n = malloc(sizeof(*n));
+
+	if (!n)
+		return NULL;
+	*n = *c;
+	n->chunks = malloc(c->nchunks ? c->nchunks * sizeof(*n->chunks) : 1);
+	if (!n->chunks) {
+		free(n);
+		return NULL;
+	}
+	if (c->nchunks)
+		memcpy(n->chunks, c->chunks, c->nchunks * sizeof(*n->chunks));
+	return n;
+}
+
 static int add_entry(struct tfs_builder *b, enum entry_kind kind,
 		     const struct tfs_tensor_spec *s, uint32_t *handle,
 		     struct tfs_diag *d)
 {
 	struct tfs_gather_params *gather = NULL;
+	struct tfs_chunk_params *chunks = NULL;
 	struct entry *e;
 	uint32_t idx;
 	int ret;
@@ -763,6 +805,9 @@ static int add_entry(struct tfs_builder *b, enum entry_kind kind,
 		else
 			ret = -ENOMEM;
 	}
+	if (!ret && s->codec.chunks && !s->unreadable &&
+	    !(chunks = copy_chunks(s->codec.chunks)))
+		ret = -ENOMEM;
 	if (!ret && s->unreadable && !(e->unreadable = strdup(s->unreadable)))
 		ret = -ENOMEM;
 	if (!ret && kind != ENTRY_GROUP && !s->unreadable) {
@@ -772,11 +817,14 @@ static int add_entry(struct tfs_builder *b, enum entry_kind kind,
 		ret = tfs_builder_take_stored(b, e, s, nm, d);
 		if (ret) {
 			free(gather);
+			tfs_chunk_params_free(chunks);
 			pop_entry(b);
 			return ret;
 		}
 	}
 	if (ret) {
+		free(gather);
+		tfs_chunk_params_free(chunks);
 		pop_entry(b);
 		return ret == -ENOMEM
 			       ? tfs_diag_oom(d)
@@ -790,6 +838,7 @@ static int add_entry(struct tfs_builder *b, enum entry_kind kind,
 	e->encoding = s->encoding;
 	e->codec = s->codec;
 	e->codec.gather = gather;
+	e->codec.chunks = chunks;
 	e->has_digest_extent = s->has_digest_extent;
 	e->digest_offset = s->digest_offset;
 	e->digest_length = s->digest_length;
@@ -1846,6 +1895,7 @@ static int fill_tensor(struct tfs_builder *b, struct tfs_tree *tree,
 	t->encoding = e->encoding;
 	t->codec = e->codec;
 	e->codec.gather = NULL; /* the tree frees it */
+	e->codec.chunks = NULL;
 	t->has_digest_extent = e->has_digest_extent;
 	t->digest_offset = e->digest_offset;
 	t->digest_length = e->digest_length;
