@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "config.h"
@@ -33,6 +34,7 @@ struct mount_cmd {
 	char *cache_size, *verify, *readahead, *as, *logfile;
 	bool keep_source_cache;
 	char *fuse_options; /* comma-separated, for libfuse */
+	char **abs;	    /* the inputs, absolute (absolute_inputs) */
 };
 
 static int add_fuse_option(struct mount_cmd *m, const char *o, size_t len)
@@ -199,8 +201,14 @@ static int check_mountpoint(const char *mnt)
 	struct stat st;
 
 	if (stat(mnt, &st) != 0) {
-		fprintf(stderr, "%s: %s: %s\n", tfs_progname, mnt,
-			strerror(errno));
+		if (errno == ENOTCONN)
+			fprintf(stderr,
+				"%s: %s: a dead mount (its daemon is gone); "
+				"clear it with: fusermount3 -u %s\n",
+				tfs_progname, mnt, mnt);
+		else
+			fprintf(stderr, "%s: %s: %s\n", tfs_progname, mnt,
+				strerror(errno));
 		return TFS_EXIT_MOUNT;
 	}
 	if (!S_ISDIR(st.st_mode)) {
@@ -239,12 +247,44 @@ static int read_options(const struct mount_cmd *m, struct tfs_image_options *io)
 }
 
 #if TFS_HAVE_FUSE
+/*
+ * The local inputs as absolute paths (symlinks kept): the detached daemon
+ * runs in /, and mount(8) shows the first as the source.  URLs as given.
+ */
+static int absolute_inputs(struct mount_cmd *m)
+{
+	char cwd[PATH_MAX] = "";
+	int i;
+
+	m->abs = calloc((size_t)m->npos, sizeof(*m->abs));
+	if (!m->abs)
+		return -1;
+	for (i = 0; i < m->npos - 1; i++) {
+		const char *p = m->pos[i];
+
+		if (p[0] == '/' || strstr(p, "://")) {
+			m->abs[i] = strdup(p);
+		} else {
+			if (!cwd[0] && !getcwd(cwd, sizeof(cwd))) {
+				fprintf(stderr, "%s: %s: %s\n", tfs_progname,
+					p, strerror(errno));
+				return -1;
+			}
+			if (asprintf(&m->abs[i], "%s/%s", cwd, p) < 0)
+				m->abs[i] = NULL;
+		}
+		if (!m->abs[i])
+			return -1;
+	}
+	return 0;
+}
+
 static int run(struct mount_cmd *m, const struct tfs_image_options *io)
 {
 	const char *mnt = m->pos[m->npos - 1];
 	struct tfs_fuse_args fa = {
 		.mountpoint = mnt,
-		.fsname = m->pos[0],
+		.fsname = NULL,
 		.fuse_options = m->fuse_options,
 		.foreground = m->foreground,
 		.debug = m->debug,
@@ -265,7 +305,10 @@ static int run(struct mount_cmd *m, const struct tfs_image_options *io)
 			tfs_progname, m->readahead);
 		return TFS_EXIT_USAGE;
 	}
-	ret = tfs_cli_open_inputs(m->pos, m->npos - 1, &m->build, &img);
+	if (absolute_inputs(m))
+		return TFS_EXIT_USAGE;
+	fa.fsname = m->abs[0];
+	ret = tfs_cli_open_inputs(m->abs, m->npos - 1, &m->build, &img);
 	if (ret)
 		return ret;
 	tfs_cli_remote_mounted();
@@ -334,6 +377,9 @@ int tfs_cmd_mount(int argc, char **argv)
 	ret = TFS_EXIT_USAGE;
 #endif
 out:
+	for (int i = 0; m.abs && i < m.npos; i++)
+		free(m.abs[i]);
+	free(m.abs);
 	free(m.pos);
 	free(m.cache_size);
 	free(m.readahead);
