@@ -115,7 +115,7 @@ void tfs_usage(FILE *f)
 		"  -o remote_prefetch=SIZE\n"
 		"                   fetched ahead of a read in file order (128M)\n"
 		"  -o remote_timeout=SECONDS\n"
-		"                   per read; then EAGAIN (30)\n"
+		"                   per read; then ETIMEDOUT (30)\n"
 		"  -o insecure      do not verify TLS certificates (tests only)\n"
 		"  -f               stay in the foreground (logs to stderr, else syslog)\n"
 		"  -d               debug output (implies -f)\n"
