@@ -1039,6 +1039,40 @@ static int run_pickle(struct pt_ctx *z, uint64_t at, uint64_t len)
 	return ret;
 }
 
+/*
+ * Every persistent id of a zip's pickle names a storage: torch.load's
+ * persistent_load refuses any other type (e.g. ('module', 'x')), wherever
+ * the id sits, so it is refused here too rather than shown as a leaf.
+ */
+static int zip_persistent_ids(struct pt_ctx *z)
+{
+	const struct tfs_pkl_value *v, *t, *type;
+	char nb[64];
+	uint32_t i;
+
+	for (i = 0; i < z->pk.n; i++) {
+		v = &z->pk.v[i];
+		if (v->kind != TFS_PKL_PERSID)
+			continue;
+		t = V(z, v->call.a);
+		type = t->kind == TFS_PKL_TUPLE && t->nitems ? V(z, t->items[0])
+							      : NULL;
+		if (!type || type->kind != TFS_PKL_STR)
+			return tfs_diag_at(z->d, -EBADMSG, t->offset,
+					   "persistent id: a %s, not a "
+					   "('storage', ...) tuple",
+					   tfs_pkl_kind_name(t->kind));
+		if (!tfs_pkl_str_eq(type, "storage"))
+			return tfs_diag_at(
+				z->d, -EBADMSG, type->offset,
+				"persistent id: type '%s', not 'storage' "
+				"(torch.load refuses it)",
+				tfs_name_printable(nb, sizeof(nb), type->s.p,
+						   type->s.len));
+	}
+	return 0;
+}
+
 /* P/data/<key>: where its storage's bytes are */
 static int zip_storage(struct pt_ctx *z, const struct tfs_zip_entry *e,
 		       size_t plen)
@@ -1145,6 +1179,8 @@ static int load_zip(struct pt_ctx *z)
 	    json_object_set_new(z->info, "folder", text_json(pkl.name, plen)))
 		return tfs_diag_oom(z->d);
 	ret = run_pickle(z, pkl.data_offset, pkl.comp_size);
+	if (!ret)
+		ret = zip_persistent_ids(z);
 	if (!ret)
 		ret = walk(z, z->pk.root, 0);
 	if (!ret)

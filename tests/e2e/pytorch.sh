@@ -92,4 +92,12 @@ refused evil_builtins_eval_legacy.pt 3 "builtins.eval"
 refused bad_pickle_zip.pt 2 "memo index 250"
 refused truncated_legacy.pt 2 "runs past the end of the file"
 refused truncated_storage_zip.pt 2 "holds 300 bytes"
+# a persistent id that is not ('storage', ...): torch.load refuses it too
+mnt=$(mktemp -d "$WORK/mnt.XXXXXX")
+"$TENSORFS" "$TFS_TESTDATA/pytorch/reject/module_persid_zip.pt" "$mnt" \
+	2>"$WORK/err"
+eq "a ('module', ...) persistent id: exit 2" "$?" 2
+eq "in one line" "$(wc -l <"$WORK/err")" 1
+check "naming the type" grep -qF "'module', not 'storage'" "$WORK/err"
+check "nothing mounted" sh -c "! mountpoint -q '$mnt'"
 finish
