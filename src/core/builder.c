@@ -765,8 +765,10 @@ static int check_spec(struct tfs_builder *b, const struct tfs_tensor_spec *s,
 				   "tensor '%s': codec parameters on a raw "
 				   "tensor",
 				   nm);
+	/* a digest of stored bytes: raw, or a gather of them (PyTorch) */
 	if (s->has_digest_extent &&
-	    (s->encoding != TFS_ENCODING_RAW ||
+	    ((s->encoding != TFS_ENCODING_RAW &&
+	      s->encoding != TFS_ENCODING_GATHER) ||
 	     !tfs_source_range_ok(b->src, s->digest_offset, s->digest_length)))
 		return tfs_diag_at(d, -EBADMSG, s->desc_offset,
 				   "tensor '%s': the digest's bytes [%llu, "

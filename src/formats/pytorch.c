@@ -152,6 +152,9 @@ struct pt_storage {
 	uint64_t at; /* its persistent id (diagnostics) */
 	bool located;
 	uint64_t data; /* absolute offset of its bytes */
+	bool has_crc;  /* a zip member: its CRC-32 and size */
+	uint32_t crc32;
+	uint64_t member_size;
 };
 
 struct pt_tensor {
@@ -924,7 +927,7 @@ static int emit(struct pt_ctx *z, const struct pt_tensor *x)
 	const struct pt_storage *s = &z->st[x->storage];
 	struct tfs_gather_params g = {0};
 	struct tfs_tensor_spec sp = {0};
-	char nb[TFS_PRINTABLE_MAX];
+	char nb[TFS_PRINTABLE_MAX], digest[32];
 	uint64_t span, size, start, end, have;
 	uint32_t h;
 	int ret;
@@ -968,6 +971,18 @@ static int emit(struct pt_ctx *z, const struct pt_tensor *x)
 		sp.length = span;
 		sp.encoding = TFS_ENCODING_GATHER;
 		sp.codec.gather = &g;
+	}
+	/*
+	 * A zip member's CRC-32 covers its whole storage, as an npz
+	 * member's: checked like a digest (EIO on read, FAILED in verify).
+	 */
+	if (s->has_crc && span) {
+		snprintf(digest, sizeof(digest), "crc32:0x%08X",
+			 (unsigned)s->crc32);
+		sp.digest = digest;
+		sp.has_digest_extent = true;
+		sp.digest_offset = s->data;
+		sp.digest_length = s->member_size;
 	}
 	ret = tfs_builder_add_tensor(z->b, &sp, &h, z->d);
 	return ret ? ret : set_xattrs(z, h, x, s);
@@ -1105,6 +1120,9 @@ static int zip_storage(struct pt_ctx *z, const struct tfs_zip_entry *e,
 				   tfs_dtype_size(s->dtype));
 	s->located = true;
 	s->data = e->data_offset;
+	s->has_crc = true;
+	s->crc32 = e->crc32;
+	s->member_size = e->comp_size;
 	return 0;
 }
 
