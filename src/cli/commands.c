@@ -440,12 +440,78 @@ static int cmp_total(const void *pa, const void *pb)
 	return strcmp(a->dtype, b->dtype);
 }
 
+static int cmp_extent(const void *pa, const void *pb, void *arg)
+{
+	const struct tfs_tree *t = arg;
+	const struct tfs_tensor *a = &t->tensors[*(const uint32_t *)pa],
+				*b = &t->tensors[*(const uint32_t *)pb];
+
+	if (a->source != b->source)
+		return a->source < b->source ? -1 : 1;
+	if (a->offset != b->offset)
+		return a->offset < b->offset ? -1 : 1;
+	if (a->stored_length != b->stored_length)
+		return a->stored_length < b->stored_length ? -1 : 1;
+	if (a->encoding != b->encoding)
+		return a->encoding < b->encoding ? -1 : 1;
+	if (a->size != b->size)
+		return a->size < b->size ? -1 : 1;
+	return *(const uint32_t *)pa < *(const uint32_t *)pb ? -1 : 1;
+}
+
+/*
+ * Tensors whose stored bytes are another's (the same container, offset,
+ * length, encoding and size: tied weights, a storage two names view):
+ * repeat[i] is true for all but the first of each such set, which info
+ * counts once.  @sharing gets the tensors in sets, @ranges the sets.
+ * NULL when out of memory.
+ */
+static bool *find_shared(const struct tfs_tree *t, uint32_t *sharing,
+			 uint32_t *ranges)
+{
+	uint32_t *ix = malloc((t->ntensors + 1) * sizeof(*ix)), i, j;
+	bool *repeat = calloc(t->ntensors + 1, sizeof(*repeat));
+
+	*sharing = *ranges = 0;
+	if (!ix || !repeat) {
+		free(ix);
+		free(repeat);
+		return NULL;
+	}
+	for (i = 0; i < t->ntensors; i++)
+		ix[i] = i;
+	qsort_r(ix, t->ntensors, sizeof(*ix), cmp_extent, (void *)t);
+	for (i = 0; i < t->ntensors; i = j) {
+		const struct tfs_tensor *a = &t->tensors[ix[i]];
+
+		for (j = i + 1; j < t->ntensors; j++) {
+			const struct tfs_tensor *b = &t->tensors[ix[j]];
+
+			/* no bytes: nothing shared */
+			if (!a->stored_length || b->source != a->source ||
+			    b->offset != a->offset ||
+			    b->stored_length != a->stored_length ||
+			    b->encoding != a->encoding || b->size != a->size)
+				break;
+			repeat[ix[j]] = true;
+		}
+		if (j - i > 1) {
+			*sharing += j - i;
+			(*ranges)++;
+		}
+	}
+	free(ix);
+	return repeat;
+}
+
 /*
  * What any tree says about the model: its parameters (elements of every
- * tensor with a shape), the bytes of each dtype, largest first, and the
- * architecture a reader found (user.tensorfs.architecture on the root).
+ * tensor with a shape, those of @repeat not again), the bytes of each
+ * dtype, largest first (@total of them), and the architecture a reader
+ * found (user.tensorfs.architecture on the root).
  */
-static void print_summary(const struct tfs_tree *t)
+static void print_summary(const struct tfs_tree *t, const bool *repeat,
+			  uint64_t total)
 {
 	struct dtype_total *v = calloc(t->ntensors + 1, sizeof(*v));
 	const struct tfs_xattr *arch;
@@ -461,15 +527,16 @@ static void print_summary(const struct tfs_tree *t)
 		return;
 	for (i = 0; i < t->ntensors; i++) {
 		const struct tfs_tensor *x = &t->tensors[i];
+		bool again = repeat && repeat[i];
 
 		if (!tfs_shape_product(x->shape, x->ndim, &count) ||
-		    !tfs_add_u64(params, count, &params))
+		    !tfs_add_u64(params, again ? 0 : count, &params))
 			overflow = true;
 		for (k = 0; k < n && strcmp(v[k].dtype, x->dtype); k++)
 			;
 		if (k == n)
 			v[n++].dtype = x->dtype;
-		v[k].bytes += x->size;
+		v[k].bytes += again ? 0 : x->size;
 		v[k].files++;
 	}
 	if (!overflow)
@@ -480,9 +547,8 @@ static void print_summary(const struct tfs_tree *t)
 		       k ? "         " : "dtypes:  ", v[k].dtype,
 		       (unsigned long long)v[k].bytes, v[k].files,
 		       v[k].files == 1 ? "" : "s",
-		       t->total_bytes ? 100.0 * (double)v[k].bytes /
-						(double)t->total_bytes
-				      : 0.0);
+		       total ? 100.0 * (double)v[k].bytes / (double)total
+			     : 0.0);
 	free(v);
 }
 
@@ -496,8 +562,9 @@ int tfs_cmd_info(int argc, char **argv)
 		.tail = "",
 		.what = "Format, size, tensor count and the container's metadata."};
 	const struct tfs_node *meta;
-	uint64_t size;
-	uint32_t n, k;
+	uint64_t size, total = 0;
+	uint32_t n, k, sharing, ranges;
+	bool *repeat;
 	int i, ni, ret;
 
 	ret = tfs_cli_open_cmd(argc, argv, &a, NULL, &img, &i, &ni);
@@ -513,11 +580,20 @@ int tfs_cmd_info(int argc, char **argv)
 	for (size = 0, k = 0; k < img->nsrcs; k++)
 		size += img->srcs[k].size;
 	printf("size:     %llu bytes\n", (unsigned long long)size);
+	repeat = find_shared(img->tree, &sharing, &ranges);
+	for (k = 0; k < img->tree->ntensors; k++)
+		if (!repeat || !repeat[k])
+			total += img->tree->tensors[k].size;
 	printf("tensors:  %u %s, %llu bytes of tensor data\n",
 	       img->tree->ntensors,
 	       img->tree->ntensors == 1 ? "tensor" : "tensors",
-	       (unsigned long long)img->tree->total_bytes);
-	print_summary(img->tree);
+	       (unsigned long long)total);
+	if (ranges)
+		printf("shared:   %u tensors share %u stored range%s (tied "
+		       "weights): counted once\n",
+		       sharing, ranges, ranges == 1 ? "" : "s");
+	print_summary(img->tree, repeat, total);
+	free(repeat);
 	n = tfs_tree_resolve(img->tree, ".tensorfs/metadata.json");
 	if (n != TFS_NO_NODE) {
 		meta = &img->tree->nodes[n];

@@ -34,6 +34,20 @@ check "info names the format" grep -q '^format: *ztensor' <<<"$out"
 check "info counts tensors" grep -q '^tensors: *9 tensors, 328 bytes' <<<"$out"
 check "info: one tensor is \"1 tensor\"" grep -q '^tensors: *1 tensor, 32 bytes' \
 	<<<"$("$TENSORFS" info "$TFS_TESTDATA/tsr/valid/fp32_3d_2x2x2.tsr")"
+# tied weights (tests/fixtures/pytorch/generate.py: 'é' is 'a.0', 24
+# float32 of one storage): their bytes and parameters counted once
+# (all: 69 parameters, 277 bytes; without the copy: 45, 181)
+out=$("$TENSORFS" info "$TFS_TESTDATA/pytorch/valid/nested_zip.pt")
+check "info: shared bytes counted once" \
+	grep -q '^tensors: *8 tensors, 181 bytes of tensor data' <<<"$out"
+check "info: shared parameters counted once" \
+	grep -q '^parameters: 45$' <<<"$out"
+check "info: says how many tensors share" \
+	grep -q '^shared: *2 tensors share 1 stored range' <<<"$out"
+check "info: float32 bytes once, files all" \
+	grep -q 'float32 *136 bytes in 4 files' <<<"$out"
+check "info: nothing shared, no line" \
+	bash -c '! "$TENSORFS" info "$1" | grep -q "^shared:"' _ "$SAMPLE"
 
 out=$("$TENSORFS" xattr "$SAMPLE" head/weight)
 check "xattr shows dtype" grep -qx 'user.tensorfs.dtype="float16"' <<<"$out"
