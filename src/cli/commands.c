@@ -122,38 +122,91 @@ bool tfs_cli_as_option(int argc, char **argv, int *i,
 	return true;
 }
 
+int tfs_cli_getopt(int argc, char **argv,
+		   int (*take)(void *ctx, int argc, char **argv, int *i),
+		   void *ctx, int *first, int *bad)
+{
+	char **pos = malloc(((size_t)argc + 1) * sizeof(*pos));
+	int i, j, npos = 0, nopt = 1, ret = 0;
+	bool ended = false;
+
+	if (!pos)
+		return -1;
+	for (i = 1; i < argc; i++) {
+		if (ended || argv[i][0] != '-' || !argv[i][1]) {
+			pos[npos++] = argv[i];
+			continue;
+		}
+		if (strcmp(argv[i], "--") == 0) {
+			ended = true;
+			continue;
+		}
+		j = i;
+		ret = take(ctx, argc, argv, &i);
+		if (ret <= 0) {
+			*bad = j;
+			ret = ret < 0 ? -1 : 1;
+			goto out;
+		}
+		ret = 0;
+		/* the option and any value it took, kept before the rest */
+		for (; j <= i; j++)
+			argv[nopt++] = argv[j];
+	}
+	memcpy(argv + nopt, pos, (size_t)npos * sizeof(*pos));
+	*first = nopt;
+out:
+	free(pos);
+	return ret;
+}
+
+/* what tfs_cli_open_cmd's options need */
+struct open_opts {
+	const struct tfs_cli_cmd *a;
+	void *ctx;
+	struct tfs_build_options o;
+	bool help;
+};
+
+static int take_open_option(void *arg, int argc, char **argv, int *i)
+{
+	struct open_opts *p = arg;
+	const char *opt = argv[*i];
+
+	if (strcmp(opt, "--flat") == 0)
+		p->o.flat = true;
+	else if (strcmp(opt, "--npy") == 0)
+		p->o.npy = true;
+	else if (strcmp(opt, "--previews") == 0)
+		p->o.previews = true;
+	else if (tfs_cli_as_option(argc, argv, i, &p->o))
+		return *i < 0 ? -1 : 1;
+	else if (strcmp(opt, "--help") == 0 || strcmp(opt, "-h") == 0)
+		p->help = true;
+	else if (!p->a->option || !p->a->option(p->ctx, opt))
+		return 0;
+	return 1;
+}
+
 int tfs_cli_open_cmd(int argc, char **argv, const struct tfs_cli_cmd *a,
 		     void *ctx, struct tfs_image **img, int *first,
 		     int *ninputs)
 {
-	struct tfs_build_options o = {0};
-	int i = 1, npos, n;
+	struct open_opts p = {.a = a, .ctx = ctx};
+	int i, npos, n, bad = 0, ret;
 
-	for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
-		if (strcmp(argv[i], "--flat") == 0) {
-			o.flat = true;
-		} else if (strcmp(argv[i], "--npy") == 0) {
-			o.npy = true;
-		} else if (strcmp(argv[i], "--previews") == 0) {
-			o.previews = true;
-		} else if (tfs_cli_as_option(argc, argv, &i, &o)) {
-			if (i < 0)
-				return TFS_EXIT_USAGE;
-		} else if (strcmp(argv[i], "--help") == 0 ||
-			   strcmp(argv[i], "-h") == 0) {
-			tfs_cli_cmd_usage(stdout, argv[0], a);
-			return -1;
-		} else if (strcmp(argv[i], "--") == 0) {
-			i++;
-			break;
-		} else if (a->option && a->option(ctx, argv[i])) {
-			continue;
-		} else {
-			fprintf(stderr, "%s %s: unknown option %s\n",
-				tfs_progname, argv[0], argv[i]);
-			tfs_cli_cmd_usage(stderr, argv[0], a);
-			return TFS_EXIT_USAGE;
-		}
+	ret = tfs_cli_getopt(argc, argv, take_open_option, &p, &i, &bad);
+	if (ret > 0) {
+		fprintf(stderr, "%s %s: unknown option %s\n", tfs_progname,
+			argv[0], argv[bad]);
+		tfs_cli_cmd_usage(stderr, argv[0], a);
+		return TFS_EXIT_USAGE;
+	}
+	if (ret < 0)
+		return TFS_EXIT_USAGE;
+	if (p.help) {
+		tfs_cli_cmd_usage(stdout, argv[0], a);
+		return -1;
 	}
 	npos = argc - i;
 	n = a->one_input ? 1 : npos - a->trailing;
@@ -164,7 +217,7 @@ int tfs_cli_open_cmd(int argc, char **argv, const struct tfs_cli_cmd *a,
 	}
 	*first = i;
 	*ninputs = n;
-	return tfs_cli_open_inputs(argv + i, n, &o, img);
+	return tfs_cli_open_inputs(argv + i, n, &p.o, img);
 }
 
 void tfs_cli_shape_str(char *buf, size_t len, const struct tfs_tensor *t)

@@ -575,9 +575,34 @@ static enum diff_kind compare(struct tfs_image *ia, uint32_t xa,
 		       : D_DTYPE;
 }
 
+struct diff_opts {
+	struct tfs_build_options bo;
+	bool json, help;
+};
+
+static int take_diff_option(void *arg, int argc, char **argv, int *i)
+{
+	struct diff_opts *o = arg;
+	const char *opt = argv[*i];
+
+	if (strcmp(opt, "--flat") == 0)
+		o->bo.flat = true;
+	else if (strcmp(opt, "--npy") == 0)
+		o->bo.npy = true;
+	else if (strcmp(opt, "--json") == 0)
+		o->json = true;
+	else if (tfs_cli_as_option(argc, argv, i, &o->bo))
+		return *i < 0 ? -1 : 1;
+	else if (strcmp(opt, "--help") == 0 || strcmp(opt, "-h") == 0)
+		o->help = true;
+	else
+		return 0;
+	return 1;
+}
+
 int tfs_cmd_diff(int argc, char **argv)
 {
-	struct tfs_build_options bo = {0};
+	struct diff_opts o = {0};
 	struct tfs_image_options io = {.log = tfs_cli_log_stderr};
 	struct tfs_image *ia = NULL, *ib = NULL;
 	const struct tfs_tensor **va = NULL, **vb = NULL, *x, *y;
@@ -585,42 +610,32 @@ int tfs_cmd_diff(int argc, char **argv)
 	struct diff_result r;
 	double *bufa = NULL, *bufb = NULL;
 	json_t *arr = NULL, *doc;
-	bool json = false;
 	int64_t other;
 	uint32_t k;
-	int i, status;
+	int i, status, bad = 0;
+	bool json;
 
-	for (i = 1; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
-		if (strcmp(argv[i], "--flat") == 0) {
-			bo.flat = true;
-		} else if (strcmp(argv[i], "--npy") == 0) {
-			bo.npy = true;
-		} else if (strcmp(argv[i], "--json") == 0) {
-			json = true;
-		} else if (tfs_cli_as_option(argc, argv, &i, &bo)) {
-			if (i < 0)
-				return DIFF_TROUBLE;
-		} else if (!strcmp(argv[i], "--help") ||
-			   !strcmp(argv[i], "-h")) {
-			diff_usage(stdout);
-			return 0;
-		} else if (strcmp(argv[i], "--") == 0) {
-			i++;
-			break;
-		} else {
-			fprintf(stderr, "%s diff: unknown option %s\n",
-				tfs_progname, argv[i]);
-			diff_usage(stderr);
-			return DIFF_TROUBLE;
-		}
+	status = tfs_cli_getopt(argc, argv, take_diff_option, &o, &i, &bad);
+	if (status > 0) {
+		fprintf(stderr, "%s diff: unknown option %s\n", tfs_progname,
+			argv[bad]);
+		diff_usage(stderr);
+		return DIFF_TROUBLE;
 	}
+	if (status < 0)
+		return DIFF_TROUBLE;
+	if (o.help) {
+		diff_usage(stdout);
+		return 0;
+	}
+	json = o.json;
 	if (argc - i != 2) {
 		diff_usage(stderr);
 		return DIFF_TROUBLE;
 	}
 	status = DIFF_TROUBLE;
-	if (tfs_cli_open_inputs(argv + i, 1, &bo, &ia) ||
-	    tfs_cli_open_inputs(argv + i + 1, 1, &bo, &ib))
+	if (tfs_cli_open_inputs(argv + i, 1, &o.bo, &ia) ||
+	    tfs_cli_open_inputs(argv + i + 1, 1, &o.bo, &ib))
 		goto out;
 	tfs_image_configure(ia, &io);
 	tfs_image_configure(ib, &io);

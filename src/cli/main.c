@@ -69,6 +69,7 @@ void tfs_usage(FILE *f)
 		"          numeric tensors of another dtype as float32 values\n"
 		"  --previews\n"
 		"          PATH.png pictures beside numeric tensors (-o previews)\n"
+		"Options go anywhere among the arguments (GNU style); -- ends them.\n"
 		"\n"
 		"Mount options:\n"
 		"  -o flat          as --flat\n"
