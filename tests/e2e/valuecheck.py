@@ -6,6 +6,11 @@
   valuecheck.py ls_aligned OUT    OUT (tensorfs ls) has aligned columns
   valuecheck.py stats FILE JSON   check `tensorfs stats --json FILE` (JSON)
   valuecheck.py diff A B JSON     check `tensorfs diff --json A B` (JSON)
+  valuecheck.py make_tol DIR      write DIR/c.safetensors (a's layer.w
+                                  changed only) and DIR/z.safetensors (a's
+                                  "shape" all zeros)
+  valuecheck.py isclose A B NAME ATOL RTOL   "close" when numpy.isclose
+                                  holds for every element, else "differ"
   valuecheck.py asf32 FILE MNT    every tensor file of the -o as=float32
                                   mount MNT holds FILE's values as float32
   valuecheck.py make_pictures DIR write DIR/pic.safetensors, collide...
@@ -238,6 +243,35 @@ def preview_fortran(mnt, path):
     check_picture(f + ".png", a.reshape(rows, shape[-1]))
 
 
+def make_tol(d):
+    a = {}
+    for name, (dt, shape, raw) in read_raw(os.path.join(d, "a.safetensors")).items():
+        a[name] = (dt, shape, raw)
+    b = read_raw(os.path.join(d, "b.safetensors"))
+    c = dict(a)
+    c["layer.w"] = b["layer.w"]
+    write_st(os.path.join(d, "c.safetensors"), c)
+    z = dict(a)
+    z["shape"] = ("F32", (2, 3), bytes(24))
+    write_st(os.path.join(d, "z.safetensors"), z)
+
+
+def read_raw(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        h = json.loads(f.read(n))
+        data = f.read()
+    return {k: (v["dtype"], tuple(v["shape"]),
+                data[v["data_offsets"][0]:v["data_offsets"][1]])
+            for k, v in h.items() if k != "__metadata__"}
+
+
+def isclose(a, b, name, atol, rtol):
+    x, y = read_st(a)[name][2], read_st(b)[name][2]
+    ok = np.isclose(x, y, atol=float(atol), rtol=float(rtol), equal_nan=True)
+    print("close" if ok.all() else "differ")
+
+
 def close(got, want, what):
     if want is None or got is None:
         if got is not want:
@@ -361,6 +395,10 @@ if __name__ == "__main__":
         stats(sys.argv[2], sys.argv[3])
     elif cmd == "diff":
         diff(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif cmd == "make_tol":
+        make_tol(sys.argv[2])
+    elif cmd == "isclose":
+        isclose(*sys.argv[2:7])
     elif cmd == "asf32":
         asf32(sys.argv[2], sys.argv[3])
     elif cmd == "asf32npy":
