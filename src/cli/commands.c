@@ -112,10 +112,10 @@ bool tfs_cli_as_option(int argc, char **argv, int *i,
 	} else {
 		return false;
 	}
-	if (tfs_parse_as(val, &o->as)) {
+	if (tfs_parse_as(val, &o->as, &o->as_all)) {
 		fprintf(stderr,
 			"%s: --as %s: the one converting view is "
-			"float32\n",
+			"float32 (float32,all: integers and bool too)\n",
 			tfs_progname, val);
 		*i = -1;
 	}

@@ -59,9 +59,10 @@ static int take_as(struct mount_cmd *m, const char *v, size_t len)
 	m->as = strndup(v, len);
 	if (!m->as)
 		return -1;
-	if (tfs_parse_as(m->as, &m->build.as)) {
+	if (tfs_parse_as(m->as, &m->build.as, &m->build.as_all)) {
 		fprintf(stderr,
-			"%s: as=%s: the one converting view is float32\n",
+			"%s: as=%s: the one converting view is float32 "
+			"(as=float32,all: integers and bool too)\n",
 			tfs_progname, m->as);
 		return -1;
 	}
@@ -91,6 +92,9 @@ static int take_options(struct mount_cmd *m, const char *list)
 		else if (len > 3 && strncmp(p, "as=", 3) == 0) {
 			if (take_as(m, p + 3, len - 3))
 				return -1;
+		} else if (len == 3 && strncmp(p, "all", 3) == 0 && m->as) {
+			/* as=float32,all: the list's comma split it */
+			m->build.as_all = true;
 		} else if (len > 8 && strncmp(p, "logfile=", 8) == 0) {
 			free(m->logfile);
 			m->logfile = strndup(p + 8, len - 8);

@@ -1866,7 +1866,8 @@ static void layout_flags(struct tfs_builder *b)
 		e->fortran = entry_xattr_is(e, "order", "F") ||
 			     entry_xattr_is(g, "order", "F");
 		if ((e->kind == ENTRY_TENSOR || e->kind == ENTRY_COMPONENT) &&
-		    tfs_as_view_applies(b->opts.as, e->dtype_id, e->big)) {
+		    tfs_as_view_applies(b->opts.as, b->opts.as_all, e->dtype_id,
+					e->big)) {
 			const struct tfs_dtype_info *di =
 				tfs_dtype_info(e->dtype_id);
 

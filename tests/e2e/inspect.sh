@@ -128,6 +128,27 @@ if [ -n "${M:-}" ]; then
 		$PY asf32npy "$A" "$M"
 	unmount "$M"
 fi
+# integers and bool converted only with "all"
+M=$(mount_container "$A" -o as=float32,all) || fail "mount -o as=float32,all"
+if [ -n "${M:-}" ]; then
+	check "as=float32,all: every numeric tensor as float32" \
+		$PY asf32 "$A" "$M" all
+	eq "as=float32,all: stored_dtype of the int32 tensor" \
+		"$(getfattr --only-values -n user.tensorfs.stored_dtype "$M/ints")" int32
+	check "as=float32,all: cat --as float32,all gives the mount's bytes" \
+		cmp <("$TENSORFS" cat --as float32,all "$A" ints) "$M/ints"
+	unmount "$M"
+fi
+M=$(mount_container "$A" -o npy,as=float32,all) || fail "mount -o npy,as=float32,all"
+if [ -n "${M:-}" ]; then
+	check "npy,as=float32,all: np.load gives float32 values" \
+		$PY asf32npy "$A" "$M" all
+	unmount "$M"
+fi
+check "cat --as float32: an int32 tensor as stored" \
+	cmp <("$TENSORFS" cat --as float32 "$A" ints) <("$TENSORFS" cat "$A" ints)
+"$TENSORFS" -o all "$A" "$WORK" >/dev/null 2>&1
+check "-o all without as=: refused" test $? -ne 0
 "$TENSORFS" -o as=float16 "$A" "$WORK" >/dev/null 2>&1
 eq "as=float16 is refused (usage)" "$?" 1
 # -o previews: valid PNGs of the documented size and pixels

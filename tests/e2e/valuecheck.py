@@ -340,9 +340,28 @@ def diff(a, b, js):
         sys.exit("diff summary %r" % s)
 
 
-def asf32(path, mnt):
+FLOATING = ("F16", "BF16", "F32", "F64")
+
+
+def asf32(path, mnt, all_=""):
+    """-o as=float32 converts floating tensors; with all_ ("all") every
+    numeric one; the others stay as stored (bytes, dtype, size)"""
+    raw = read_raw(path)
     for name, (dt, shape, v) in read_st(path).items():
         p = os.path.join(mnt, name.replace(".", "/"))
+        if not all_ and dt not in FLOATING:
+            with open(p, "rb") as f:
+                if f.read() != raw[name][2]:
+                    sys.exit("%s: not the stored bytes" % p)
+            dtype = os.getxattr(p, "user.tensorfs.dtype").decode()
+            if dtype == "float32":
+                sys.exit("%s: %s converted without all" % (p, dt))
+            try:
+                os.getxattr(p, "user.tensorfs.stored_dtype")
+                sys.exit("%s: a stored_dtype without a view" % p)
+            except OSError:
+                pass
+            continue
         got = np.fromfile(p, "<f4")
         if os.path.getsize(p) != 4 * v.size:
             sys.exit("%s: size %d, want %d" % (p, os.path.getsize(p),
@@ -365,11 +384,17 @@ def asf32(path, mnt):
                     sys.exit("%s: read at %d differs" % (p, off))
 
 
-def asf32npy(path, mnt):
-    """-o as=float32,npy: np.load gives the float32 values, shape kept"""
+def asf32npy(path, mnt, all_=""):
+    """-o as=float32,npy: np.load gives the float32 values, shape kept
+    (floating tensors; every numeric one with all_)"""
     for name, (dt, shape, v) in read_st(path).items():
         p = os.path.join(mnt, name.replace(".", "/") + ".npy")
         a = np.load(p, mmap_mode="r")
+        if not all_ and dt not in FLOATING:
+            if a.dtype == np.float32 or not np.array_equal(
+                    np.asarray(a).reshape(-1), v):
+                sys.exit("%s: %s, not as stored" % (p, a.dtype))
+            continue
         if a.dtype != np.float32 or list(a.shape) != list(shape):
             sys.exit("%s: %s %s" % (p, a.dtype, a.shape))
         if not np.array_equal(np.asarray(a).reshape(-1), v.astype("<f4"),
@@ -400,8 +425,8 @@ if __name__ == "__main__":
     elif cmd == "isclose":
         isclose(*sys.argv[2:7])
     elif cmd == "asf32":
-        asf32(sys.argv[2], sys.argv[3])
+        asf32(*sys.argv[2:5])
     elif cmd == "asf32npy":
-        asf32npy(sys.argv[2], sys.argv[3])
+        asf32npy(*sys.argv[2:5])
     else:
         sys.exit("unknown command " + cmd)
