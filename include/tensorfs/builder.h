@@ -152,6 +152,13 @@ int tfs_builder_set_xattr(struct tfs_builder *b, uint32_t handle,
 			  const char *key, const void *value, size_t len);
 int tfs_builder_set_xattr_str(struct tfs_builder *b, uint32_t handle,
 			      const char *key, const char *value);
+/*
+ * Set xattr "user.tensorfs.<key>" on the mount's root itself, whatever
+ * source is current (a collection's own knowledge: a model directory's
+ * config.json).  0 or -ENOMEM / -EINVAL.
+ */
+int tfs_builder_set_top_xattr(struct tfs_builder *b, const char *key,
+			      const void *value, size_t len);
 /* compact JSON of @value (a borrowed reference) */
 int tfs_builder_set_xattr_json(struct tfs_builder *b, uint32_t handle,
 			       const char *key, const json_t *value);

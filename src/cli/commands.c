@@ -567,14 +567,22 @@ static void print_summary(const struct tfs_tree *t, const bool *repeat,
 			  uint64_t total)
 {
 	struct dtype_total *v = calloc(t->ntensors + 1, sizeof(*v));
-	const struct tfs_xattr *arch;
+	const struct tfs_xattr *arch, *classes;
 	uint64_t params = 0, count;
 	uint32_t i, k, n = 0;
 	bool overflow = false;
 
 	arch = tfs_tree_xattr(t, TFS_ROOT_NODE,
 			      TFS_XATTR_PREFIX "architecture");
-	if (arch)
+	/* a model directory's config.json: its architectures too */
+	classes = tfs_tree_xattr(t, TFS_ROOT_NODE,
+				 TFS_XATTR_PREFIX "hf.architectures");
+	if (arch && classes &&
+	    (classes->len != arch->len ||
+	     memcmp(classes->value, arch->value, arch->len)))
+		printf("architecture: %.*s (%.*s)\n", (int)arch->len,
+		       arch->value, (int)classes->len, classes->value);
+	else if (arch)
 		printf("architecture: %.*s\n", (int)arch->len, arch->value);
 	if (!v)
 		return;

@@ -1005,6 +1005,14 @@ int tfs_builder_set_xattr(struct tfs_builder *b, uint32_t handle,
 	return entry_set_xattr(&b->e[handle], key, value, len, true);
 }
 
+int tfs_builder_set_top_xattr(struct tfs_builder *b, const char *key,
+			      const void *value, size_t len)
+{
+	if (!b->n || !key || !*key)
+		return -EINVAL;
+	return entry_set_xattr(&b->e[0], key, value, len, true);
+}
+
 int tfs_builder_set_xattr_str(struct tfs_builder *b, uint32_t handle,
 			      const char *key, const char *value)
 {
