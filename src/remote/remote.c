@@ -570,7 +570,15 @@ static int get_range(struct remote *r, CURL *h, uint64_t off, uint64_t len,
 	curl_slist_free_all(hdrs);
 	__atomic_fetch_add(&r->stats.requests, 1, __ATOMIC_RELAXED);
 	if (x->overflow) {
-		snprintf(why, whylen, "server sent more bytes than asked");
+		/* 200 and the whole object for a Range request */
+		if (status == 200 && !x->have_range)
+			snprintf(why, whylen,
+				 "this server does not support range requests "
+				 "(it answered a Range request with the whole "
+				 "object, HTTP 200); tensorfs needs them");
+		else
+			snprintf(why, whylen,
+				 "server sent more bytes than asked");
 		return -EIO;
 	}
 	if (x->write_err) {

@@ -336,6 +336,16 @@ mnt=$(mount_container s3://bkt/sharded/ -o no_cache) &&
 grep -q "GET /bkt?delimiter=%2F&list-type=2&prefix=sharded%2F 200" "$LOG" &&
 	ok "listed by ListObjectsV2, signed" || fail "no listing: $(head -2 "$LOG")"
 unmount "$mnt"
+# the URL of the index itself: the shards it names, beside it, no listing
+keep_log
+mnt=$(mount_container \
+	"http://127.0.0.1:$PORT/cdn/bkt/sharded/model.safetensors.index.json" \
+	-o no_cache) && diff -r "$lm" "$mnt" >/dev/null &&
+	ok "an https://.../model.safetensors.index.json URL mounts the sharded model" ||
+	fail "index URL tree"
+grep -q "list-type" "$LOG" && fail "an index URL listed the prefix" ||
+	ok "without a listing"
+[ -n "${mnt:-}" ] && unmount "$mnt"
 unmount "$lm"
 # s3://BUCKET/PREFIX/ without an index: as the local directory mounts
 keep_log
@@ -492,4 +502,23 @@ eq "a refused token exits 4" "$?" 4
 grep -q bad "$WORK/e" && fail "the token was printed" ||
 	ok "the token is not printed"
 unset HF_ENDPOINT HF_TOKEN
+
+# a server that ignores Range (Python's http.server): said so, exit 4
+python3 -c '
+import functools, http.server, sys
+h = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
+h.log_message = lambda *a: None
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), h)
+open(sys.argv[2] + ".tmp", "w").write(str(s.server_address[1]))
+import os; os.rename(sys.argv[2] + ".tmp", sys.argv[2])
+s.serve_forever()' "$SERVED" "$WORK/plainport" &
+PLAIN=$!
+for _ in $(seq 100); do [ -s "$WORK/plainport" ] && break; sleep 0.05; done
+"$TENSORFS" ls "http://127.0.0.1:$(cat "$WORK/plainport")/m.safetensors" \
+	>/dev/null 2>"$WORK/e"
+eq "a server ignoring Range: exit 4" "$?" 4
+check "says it does not support range requests" \
+	grep -q "does not support range requests" "$WORK/e"
+kill "$PLAIN"
+wait "$PLAIN" 2>/dev/null
 finish
