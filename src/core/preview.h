@@ -3,8 +3,11 @@
  * Pictures of tensors (-o previews): beside each numeric tensor of one or
  * more dimensions, "<file>.png", a heat map of its values (rows = the
  * product of all dimensions but the last, columns = the last; sampled down
- * to at most 512 x 512 pixels, small ones scaled up to at least 64 x 16)
- * over a histogram strip of the sampled values.  8-bit indexed colour,
+ * to at most 512 x 512 pixels keeping the aspect ratio, small ones scaled
+ * up to at least 64 x 16) over a histogram strip of the sampled values and
+ * a value scale (a colour bar and the values its ends stand for: the 1st
+ * and 99th percentiles of the samples; tEXt chunks give them and the
+ * minimum and maximum).  8-bit indexed colour,
  * written by libpng uncompressed, so the file's size depends only on its
  * pixel size and is known when the tree is built; the picture itself is
  * made on its first read, by sampling the tensor through values.h, and kept
@@ -26,6 +29,7 @@ struct tfs_view;
 #define TFS_PREVIEW_MIN_W 64  /* ... and at least this wide */
 #define TFS_PREVIEW_MIN_H 16  /* ... and tall */
 #define TFS_PREVIEW_HIST_H 48 /* the histogram strip below it */
+#define TFS_PREVIEW_SCALE_H 22 /* then the value scale: bar and values */
 
 /* the picture's pixel size for a tensor; false: it gets none */
 bool tfs_preview_geometry(enum tfs_dtype dtype, bool big, const uint64_t *shape,

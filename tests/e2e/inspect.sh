@@ -174,7 +174,7 @@ if [ -n "${M:-}" ]; then
 	check "previews with as=float32,npy: PATH.npy.png" \
 		test -s "$M/layer/w.npy.png"
 	check "previews: file(1) says PNG" \
-		grep -q 'PNG image data, 64 x 79' <<<"$(file "$M/layer/w.npy.png")"
+		grep -q 'PNG image data, 64 x 101' <<<"$(file "$M/layer/w.npy.png")"
 	unmount "$M"
 fi
 M=$(mount_container "$WORK/collide.safetensors" -o previews,flat) || fail "mount collide"

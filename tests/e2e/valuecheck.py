@@ -147,15 +147,15 @@ def make_pictures(d):
 
 
 def read_png(path):
-    """(width, height, rows of palette indices), checking the signature,
-    every chunk's CRC, IHDR (8-bit palette, not interlaced) and that the
-    file ends with IEND"""
+    """(width, height, rows of palette indices, tEXt chunks), checking the
+    signature, every chunk's CRC, IHDR (8-bit palette, not interlaced) and
+    that the file ends with IEND"""
     import zlib
 
     b = open(path, "rb").read()
     if b[:8] != b"\x89PNG\r\n\x1a\n":
         sys.exit("%s: not a PNG" % path)
-    at, idat, ihdr, end = 8, b"", None, False
+    at, idat, ihdr, end, text = 8, b"", None, False, {}
     while at < len(b):
         n, = struct.unpack(">I", b[at:at + 4])
         kind, data = b[at + 4:at + 8], b[at + 8:at + 8 + n]
@@ -166,6 +166,9 @@ def read_png(path):
             ihdr = struct.unpack(">IIBBBBB", data)
         elif kind == b"IDAT":
             idat += data
+        elif kind == b"tEXt":
+            k, v = data.split(b"\0", 1)
+            text[k.decode("latin-1")] = v.decode("latin-1")
         elif kind == b"IEND":
             end = at + 12 + n == len(b)
         at += 12 + n
@@ -180,25 +183,41 @@ def read_png(path):
         if raw[i * (w + 1)] != 0:
             sys.exit("%s: row %d filtered" % (path, i))
         rows.append(raw[i * (w + 1) + 1:(i + 1) * (w + 1)])
-    return w, h, rows
+    return w, h, rows, text
 
 
 def check_picture(p, a):
     """PNG @p is the picture of @a (rows x cols, logical order) as
-    documented: row i of H from tensor row i*rows//H, column j of W from
-    column j*cols//W, in 252 colours from the sampled finite minimum to the
-    maximum, NaN 252; then a black row and the histogram"""
+    documented: larger than 512 on a side, both sides scaled by 512/the
+    larger (aspect kept), then at least 64 x 16 and at most 512; row i of H
+    from tensor row i*rows//H, column j of W from column j*cols//W, in 252
+    colours from the 1st to the 99th percentile of the sampled finite
+    values (k = (n-1)//100: the k-th smallest and largest), clipped, NaN
+    252; then a black row, the histogram, a black row, the colour bar
+    (column x is x*251//(W-1)), the scale's values as text; tEXt chunks
+    tensorfs.min/max/scale_low/scale_high"""
     import math as m
 
     rows, cols = a.shape
-    W, H = min(max(cols, 64), 512), min(max(rows, 16), 512)
-    w, h, px = read_png(p)
-    if (w, h) != (W, H + 1 + 48):
-        sys.exit("%s: %dx%d, want %dx%d" % (p, w, h, W, H + 49))
+    if rows > 512 or cols > 512:
+        big = max(rows, cols)
+        cols_, rows_ = cols * 512 // big, rows * 512 // big
+    else:
+        cols_, rows_ = cols, rows
+    W, H = min(max(cols_, 64), 512), min(max(rows_, 16), 512)
+    w, h, px, text = read_png(p)
+    if (w, h) != (W, H + 1 + 48 + 22):
+        sys.exit("%s: %dx%d, want %dx%d" % (p, w, h, W, H + 71))
     s = np.array([[a[i * rows // H, j * cols // W] for j in range(W)]
                   for i in range(H)])
-    fin = s[np.isfinite(s)]
-    lo, hi = float(fin.min()), float(fin.max())
+    fin = np.sort(s[np.isfinite(s)])
+    k = (fin.size - 1) // 100
+    lo, hi = float(fin[k]), float(fin[fin.size - 1 - k])
+    for key, want in (("min", fin[0]), ("max", fin[-1]), ("scale_low", lo),
+                      ("scale_high", hi)):
+        got = text.get("tensorfs." + key)
+        if got is None or len(got) != 24 or float(got) != float(want):
+            sys.exit("%s: tEXt tensorfs.%s %r, want %r" % (p, key, got, want))
     for i in range(H):
         for j in range(W):
             x = s[i, j]
@@ -212,8 +231,15 @@ def check_picture(p, a):
             if px[i][j] != want:
                 sys.exit("%s: pixel (%d,%d) %d, want %d" %
                          (p, i, j, px[i][j], want))
-    if set(px[H]) != {254}:
-        sys.exit("%s: no separator row" % p)
+    if set(px[H]) != {254} or set(px[H + 49]) != {254}:
+        sys.exit("%s: no separator rows" % p)
+    for y in range(H + 50, H + 58):
+        if list(px[y]) != [x * 251 // (W - 1) for x in range(W)]:
+            sys.exit("%s: colour bar row %d" % (p, y))
+    for y0 in (H + 59, H + 65):   # the low value, then the high one
+        txt = b"".join(px[y0:y0 + 5])
+        if set(txt) != {253, 254}:
+            sys.exit("%s: scale text at row %d: %r" % (p, y0, set(txt)))
     if os.path.getsize(p) != len(open(p, "rb").read()):
         sys.exit("%s: st_size is not the size" % p)
 
