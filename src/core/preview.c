@@ -585,3 +585,80 @@ int tfs_preview_read(struct tfs_image *img, uint32_t node, uint64_t off,
 	v->pin_kind = PIN_ENTRY;
 	return 0;
 }
+
+/* ---- the value scale as xattrs ------------------------------------------
+ */
+
+static const char *const scale_xattrs[4] = {
+	"user.tensorfs.preview.min", "user.tensorfs.preview.max",
+	"user.tensorfs.preview.scale_low", "user.tensorfs.preview.scale_high"};
+
+/* the text of tEXt chunk @key in PNG @p (@len bytes), trimmed; or NULL */
+static const uint8_t *text_chunk(const uint8_t *p, size_t len, const char *key,
+			       size_t *n)
+{
+	size_t at = 8, klen = strlen(key);
+	uint32_t clen;
+
+	while (at + 12 <= len) {
+		clen = (uint32_t)p[at] << 24 | (uint32_t)p[at + 1] << 16 |
+		       (uint32_t)p[at + 2] << 8 | p[at + 3];
+		if (clen > len - at - 12)
+			return NULL;
+		if (!memcmp(p + at + 4, "tEXt", 4) && clen > klen &&
+		    !memcmp(p + at + 8, key, klen) && !p[at + 8 + klen]) {
+			*n = clen - klen - 1;
+			while (*n && p[at + 9 + klen + *n - 1] == ' ')
+				(*n)--;
+			return p + at + 9 + klen;
+		}
+		at += 12 + (size_t)clen;
+	}
+	return NULL;
+}
+
+ssize_t tfs_preview_getxattr(struct tfs_image *img, uint32_t node,
+			     const char *name, char *buf, size_t size)
+{
+	const struct tfs_node *n = &img->tree->nodes[node];
+	const uint8_t *t;
+	struct tfs_view v;
+	size_t len = 0;
+	ssize_t ret;
+	int i;
+
+	for (i = 0; i < 4 && strcmp(name, scale_xattrs[i]); i++)
+		;
+	if (i == 4 || n->kind != TFS_NODE_PREVIEW)
+		return -ENODATA;
+	ret = tfs_preview_read(img, node, 0, (size_t)n->mem_len, &v);
+	if (ret)
+		return ret;
+	t = text_chunk(v.data, v.len, scale_keys[i], &len);
+	if (!t)
+		ret = -EIO; /* cannot happen: every picture has them */
+	else if (size && size < len)
+		ret = -ERANGE;
+	else
+		ret = (ssize_t)len;
+	if (ret > 0 && size)
+		memcpy(buf, t, len);
+	tfs_view_release(img, &v);
+	return ret;
+}
+
+ssize_t tfs_preview_listxattr(char *buf, size_t size, size_t used)
+{
+	size_t n = used, k;
+	int i;
+
+	for (i = 0; i < 4; i++) {
+		k = strlen(scale_xattrs[i]) + 1;
+		if (size && n + k <= size)
+			memcpy(buf + n, scale_xattrs[i], k);
+		else if (size)
+			return -ERANGE;
+		n += k;
+	}
+	return (ssize_t)n;
+}

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "tensorfs/dtype.h"
 
@@ -48,5 +49,18 @@ int tfs_preview_make(struct tfs_image *img, uint32_t tensor, uint8_t **png,
  */
 int tfs_preview_read(struct tfs_image *img, uint32_t node, uint64_t off,
 		     size_t len, struct tfs_view *v);
+
+/*
+ * A picture's value scale as xattrs (user.tensorfs.preview.min, .max,
+ * .scale_low, .scale_high): the values of its tEXt chunks, so getting one
+ * makes the picture (once; it stays in the decode cache).
+ * tfs_preview_getxattr: its length (copied when @size is enough, -ERANGE
+ * when not, 0 asks), -ENODATA for a name that is not one of them, or the
+ * picture's -errno.  tfs_preview_listxattr: the names, NUL-terminated each,
+ * appended to the @used bytes of @buf; the new length, or -ERANGE.
+ */
+ssize_t tfs_preview_getxattr(struct tfs_image *img, uint32_t node,
+			     const char *name, char *buf, size_t size);
+ssize_t tfs_preview_listxattr(char *buf, size_t size, size_t used);
 
 #endif

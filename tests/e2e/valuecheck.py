@@ -218,6 +218,14 @@ def check_picture(p, a):
         got = text.get("tensorfs." + key)
         if got is None or len(got) != 24 or float(got) != float(want):
             sys.exit("%s: tEXt tensorfs.%s %r, want %r" % (p, key, got, want))
+        # and as an xattr of the mount's file
+        x = os.getxattr(p, "user.tensorfs.preview." + key).decode()
+        if x != got.strip() or float(x) != float(want):
+            sys.exit("%s: xattr preview.%s %r, want %r" % (p, key, x, want))
+    names = os.listxattr(p)
+    if not all("user.tensorfs.preview." + k in names
+               for k in ("min", "max", "scale_low", "scale_high")):
+        sys.exit("%s: listxattr %r" % (p, names))
     for i in range(H):
         for j in range(W):
             x = s[i, j]
