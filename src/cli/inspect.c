@@ -336,10 +336,9 @@ enum diff_kind {
 };
 
 static const char *const diff_word[] = {
-	[D_SAME] = "same",   [D_VALUES] = "differ", [D_DTYPE] = "dtype",
-	[D_CLOSE] = "close",
-	[D_SHAPE] = "shape", [D_ONLY_A] = "only-a", [D_ONLY_B] = "only-b",
-	[D_ERROR] = "error",
+	[D_SAME] = "same",     [D_VALUES] = "differ", [D_DTYPE] = "dtype",
+	[D_CLOSE] = "close",   [D_SHAPE] = "shape",   [D_ONLY_A] = "only-a",
+	[D_ONLY_B] = "only-b", [D_ERROR] = "error",
 };
 
 struct diff_result {
@@ -492,8 +491,7 @@ static void diff_line(const char *path, const struct tfs_tensor *x,
 			       (unsigned long long)r->outside);
 		if (r->nonfinite)
 			printf(" (NaN/Inf differ in some elements)");
-	}
-	else if (r->kind == D_VALUES)
+	} else if (r->kind == D_VALUES)
 		printf(": %s, bytes differ (no values to compare)", x->dtype);
 	putchar('\n');
 }
@@ -775,11 +773,11 @@ int tfs_cmd_diff(int argc, char **argv)
 				"s:i, s:i, s:i}}",
 				"a", argv[i], "b", argv[i + 1], "tensors", arr,
 				"summary", "same", counts[D_SAME], "close",
-				counts[D_CLOSE], "differ",
-				counts[D_VALUES], "dtype", counts[D_DTYPE],
-				"shape", counts[D_SHAPE], "only_a",
-				counts[D_ONLY_A], "only_b", counts[D_ONLY_B],
-				"error", counts[D_ERROR]);
+				counts[D_CLOSE], "differ", counts[D_VALUES],
+				"dtype", counts[D_DTYPE], "shape",
+				counts[D_SHAPE], "only_a", counts[D_ONLY_A],
+				"only_b", counts[D_ONLY_B], "error",
+				counts[D_ERROR]);
 		arr = NULL; /* the document owns it */
 		if (!doc) {
 			status = DIFF_TROUBLE;
@@ -795,9 +793,8 @@ int tfs_cmd_diff(int argc, char **argv)
 			printf("%u within the tolerance, ", counts[D_CLOSE]);
 		printf("%u differ, %u another dtype, %u another "
 		       "shape, %u only in A, %u only in B, %u errors\n",
-		       counts[D_VALUES], counts[D_DTYPE],
-		       counts[D_SHAPE], counts[D_ONLY_A], counts[D_ONLY_B],
-		       counts[D_ERROR]);
+		       counts[D_VALUES], counts[D_DTYPE], counts[D_SHAPE],
+		       counts[D_ONLY_A], counts[D_ONLY_B], counts[D_ERROR]);
 	}
 out:
 	json_decref(arr);

@@ -270,8 +270,8 @@ static int absolute_inputs(struct mount_cmd *m)
 			m->abs[i] = strdup(p);
 		} else {
 			if (!cwd[0] && !getcwd(cwd, sizeof(cwd))) {
-				fprintf(stderr, "%s: %s: %s\n", tfs_progname,
-					p, strerror(errno));
+				fprintf(stderr, "%s: %s: %s\n", tfs_progname, p,
+					strerror(errno));
 				return -1;
 			}
 			if (asprintf(&m->abs[i], "%s/%s", cwd, p) < 0)

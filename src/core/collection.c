@@ -381,7 +381,8 @@ static int hf_config(struct tfs_builder *b, const char *top)
 	    json_object_set(meta, "architectures", archs))
 		ret = -ENOMEM;
 	/* "A,B": the plain strings of architectures */
-	json_array_foreach(json_is_array(archs) ? archs : NULL, i, a) {
+	json_array_foreach(json_is_array(archs) ? archs : NULL, i, a)
+	{
 		size_t n = json_string_length(a);
 		char *more;
 
@@ -1233,10 +1234,10 @@ static int mount_walk(struct tfs_image **out, struct walk *w, const char *dir,
 	if (ret == 1 && (choose_dirs(w) || group_sets(w)))
 		ret = tfs_diag_oom(d);
 	else if (ret == 1)
-		ret = load_all(out, w, dir,
-			       &(struct plan){.skip_bad = true,
-					      .hf_config = true},
-			       opts, d);
+		ret = load_all(
+			out, w, dir,
+			&(struct plan){.skip_bad = true, .hf_config = true},
+			opts, d);
 	return ret;
 }
 

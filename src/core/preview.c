@@ -190,8 +190,7 @@ static void write_image(png_structp png, png_infop info, const uint8_t *pix,
 	memset(t, 0, sizeof(t));
 	for (i = 0; i < 4; i++) {
 		/* %.17g is at most 24 bytes ("-1.7976931348623157e+308") */
-		snprintf(text[i], sizeof(text[i]), "%-*.17g", SCALE_TEXT,
-			 v[i]);
+		snprintf(text[i], sizeof(text[i]), "%-*.17g", SCALE_TEXT, v[i]);
 		t[i].compression = PNG_TEXT_COMPRESSION_NONE;
 		t[i].key = (png_charp)scale_keys[i];
 		t[i].text = text[i];
@@ -461,10 +460,8 @@ static void draw_scale(uint8_t *strip, uint32_t w, const struct scale *sc)
 		draw_text(strip, w, 1, 10, "nan");
 		return;
 	}
-	snprintf(lo, sizeof(lo), "%s%.3g", sc->min < sc->lo ? "<" : "",
-		 sc->lo);
-	snprintf(hi, sizeof(hi), "%s%.3g", sc->max > sc->hi ? ">" : "",
-		 sc->hi);
+	snprintf(lo, sizeof(lo), "%s%.3g", sc->min < sc->lo ? "<" : "", sc->lo);
+	snprintf(hi, sizeof(hi), "%s%.3g", sc->max > sc->hi ? ">" : "", sc->hi);
 	draw_text(strip, w, 1, 10, lo);
 	n = strlen(hi) * 4;
 	draw_text(strip, w, n + 1 < w ? w - (uint32_t)n : 0, 16, hi);
@@ -595,7 +592,7 @@ static const char *const scale_xattrs[4] = {
 
 /* the text of tEXt chunk @key in PNG @p (@len bytes), trimmed; or NULL */
 static const uint8_t *text_chunk(const uint8_t *p, size_t len, const char *key,
-			       size_t *n)
+				 size_t *n)
 {
 	size_t at = 8, klen = strlen(key);
 	uint32_t clen;

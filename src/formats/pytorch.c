@@ -1071,7 +1071,7 @@ static int zip_persistent_ids(struct pt_ctx *z)
 			continue;
 		t = V(z, v->call.a);
 		type = t->kind == TFS_PKL_TUPLE && t->nitems ? V(z, t->items[0])
-							      : NULL;
+							     : NULL;
 		if (!type || type->kind != TFS_PKL_STR)
 			return tfs_diag_at(z->d, -EBADMSG, t->offset,
 					   "persistent id: a %s, not a "

@@ -398,9 +398,8 @@ static void reply_xattr(fuse_req_t req, size_t size, struct tfs_image *img,
 		return;
 	}
 	/* a picture's value scale: made with the picture (preview.h) */
-	n = name && picture
-		    ? tfs_preview_getxattr(img, node, name, buf, size)
-		    : -ENODATA;
+	n = name && picture ? tfs_preview_getxattr(img, node, name, buf, size)
+			    : -ENODATA;
 	if (n == -ENODATA)
 		n = name ? tfs_tree_getxattr(t, node, name, buf, size)
 			 : tfs_tree_listxattr(t, node, buf, size);

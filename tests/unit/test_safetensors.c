@@ -387,13 +387,15 @@ START_TEST(real_mlx_adapter_metadata_null)
 	char path[4096];
 	FILE *f;
 
-	snprintf(path, sizeof(path),
-		 "%s/../real/safetensors/ollama-discollama-adapters.safetensors",
-		 fx ? fx : ".");
+	snprintf(
+		path, sizeof(path),
+		"%s/../real/safetensors/ollama-discollama-adapters.safetensors",
+		fx ? fx : ".");
 	f = fopen(path, "rb");
 	if (!f) {
-		fprintf(stderr, "real_mlx_adapter_metadata_null: %s missing, "
-				"skipped\n",
+		fprintf(stderr,
+			"real_mlx_adapter_metadata_null: %s missing, "
+			"skipped\n",
 			path);
 		return;
 	}
