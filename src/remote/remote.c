@@ -1650,7 +1650,10 @@ static void init_once(void)
 
 static int remote_fetch(void *impl, uint64_t off, uint64_t len)
 {
-	return fetch(impl, off, len, true);
+	int ret = fetch(impl, off, len, true);
+
+	/* never EAGAIN to a reader of a regular file (no worker started) */
+	return ret == -EAGAIN ? -EIO : ret;
 }
 
 static void remote_drop(void *impl, uint64_t off, uint64_t len)
