@@ -48,13 +48,23 @@ struct tfs_build_options {
 	 * dtype, converted on read (src/core/as_view.h); INVALID: as stored
 	 */
 	enum tfs_dtype as;
+	/*
+	 * -o as=float32,all: every numeric dtype converted; without it only
+	 * the floating ones (floats, float8/6/4, ggml's quantized blocks):
+	 * integers and bool stay as stored (an int64 id of 2^24 and more is
+	 * not exact as float32)
+	 */
+	bool as_all;
 	/* -o previews: "<file>.png" beside each numeric tensor of one or
 	 * more dimensions (src/core/preview.h) */
 	bool previews;
 };
 
-/* "float32" (the one converting view) into *out; -EINVAL otherwise */
-int tfs_parse_as(const char *s, enum tfs_dtype *out);
+/*
+ * "float32" (the one converting view) into *out, *all false;
+ * "float32,all" likewise with *all true; -EINVAL otherwise
+ */
+int tfs_parse_as(const char *s, enum tfs_dtype *out, bool *all);
 
 struct tfs_tensor_spec {
 	const char *name; /* stored name (any bytes) */
@@ -163,6 +173,13 @@ int tfs_builder_set_xattr(struct tfs_builder *b, uint32_t handle,
 			  const char *key, const void *value, size_t len);
 int tfs_builder_set_xattr_str(struct tfs_builder *b, uint32_t handle,
 			      const char *key, const char *value);
+/*
+ * Set xattr "user.tensorfs.<key>" on the mount's root itself, whatever
+ * source is current (a collection's own knowledge: a model directory's
+ * config.json).  0 or -ENOMEM / -EINVAL.
+ */
+int tfs_builder_set_top_xattr(struct tfs_builder *b, const char *key,
+			      const void *value, size_t len);
 /* compact JSON of @value (a borrowed reference) */
 int tfs_builder_set_xattr_json(struct tfs_builder *b, uint32_t handle,
 			       const char *key, const json_t *value);

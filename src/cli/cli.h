@@ -68,6 +68,18 @@ int tfs_cli_open_cmd(int argc, char **argv, const struct tfs_cli_cmd *a,
 #define TFS_CLI_OPENED(ret) ((ret) == -1 ? TFS_EXIT_OK : (ret))
 
 /*
+ * GNU-style options: anywhere among the arguments, until "--" (which ends
+ * them: what follows is positional, "-" alone too).  @take handles
+ * argv[*i], moving *i past a value it takes: 1 taken, 0 not an option it
+ * knows, -1 refused (it printed why).  The positional arguments end up, in
+ * order, at the end of argv, from *first.  0; 1 for an unknown option
+ * (argv[*bad]); -1 refused or out of memory.
+ */
+int tfs_cli_getopt(int argc, char **argv,
+		   int (*take)(void *ctx, int argc, char **argv, int *i),
+		   void *ctx, int *first, int *bad);
+
+/*
  * --as TYPE / --as=TYPE at argv[*i] into @o: true when it was one (*i
  * moved past its value; -1 after a message when TYPE is not float32)
  */

@@ -139,48 +139,101 @@ bool tfs_cli_as_option(int argc, char **argv, int *i,
 	} else {
 		return false;
 	}
-	if (tfs_parse_as(val, &o->as)) {
+	if (tfs_parse_as(val, &o->as, &o->as_all)) {
 		fprintf(stderr,
 			"%s: --as %s: the one converting view is "
-			"float32\n",
+			"float32 (float32,all: integers and bool too)\n",
 			tfs_progname, val);
 		*i = -1;
 	}
 	return true;
 }
 
+int tfs_cli_getopt(int argc, char **argv,
+		   int (*take)(void *ctx, int argc, char **argv, int *i),
+		   void *ctx, int *first, int *bad)
+{
+	char **pos = malloc(((size_t)argc + 1) * sizeof(*pos));
+	int i, j, npos = 0, nopt = 1, ret = 0;
+	bool ended = false;
+
+	if (!pos)
+		return -1;
+	for (i = 1; i < argc; i++) {
+		if (ended || argv[i][0] != '-' || !argv[i][1]) {
+			pos[npos++] = argv[i];
+			continue;
+		}
+		if (strcmp(argv[i], "--") == 0) {
+			ended = true;
+			continue;
+		}
+		j = i;
+		ret = take(ctx, argc, argv, &i);
+		if (ret <= 0) {
+			*bad = j;
+			ret = ret < 0 ? -1 : 1;
+			goto out;
+		}
+		ret = 0;
+		/* the option and any value it took, kept before the rest */
+		for (; j <= i; j++)
+			argv[nopt++] = argv[j];
+	}
+	memcpy(argv + nopt, pos, (size_t)npos * sizeof(*pos));
+	*first = nopt;
+out:
+	free(pos);
+	return ret;
+}
+
+/* what tfs_cli_open_cmd's options need */
+struct open_opts {
+	const struct tfs_cli_cmd *a;
+	void *ctx;
+	struct tfs_build_options o;
+	bool help;
+};
+
+static int take_open_option(void *arg, int argc, char **argv, int *i)
+{
+	struct open_opts *p = arg;
+	const char *opt = argv[*i];
+
+	if (strcmp(opt, "--flat") == 0)
+		p->o.flat = true;
+	else if (strcmp(opt, "--npy") == 0)
+		p->o.npy = true;
+	else if (strcmp(opt, "--previews") == 0)
+		p->o.previews = true;
+	else if (tfs_cli_as_option(argc, argv, i, &p->o))
+		return *i < 0 ? -1 : 1;
+	else if (strcmp(opt, "--help") == 0 || strcmp(opt, "-h") == 0)
+		p->help = true;
+	else if (!p->a->option || !p->a->option(p->ctx, opt))
+		return 0;
+	return 1;
+}
+
 int tfs_cli_open_cmd(int argc, char **argv, const struct tfs_cli_cmd *a,
 		     void *ctx, struct tfs_image **img, int *first,
 		     int *ninputs)
 {
-	struct tfs_build_options o = {0};
-	int i = 1, npos, n;
+	struct open_opts p = {.a = a, .ctx = ctx};
+	int i, npos, n, bad = 0, ret;
 
-	for (; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
-		if (strcmp(argv[i], "--flat") == 0) {
-			o.flat = true;
-		} else if (strcmp(argv[i], "--npy") == 0) {
-			o.npy = true;
-		} else if (strcmp(argv[i], "--previews") == 0) {
-			o.previews = true;
-		} else if (tfs_cli_as_option(argc, argv, &i, &o)) {
-			if (i < 0)
-				return TFS_EXIT_USAGE;
-		} else if (strcmp(argv[i], "--help") == 0 ||
-			   strcmp(argv[i], "-h") == 0) {
-			tfs_cli_cmd_usage(stdout, argv[0], a);
-			return -1;
-		} else if (strcmp(argv[i], "--") == 0) {
-			i++;
-			break;
-		} else if (a->option && a->option(ctx, argv[i])) {
-			continue;
-		} else {
-			fprintf(stderr, "%s %s: unknown option %s\n",
-				tfs_progname, argv[0], argv[i]);
-			tfs_cli_cmd_usage(stderr, argv[0], a);
-			return TFS_EXIT_USAGE;
-		}
+	ret = tfs_cli_getopt(argc, argv, take_open_option, &p, &i, &bad);
+	if (ret > 0) {
+		tfs_cli_say(stderr, "%s %s: unknown option %s\n", tfs_progname,
+			    argv[0], argv[bad]);
+		tfs_cli_cmd_usage(stderr, argv[0], a);
+		return TFS_EXIT_USAGE;
+	}
+	if (ret < 0)
+		return TFS_EXIT_USAGE;
+	if (p.help) {
+		tfs_cli_cmd_usage(stdout, argv[0], a);
+		return -1;
 	}
 	npos = argc - i;
 	n = a->one_input ? 1 : npos - a->trailing;
@@ -191,7 +244,7 @@ int tfs_cli_open_cmd(int argc, char **argv, const struct tfs_cli_cmd *a,
 	}
 	*first = i;
 	*ninputs = n;
-	return tfs_cli_open_inputs(argv + i, n, &o, img);
+	return tfs_cli_open_inputs(argv + i, n, &p.o, img);
 }
 
 void tfs_cli_shape_str(char *buf, size_t len, const struct tfs_tensor *t)
@@ -493,37 +546,113 @@ static int cmp_total(const void *pa, const void *pb)
 	return strcmp(a->dtype, b->dtype);
 }
 
+static int cmp_extent(const void *pa, const void *pb, void *arg)
+{
+	const struct tfs_tree *t = arg;
+	const struct tfs_tensor *a = &t->tensors[*(const uint32_t *)pa],
+				*b = &t->tensors[*(const uint32_t *)pb];
+
+	if (a->source != b->source)
+		return a->source < b->source ? -1 : 1;
+	if (a->offset != b->offset)
+		return a->offset < b->offset ? -1 : 1;
+	if (a->stored_length != b->stored_length)
+		return a->stored_length < b->stored_length ? -1 : 1;
+	if (a->encoding != b->encoding)
+		return a->encoding < b->encoding ? -1 : 1;
+	if (a->size != b->size)
+		return a->size < b->size ? -1 : 1;
+	return *(const uint32_t *)pa < *(const uint32_t *)pb ? -1 : 1;
+}
+
+/*
+ * Tensors whose stored bytes are another's (the same container, offset,
+ * length, encoding and size: tied weights, a storage two names view):
+ * repeat[i] is true for all but the first of each such set, which info
+ * counts once.  @sharing gets the tensors in sets, @ranges the sets.
+ * NULL when out of memory.
+ */
+static bool *find_shared(const struct tfs_tree *t, uint32_t *sharing,
+			 uint32_t *ranges)
+{
+	uint32_t *ix = malloc((t->ntensors + 1) * sizeof(*ix)), i, j;
+	bool *repeat = calloc(t->ntensors + 1, sizeof(*repeat));
+
+	*sharing = *ranges = 0;
+	if (!ix || !repeat) {
+		free(ix);
+		free(repeat);
+		return NULL;
+	}
+	for (i = 0; i < t->ntensors; i++)
+		ix[i] = i;
+	qsort_r(ix, t->ntensors, sizeof(*ix), cmp_extent, (void *)t);
+	for (i = 0; i < t->ntensors; i = j) {
+		const struct tfs_tensor *a = &t->tensors[ix[i]];
+
+		for (j = i + 1; j < t->ntensors; j++) {
+			const struct tfs_tensor *b = &t->tensors[ix[j]];
+
+			/* no bytes: nothing shared */
+			if (!a->stored_length || b->source != a->source ||
+			    b->offset != a->offset ||
+			    b->stored_length != a->stored_length ||
+			    b->encoding != a->encoding || b->size != a->size)
+				break;
+			repeat[ix[j]] = true;
+		}
+		if (j - i > 1) {
+			*sharing += j - i;
+			(*ranges)++;
+		}
+	}
+	free(ix);
+	return repeat;
+}
+
 /*
  * What any tree says about the model: its parameters (elements of every
- * tensor with a shape), the bytes of each dtype, largest first, and the
- * architecture a reader found (user.tensorfs.architecture on the root).
+ * tensor with a shape, those of @repeat not again), the bytes of each
+ * dtype, largest first (@total of them), and the architecture a reader
+ * found (user.tensorfs.architecture on the root).
  */
-static void print_summary(const struct tfs_tree *t)
+static void print_summary(const struct tfs_tree *t, const bool *repeat,
+			  uint64_t total)
 {
 	struct dtype_total *v = calloc(t->ntensors + 1, sizeof(*v));
-	const struct tfs_xattr *arch;
+	const struct tfs_xattr *arch, *classes;
 	uint64_t params = 0, count;
 	uint32_t i, k, n = 0;
 	bool overflow = false;
 
 	arch = tfs_tree_xattr(t, TFS_ROOT_NODE,
 			      TFS_XATTR_PREFIX "architecture");
-	if (arch)
+	/* a model directory's config.json: its architectures too */
+	classes = tfs_tree_xattr(t, TFS_ROOT_NODE,
+				 TFS_XATTR_PREFIX "hf.architectures");
+	if (arch && classes &&
+	    (classes->len != arch->len ||
+	     memcmp(classes->value, arch->value, arch->len)))
+		tfs_cli_say(stdout, "architecture: %.*s (%.*s)\n",
+			    (int)arch->len, arch->value, (int)classes->len,
+			    classes->value);
+	else if (arch)
 		tfs_cli_say(stdout, "architecture: %.*s\n", (int)arch->len,
 			    arch->value);
 	if (!v)
 		return;
 	for (i = 0; i < t->ntensors; i++) {
 		const struct tfs_tensor *x = &t->tensors[i];
+		bool again = repeat && repeat[i];
 
 		if (!tfs_shape_product(x->shape, x->ndim, &count) ||
-		    !tfs_add_u64(params, count, &params))
+		    !tfs_add_u64(params, again ? 0 : count, &params))
 			overflow = true;
 		for (k = 0; k < n && strcmp(v[k].dtype, x->dtype); k++)
 			;
 		if (k == n)
 			v[n++].dtype = x->dtype;
-		v[k].bytes += x->size;
+		v[k].bytes += again ? 0 : x->size;
 		v[k].files++;
 	}
 	if (!overflow)
@@ -534,9 +663,8 @@ static void print_summary(const struct tfs_tree *t)
 		       k ? "         " : "dtypes:  ", v[k].dtype,
 		       (unsigned long long)v[k].bytes, v[k].files,
 		       v[k].files == 1 ? "" : "s",
-		       t->total_bytes ? 100.0 * (double)v[k].bytes /
-						(double)t->total_bytes
-				      : 0.0);
+		       total ? 100.0 * (double)v[k].bytes / (double)total
+			     : 0.0);
 	free(v);
 }
 
@@ -575,8 +703,9 @@ int tfs_cmd_info(int argc, char **argv)
 		.what = "Format, size, tensor count and the container's metadata."};
 	const struct tfs_node *meta;
 	char shown[1024];
-	uint64_t size;
-	uint32_t n, k;
+	uint64_t size, total = 0;
+	uint32_t n, k, sharing, ranges;
+	bool *repeat;
 	int i, ni, ret;
 
 	ret = tfs_cli_open_cmd(argc, argv, &a, NULL, &img, &i, &ni);
@@ -593,19 +722,30 @@ int tfs_cmd_info(int argc, char **argv)
 	for (size = 0, k = 0; k < img->nsrcs; k++)
 		size += img->srcs[k].size;
 	printf("size:     %llu bytes\n", (unsigned long long)size);
+	repeat = find_shared(img->tree, &sharing, &ranges);
+	for (k = 0; k < img->tree->ntensors; k++)
+		if (!repeat || !repeat[k])
+			total += img->tree->tensors[k].size;
 	printf("tensors:  %u %s, %llu bytes of tensor data\n",
 	       img->tree->ntensors,
 	       img->tree->ntensors == 1 ? "tensor" : "tensors",
-	       (unsigned long long)img->tree->total_bytes);
-	print_summary(img->tree);
+	       (unsigned long long)total);
+	if (ranges)
+		printf("shared:   %u tensors share %u stored range%s (tied "
+		       "weights): counted once\n",
+		       sharing, ranges, ranges == 1 ? "" : "s");
+	print_summary(img->tree, repeat, total);
+	free(repeat);
 	n = tfs_tree_resolve(img->tree, ".tensorfs/metadata.json");
 	if (n != TFS_NO_NODE) {
 		meta = &img->tree->nodes[n];
 		/* made on first use when large (a vocabulary): not printed */
 		if (meta->lazy) {
-			printf("metadata: large, not printed: tensorfs cat %s "
-			       ".tensorfs/metadata.json\n",
-			       argv[i]);
+			tfs_cli_say(
+				stdout,
+				"metadata: large, not printed: tensorfs "
+				"cat %s .tensorfs/metadata.json\n",
+				tfs_cli_shown(argv[i], shown, sizeof(shown)));
 		} else {
 			printf("metadata: ");
 			print_json_safe(meta->mem, meta->mem_len);

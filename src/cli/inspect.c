@@ -329,6 +329,7 @@ enum diff_kind {
 	D_SAME,	  /* byte-identical */
 	D_VALUES, /* same dtype and shape, different bytes */
 	D_DTYPE,  /* same shape, another dtype (values compared if numeric) */
+	D_CLOSE,  /* other bytes, every value within --atol/--rtol */
 	D_SHAPE,
 	D_ONLY_A,
 	D_ONLY_B,
@@ -336,9 +337,9 @@ enum diff_kind {
 };
 
 static const char *const diff_word[] = {
-	[D_SAME] = "same",   [D_VALUES] = "differ", [D_DTYPE] = "dtype",
-	[D_SHAPE] = "shape", [D_ONLY_A] = "only-a", [D_ONLY_B] = "only-b",
-	[D_ERROR] = "error",
+	[D_SAME] = "same",     [D_VALUES] = "differ", [D_DTYPE] = "dtype",
+	[D_CLOSE] = "close",   [D_SHAPE] = "shape",   [D_ONLY_A] = "only-a",
+	[D_ONLY_B] = "only-b", [D_ERROR] = "error",
 };
 
 struct diff_result {
@@ -349,6 +350,10 @@ struct diff_result {
 	uint64_t nonfinite; /* NaN/Inf in one and not the same in the other */
 	double max_abs, sum_abs, sum_sq_diff, sum_sq_a;
 	int err;
+	/* --atol/--rtol given: pairs with |a - b| > atol + rtol |b| */
+	bool tol;
+	double atol, rtol;
+	uint64_t outside;
 };
 
 static bool same_shape(const struct tfs_tensor *x, const struct tfs_tensor *y)
@@ -402,6 +407,9 @@ static void diff_add(struct diff_result *r, const double *a, const double *b,
 		}
 		r->finite++;
 		d = fabs(a[i] - b[i]);
+		/* numpy.isclose's rule */
+		if (r->tol && d > r->atol + r->rtol * fabs(b[i]))
+			r->outside++;
 		if (d > r->max_abs)
 			r->max_abs = d;
 		r->sum_abs += d;
@@ -462,18 +470,29 @@ static void diff_line(const char *path, const struct tfs_tensor *x,
 		tfs_cli_shape_str(sa, sizeof(sa), x);
 		tfs_cli_shape_str(sb, sizeof(sb), y);
 		printf(": %s %s -> %s %s", x->dtype, sa, y->dtype, sb);
-	} else if (r->kind == D_DTYPE) {
+	} else if (r->kind == D_DTYPE ||
+		   (r->kind == D_CLOSE && strcmp(x->dtype, y->dtype))) {
 		printf(": %s -> %s", x->dtype, y->dtype);
+	} else if (r->kind == D_CLOSE) {
+		printf(": %s", x->dtype);
 	} else if (r->kind == D_ERROR) {
 		printf(": %s", strerror(-r->err));
 	}
-	if (r->numbers && r->kind != D_SAME)
-		printf("%s max abs %.6g, mean abs %.6g, rel L2 %.6g%s",
-		       r->kind == D_DTYPE ? ";" : ":", r->max_abs, mean_abs(r),
-		       rel_l2(r),
-		       r->nonfinite ? " (NaN/Inf differ in some elements)"
-				    : "");
-	else if (r->kind == D_VALUES)
+	if (r->numbers && r->kind != D_SAME) {
+		printf("%s max abs %.6g, mean abs %.6g, ",
+		       r->kind == D_DTYPE || r->kind == D_CLOSE ? ";" : ":",
+		       r->max_abs, mean_abs(r));
+		/* ||A|| is 0: no relative error to give */
+		if (isfinite(rel_l2(r)))
+			printf("rel L2 %.6g", rel_l2(r));
+		else
+			printf("A is all zeros");
+		if (r->tol && r->outside)
+			printf(", %llu outside the tolerance",
+			       (unsigned long long)r->outside);
+		if (r->nonfinite)
+			printf(" (NaN/Inf differ in some elements)");
+	} else if (r->kind == D_VALUES)
 		printf(": %s, bytes differ (no values to compare)", x->dtype);
 	putchar('\n');
 }
@@ -507,13 +526,21 @@ static json_t *diff_json(const char *path, const struct tfs_tensor *x,
 							: json_null());
 		json_object_set_new(o, "nonfinite_mismatch",
 				    json_integer((json_int_t)r->nonfinite));
+		json_object_set_new(o, "a_all_zeros",
+				    json_boolean(!isfinite(rel_l2(r))));
+		if (r->tol)
+			json_object_set_new(
+				o, "outside_tolerance",
+				json_integer((json_int_t)r->outside));
 	}
 	return o;
 }
 
 static void diff_usage(FILE *f)
 {
-	fprintf(f, "usage: %s diff [--flat] [--npy] [--json] A B\n",
+	fprintf(f,
+		"usage: %s diff [--flat] [--npy] [--json] [--brief|-q] "
+		"[--atol X] [--rtol Y] A B\n",
 		tfs_progname);
 	if (f != stdout)
 		return;
@@ -530,7 +557,22 @@ static void diff_usage(FILE *f)
 		"both are numeric)\n"
 		"  shape    another shape\n"
 		"  only-a, only-b   in one input only\n"
+		"  close    other values, each within the tolerance "
+		"(--atol/--rtol)\n"
+		"  --flat   every tensor at the root under its full stored "
+		"name\n"
+		"  --npy    every tensor file as PATH.npy (compares the same "
+		"values)\n"
 		"  --json   one JSON document\n"
+		"  --brief, -q\n"
+		"           only the tensors that differ, then the summary\n"
+		"  --atol X, --rtol Y\n"
+		"           values with |a - b| <= X + Y |b| (numpy.isclose; "
+		"both 0 unless\n"
+		"           given) count as the same: such a tensor is close, "
+		"exit 0\n"
+		"Values are compared across dtypes already (dtype lines): "
+		"--as is refused.\n"
 		"Exit status as diff(1): 0 same, 1 different, 2 trouble.\n"
 		"See 'tensorfs --help' and tensorfs(1) for the rest.\n");
 }
@@ -571,14 +613,79 @@ static enum diff_kind compare(struct tfs_image *ia, uint32_t xa,
 		r->err = ret;
 		return D_ERROR;
 	}
+	if (r->tol && r->numbers && !r->outside && !r->nonfinite)
+		return D_CLOSE;
 	return x->dtype_id == y->dtype_id && !strcmp(x->dtype, y->dtype)
 		       ? D_VALUES
 		       : D_DTYPE;
 }
 
+struct diff_opts {
+	struct tfs_build_options bo;
+	bool json, help, brief, tol;
+	double atol, rtol;
+};
+
+/* --atol X / --atol=X (and --rtol) at argv[*i]: 1 taken, 0 not it, -1 bad */
+static int tol_option(int argc, char **argv, int *i, const char *name,
+		      double *out)
+{
+	size_t n = strlen(name);
+	const char *v;
+	char *end;
+
+	if (strcmp(argv[*i], name) == 0)
+		v = *i + 1 < argc ? argv[++*i] : "";
+	else if (strncmp(argv[*i], name, n) == 0 && argv[*i][n] == '=')
+		v = argv[*i] + n + 1;
+	else
+		return 0;
+	errno = 0;
+	*out = strtod(v, &end);
+	if (!*v || *end || errno || !isfinite(*out) || *out < 0) {
+		fprintf(stderr,
+			"%s diff: %s %s: expected a number >= 0, such as "
+			"1e-5\n",
+			tfs_progname, name, v);
+		return -1;
+	}
+	return 1;
+}
+
+static int take_diff_option(void *arg, int argc, char **argv, int *i)
+{
+	struct diff_opts *o = arg;
+	const char *opt = argv[*i];
+	int ret;
+
+	if (strcmp(opt, "--flat") == 0)
+		o->bo.flat = true;
+	else if (strcmp(opt, "--npy") == 0)
+		o->bo.npy = true;
+	else if (strcmp(opt, "--json") == 0)
+		o->json = true;
+	else if (strcmp(opt, "--brief") == 0 || strcmp(opt, "-q") == 0)
+		o->brief = true;
+	else if ((ret = tol_option(argc, argv, i, "--atol", &o->atol)) ||
+		 (ret = tol_option(argc, argv, i, "--rtol", &o->rtol)))
+		return ret < 0 ? -1 : (o->tol = true);
+	else if (strcmp(opt, "--as") == 0 || strncmp(opt, "--as=", 5) == 0) {
+		fprintf(stderr,
+			"%s diff: --as is not taken: diff compares the values "
+			"of numeric tensors\nacross dtypes already (the "
+			"'dtype' lines; --atol/--rtol for a tolerance)\n",
+			tfs_progname);
+		return -1;
+	} else if (strcmp(opt, "--help") == 0 || strcmp(opt, "-h") == 0)
+		o->help = true;
+	else
+		return 0;
+	return 1;
+}
+
 int tfs_cmd_diff(int argc, char **argv)
 {
-	struct tfs_build_options bo = {0};
+	struct diff_opts o = {0};
 	struct tfs_image_options io = {.log = tfs_cli_log_stderr};
 	struct tfs_image *ia = NULL, *ib = NULL;
 	const struct tfs_tensor **va = NULL, **vb = NULL, *x, *y;
@@ -586,42 +693,32 @@ int tfs_cmd_diff(int argc, char **argv)
 	struct diff_result r;
 	double *bufa = NULL, *bufb = NULL;
 	json_t *arr = NULL, *doc;
-	bool json = false;
 	int64_t other;
 	uint32_t k;
-	int i, status;
+	int i, status, bad = 0;
+	bool json;
 
-	for (i = 1; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
-		if (strcmp(argv[i], "--flat") == 0) {
-			bo.flat = true;
-		} else if (strcmp(argv[i], "--npy") == 0) {
-			bo.npy = true;
-		} else if (strcmp(argv[i], "--json") == 0) {
-			json = true;
-		} else if (tfs_cli_as_option(argc, argv, &i, &bo)) {
-			if (i < 0)
-				return DIFF_TROUBLE;
-		} else if (!strcmp(argv[i], "--help") ||
-			   !strcmp(argv[i], "-h")) {
-			diff_usage(stdout);
-			return 0;
-		} else if (strcmp(argv[i], "--") == 0) {
-			i++;
-			break;
-		} else {
-			fprintf(stderr, "%s diff: unknown option %s\n",
-				tfs_progname, argv[i]);
-			diff_usage(stderr);
-			return DIFF_TROUBLE;
-		}
+	status = tfs_cli_getopt(argc, argv, take_diff_option, &o, &i, &bad);
+	if (status > 0) {
+		tfs_cli_say(stderr, "%s diff: unknown option %s\n",
+			    tfs_progname, argv[bad]);
+		diff_usage(stderr);
+		return DIFF_TROUBLE;
 	}
+	if (status < 0)
+		return DIFF_TROUBLE;
+	if (o.help) {
+		diff_usage(stdout);
+		return 0;
+	}
+	json = o.json;
 	if (argc - i != 2) {
 		diff_usage(stderr);
 		return DIFF_TROUBLE;
 	}
 	status = DIFF_TROUBLE;
-	if (tfs_cli_open_inputs(argv + i, 1, &bo, &ia) ||
-	    tfs_cli_open_inputs(argv + i + 1, 1, &bo, &ib))
+	if (tfs_cli_open_inputs(argv + i, 1, &o.bo, &ia) ||
+	    tfs_cli_open_inputs(argv + i + 1, 1, &o.bo, &ib))
 		goto out;
 	tfs_image_configure(ia, &io);
 	tfs_image_configure(ib, &io);
@@ -635,12 +732,17 @@ int tfs_cmd_diff(int argc, char **argv)
 	for (k = 0; k < ia->tree->ntensors; k++) {
 		x = va[k];
 		memset(&r, 0, sizeof(r));
+		r.tol = o.tol;
+		r.atol = o.atol;
+		r.rtol = o.rtol;
 		other = tensor_at(ib, x->path);
 		y = other < 0 ? NULL : &ib->tree->tensors[other];
 		r.kind = !y ? D_ONLY_A
 			    : compare(ia, (uint32_t)(x - ia->tree->tensors), ib,
 				      (uint32_t)other, bufa, bufb, &r);
 		counts[r.kind]++;
+		if (o.brief && (r.kind == D_SAME || r.kind == D_CLOSE))
+			continue;
 		if (json) {
 			json_array_append_new(arr,
 					      diff_json(x->path, x, y, &r));
@@ -663,18 +765,20 @@ int tfs_cmd_diff(int argc, char **argv)
 			diff_line(y->path, y, y, &r);
 	}
 	status = counts[D_ERROR] ? DIFF_TROUBLE
-		 : counts[D_SAME] == ia->tree->ntensors && !counts[D_ONLY_B]
+		 : counts[D_SAME] + counts[D_CLOSE] == ia->tree->ntensors &&
+				 !counts[D_ONLY_B]
 			 ? 0
 			 : 1;
 	if (json) {
 		doc = json_pack("{s:s, s:s, s:o, s:{s:i, s:i, s:i, s:i, s:i, "
-				"s:i, s:i}}",
+				"s:i, s:i, s:i}}",
 				"a", argv[i], "b", argv[i + 1], "tensors", arr,
-				"summary", "same", counts[D_SAME], "differ",
-				counts[D_VALUES], "dtype", counts[D_DTYPE],
-				"shape", counts[D_SHAPE], "only_a",
-				counts[D_ONLY_A], "only_b", counts[D_ONLY_B],
-				"error", counts[D_ERROR]);
+				"summary", "same", counts[D_SAME], "close",
+				counts[D_CLOSE], "differ", counts[D_VALUES],
+				"dtype", counts[D_DTYPE], "shape",
+				counts[D_SHAPE], "only_a", counts[D_ONLY_A],
+				"only_b", counts[D_ONLY_B], "error",
+				counts[D_ERROR]);
 		arr = NULL; /* the document owns it */
 		if (!doc) {
 			status = DIFF_TROUBLE;
@@ -685,11 +789,13 @@ int tfs_cmd_diff(int argc, char **argv)
 		putchar('\n');
 		json_decref(doc);
 	} else {
-		printf("%u same, %u differ, %u another dtype, %u another "
+		printf("%u same, ", counts[D_SAME]);
+		if (o.tol)
+			printf("%u within the tolerance, ", counts[D_CLOSE]);
+		printf("%u differ, %u another dtype, %u another "
 		       "shape, %u only in A, %u only in B, %u errors\n",
-		       counts[D_SAME], counts[D_VALUES], counts[D_DTYPE],
-		       counts[D_SHAPE], counts[D_ONLY_A], counts[D_ONLY_B],
-		       counts[D_ERROR]);
+		       counts[D_VALUES], counts[D_DTYPE], counts[D_SHAPE],
+		       counts[D_ONLY_A], counts[D_ONLY_B], counts[D_ERROR]);
 	}
 out:
 	json_decref(arr);

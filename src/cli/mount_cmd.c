@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "config.h"
@@ -33,6 +34,7 @@ struct mount_cmd {
 	char *cache_size, *verify, *readahead, *as, *logfile;
 	bool keep_source_cache;
 	char *fuse_options; /* comma-separated, for libfuse */
+	char **abs;	    /* the inputs, absolute (absolute_inputs) */
 };
 
 static int add_fuse_option(struct mount_cmd *m, const char *o, size_t len)
@@ -57,9 +59,10 @@ static int take_as(struct mount_cmd *m, const char *v, size_t len)
 	m->as = strndup(v, len);
 	if (!m->as)
 		return -1;
-	if (tfs_parse_as(m->as, &m->build.as)) {
+	if (tfs_parse_as(m->as, &m->build.as, &m->build.as_all)) {
 		fprintf(stderr,
-			"%s: as=%s: the one converting view is float32\n",
+			"%s: as=%s: the one converting view is float32 "
+			"(as=float32,all: integers and bool too)\n",
 			tfs_progname, m->as);
 		return -1;
 	}
@@ -89,6 +92,9 @@ static int take_options(struct mount_cmd *m, const char *list)
 		else if (len > 3 && strncmp(p, "as=", 3) == 0) {
 			if (take_as(m, p + 3, len - 3))
 				return -1;
+		} else if (len == 3 && strncmp(p, "all", 3) == 0 && m->as) {
+			/* as=float32,all: the list's comma split it */
+			m->build.as_all = true;
 		} else if (len > 8 && strncmp(p, "logfile=", 8) == 0) {
 			free(m->logfile);
 			m->logfile = strndup(p + 8, len - 8);
@@ -128,8 +134,8 @@ static int parse(struct mount_cmd *m, int argc, char **argv)
 			m->version = true;
 		} else if (strcmp(a, "-o") == 0) {
 			if (++i == argc) {
-				fprintf(stderr, "%s: -o needs options\n",
-					tfs_progname);
+				tfs_cli_say(stderr, "%s: -o needs options\n",
+					    tfs_progname);
 				return -1;
 			}
 			if (take_options(m, argv[i]))
@@ -141,8 +147,9 @@ static int parse(struct mount_cmd *m, int argc, char **argv)
 			while (++i < argc)
 				m->pos[m->npos++] = argv[i];
 		} else if (a[0] == '-' && a[1]) {
-			fprintf(stderr, "%s: unknown option %s (see --help)\n",
-				tfs_progname, a);
+			tfs_cli_say(stderr,
+				    "%s: unknown option %s (see --help)\n",
+				    tfs_progname, a);
 			return -1;
 		} else {
 			m->pos[m->npos++] = argv[i];
@@ -199,18 +206,26 @@ static int check_mountpoint(const char *mnt)
 	struct stat st;
 
 	if (stat(mnt, &st) != 0) {
-		fprintf(stderr, "%s: %s: %s\n", tfs_progname, mnt,
-			strerror(errno));
+		if (errno == ENOTCONN)
+			tfs_cli_say(
+				stderr,
+				"%s: %s: a dead mount (its daemon is gone); "
+				"clear it with: fusermount3 -u %s\n",
+				tfs_progname, mnt, mnt);
+		else
+			tfs_cli_say(stderr, "%s: %s: %s\n", tfs_progname, mnt,
+				    strerror(errno));
 		return TFS_EXIT_MOUNT;
 	}
 	if (!S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "%s: %s: not a directory\n", tfs_progname, mnt);
+		tfs_cli_say(stderr, "%s: %s: not a directory\n", tfs_progname,
+			    mnt);
 		return TFS_EXIT_MOUNT;
 	}
 	if (is_mount_point(mnt)) {
-		fprintf(stderr,
-			"%s: %s: already a mount point; unmount it first\n",
-			tfs_progname, mnt);
+		tfs_cli_say(stderr,
+			    "%s: %s: already a mount point; unmount it first\n",
+			    tfs_progname, mnt);
 		return TFS_EXIT_MOUNT;
 	}
 	return 0;
@@ -223,28 +238,61 @@ static int read_options(const struct mount_cmd *m, struct tfs_image_options *io)
 	memset(io, 0, sizeof(*io));
 	if (m->cache_size && (tfs_parse_size(m->cache_size, &io->cache_size) ||
 			      io->cache_size < TFS_CACHE_SIZE_MIN)) {
-		fprintf(stderr,
+		tfs_cli_say(
+			stderr,
 			"%s: cache_size=%s: expected a size of at least 1M, "
 			"such as 256M or 2G\n",
 			tfs_progname, m->cache_size);
 		return TFS_EXIT_USAGE;
 	}
 	if (m->verify && tfs_parse_verify_mode(m->verify, &io->verify)) {
-		fprintf(stderr,
-			"%s: verify=%s: expected off, first or always\n",
-			tfs_progname, m->verify);
+		tfs_cli_say(stderr,
+			    "%s: verify=%s: expected off, first or always\n",
+			    tfs_progname, m->verify);
 		return TFS_EXIT_USAGE;
 	}
 	return 0;
 }
 
 #if TFS_HAVE_FUSE
+/*
+ * The local inputs as absolute paths (symlinks kept): the detached daemon
+ * runs in /, and mount(8) shows the first as the source.  URLs as given.
+ */
+static int absolute_inputs(struct mount_cmd *m)
+{
+	char cwd[PATH_MAX] = "";
+	int i;
+
+	m->abs = calloc((size_t)m->npos, sizeof(*m->abs));
+	if (!m->abs)
+		return -1;
+	for (i = 0; i < m->npos - 1; i++) {
+		const char *p = m->pos[i];
+
+		if (p[0] == '/' || strstr(p, "://")) {
+			m->abs[i] = strdup(p);
+		} else {
+			if (!cwd[0] && !getcwd(cwd, sizeof(cwd))) {
+				tfs_cli_say(stderr, "%s: %s: %s\n",
+					    tfs_progname, p, strerror(errno));
+				return -1;
+			}
+			if (asprintf(&m->abs[i], "%s/%s", cwd, p) < 0)
+				m->abs[i] = NULL;
+		}
+		if (!m->abs[i])
+			return -1;
+	}
+	return 0;
+}
+
 static int run(struct mount_cmd *m, const struct tfs_image_options *io)
 {
 	const char *mnt = m->pos[m->npos - 1];
 	struct tfs_fuse_args fa = {
 		.mountpoint = mnt,
-		.fsname = m->pos[0],
+		.fsname = NULL,
 		.fuse_options = m->fuse_options,
 		.foreground = m->foreground,
 		.debug = m->debug,
@@ -265,7 +313,10 @@ static int run(struct mount_cmd *m, const struct tfs_image_options *io)
 			tfs_progname, m->readahead);
 		return TFS_EXIT_USAGE;
 	}
-	ret = tfs_cli_open_inputs(m->pos, m->npos - 1, &m->build, &img);
+	if (absolute_inputs(m))
+		return TFS_EXIT_USAGE;
+	fa.fsname = m->abs[0];
+	ret = tfs_cli_open_inputs(m->abs, m->npos - 1, &m->build, &img);
 	if (ret)
 		return ret;
 	tfs_cli_remote_mounted();
@@ -334,6 +385,9 @@ int tfs_cmd_mount(int argc, char **argv)
 	ret = TFS_EXIT_USAGE;
 #endif
 out:
+	for (int i = 0; m.abs && i < m.npos; i++)
+		free(m.abs[i]);
+	free(m.abs);
 	free(m.pos);
 	free(m.cache_size);
 	free(m.readahead);

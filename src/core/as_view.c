@@ -9,18 +9,27 @@
 #include "tensorfs/builder.h"
 #include "tensorfs/values.h"
 
-int tfs_parse_as(const char *s, enum tfs_dtype *out)
+int tfs_parse_as(const char *s, enum tfs_dtype *out, bool *all)
 {
-	if (strcmp(s, "float32") != 0)
+	if (strcmp(s, "float32") == 0)
+		*all = false;
+	else if (strcmp(s, "float32,all") == 0)
+		*all = true;
+	else
 		return -EINVAL;
 	*out = TFS_DTYPE_FLOAT32;
 	return 0;
 }
 
-bool tfs_as_view_applies(enum tfs_dtype as, enum tfs_dtype dtype, bool big)
+bool tfs_as_view_applies(enum tfs_dtype as, bool all, enum tfs_dtype dtype,
+			 bool big)
 {
-	if (as != TFS_DTYPE_FLOAT32 ||
-	    tfs_dtype_info(dtype)->kind == TFS_KIND_COMPLEX)
+	enum tfs_dtype_kind kind = tfs_dtype_info(dtype)->kind;
+
+	if (as != TFS_DTYPE_FLOAT32 || kind == TFS_KIND_COMPLEX)
+		return false;
+	/* integers and bool only when asked: ids past 2^24 lose digits */
+	if (!all && kind != TFS_KIND_FLOAT && kind != TFS_KIND_QUANT)
 		return false;
 	if (dtype == TFS_DTYPE_FLOAT32 && !big)
 		return false;

@@ -22,7 +22,8 @@ struct tfs_view;
  * with as=@as: @as is float32 and @dtype is numeric, decodable (values.h),
  * not complex, and not already little-endian float32.
  */
-bool tfs_as_view_applies(enum tfs_dtype as, enum tfs_dtype dtype, bool big);
+bool tfs_as_view_applies(enum tfs_dtype as, bool all, enum tfs_dtype dtype,
+			 bool big);
 
 /*
  * Bytes [@off, @off + @len) of tensor record @tensor's converted bytes

@@ -695,8 +695,11 @@ static int check_spec(struct tfs_builder *b, const struct tfs_tensor_spec *s,
 				   "tensor '%s': codec parameters on a raw "
 				   "tensor",
 				   nm);
+	/* a digest of stored bytes: raw, or a gather of them (PyTorch) */
 	if (s->has_digest_extent &&
-	    (s->encoding != TFS_ENCODING_RAW || s->nsegs || s->mem ||
+	    ((s->encoding != TFS_ENCODING_RAW &&
+	      s->encoding != TFS_ENCODING_GATHER) ||
+	     s->nsegs || s->mem ||
 	     !tfs_source_range_ok(
 		     tfs_builder_handle_src(b, tfs_builder_handle(b, s->source)),
 		     s->digest_offset, s->digest_length)))
@@ -972,6 +975,14 @@ int tfs_builder_set_xattr(struct tfs_builder *b, uint32_t handle,
 	if (handle >= b->n || !key || !*key)
 		return -EINVAL;
 	return entry_set_xattr(&b->e[handle], key, value, len, true);
+}
+
+int tfs_builder_set_top_xattr(struct tfs_builder *b, const char *key,
+			      const void *value, size_t len)
+{
+	if (!b->n || !key || !*key)
+		return -EINVAL;
+	return entry_set_xattr(&b->e[0], key, value, len, true);
 }
 
 int tfs_builder_set_xattr_str(struct tfs_builder *b, uint32_t handle,
@@ -1835,7 +1846,8 @@ static void layout_flags(struct tfs_builder *b)
 		e->fortran = entry_xattr_is(e, "order", "F") ||
 			     entry_xattr_is(g, "order", "F");
 		if ((e->kind == ENTRY_TENSOR || e->kind == ENTRY_COMPONENT) &&
-		    tfs_as_view_applies(b->opts.as, e->dtype_id, e->big)) {
+		    tfs_as_view_applies(b->opts.as, b->opts.as_all, e->dtype_id,
+					e->big)) {
 			const struct tfs_dtype_info *di =
 				tfs_dtype_info(e->dtype_id);
 

@@ -315,7 +315,110 @@ struct plan {
 	int (*check)(void *arg, struct tfs_builder *b, struct tfs_image *img,
 		     struct tfs_diag *d);
 	void *arg;
+	bool hf_config; /* a model directory: its config.json (hf_config) */
 };
+
+/* config.json larger than this is not read (a few KB in practice) */
+#define HF_CONFIG_MAX (1u << 20)
+
+/* a string fit for an xattr and a line of info: no control bytes */
+static bool plain_text(const json_t *v)
+{
+	const char *p = json_string_value(v);
+	size_t n = json_string_length(v), i;
+
+	if (!p || !n || n > 256)
+		return false;
+	for (i = 0; i < n; i++)
+		if ((unsigned char)p[i] < 0x20 || p[i] == 0x7f)
+			return false;
+	return true;
+}
+
+/*
+ * A Hugging Face model directory's config.json: its model_type (else the
+ * first of its architectures) is user.tensorfs.architecture on the root,
+ * its architectures user.tensorfs.hf.architectures (comma-separated), and
+ * both are in metadata.json under "config".  No config.json is no error;
+ * one that cannot be read as JSON is a warning.  0 or -ENOMEM.
+ */
+static int hf_config(struct tfs_builder *b, const char *top)
+{
+	json_t *cfg = NULL, *mt, *archs, *a, *meta = NULL;
+	char *path = NULL, *list = NULL;
+	json_error_t err;
+	struct stat st;
+	size_t i, len = 0;
+	int ret = 0;
+
+	if (asprintf(&path, "%s/config.json", top) < 0)
+		return -ENOMEM;
+	if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+		goto out;
+	if (st.st_size > HF_CONFIG_MAX) {
+		ret = tfs_builder_warn(b, TFS_NO_OFFSET,
+				       "config.json: larger than 1 MiB, not "
+				       "read");
+		goto out;
+	}
+	cfg = json_load_file(path, JSON_REJECT_DUPLICATES, &err);
+	if (!cfg || !json_is_object(cfg)) {
+		ret = tfs_builder_warn(b, TFS_NO_OFFSET,
+				       "config.json: not a JSON object (%s)",
+				       cfg ? "another value" : err.text);
+		goto out;
+	}
+	mt = json_object_get(cfg, "model_type");
+	archs = json_object_get(cfg, "architectures");
+	meta = json_pack("{s:s}", "file", "config.json");
+	if (!meta) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (plain_text(mt) && json_object_set(meta, "model_type", mt))
+		ret = -ENOMEM;
+	if (!ret && json_is_array(archs) &&
+	    json_object_set(meta, "architectures", archs))
+		ret = -ENOMEM;
+	/* "A,B": the plain strings of architectures */
+	json_array_foreach(json_is_array(archs) ? archs : NULL, i, a)
+	{
+		size_t n = json_string_length(a);
+		char *more;
+
+		if (ret || !plain_text(a))
+			continue;
+		more = realloc(list, len + n + 2);
+		if (!more) {
+			ret = -ENOMEM;
+			break;
+		}
+		list = more;
+		if (len)
+			list[len++] = ',';
+		memcpy(list + len, json_string_value(a), n);
+		len += n;
+		list[len] = '\0';
+	}
+	if (!ret && plain_text(mt))
+		ret = tfs_builder_set_top_xattr(b, "architecture",
+						json_string_value(mt),
+						json_string_length(mt));
+	else if (!ret && list)
+		ret = tfs_builder_set_top_xattr(b, "architecture", list,
+						strcspn(list, ","));
+	if (!ret && list)
+		ret = tfs_builder_set_top_xattr(b, "hf.architectures", list,
+						strlen(list));
+	if (!ret && json_object_set(tfs_builder_metadata(b), "config", meta))
+		ret = -ENOMEM;
+out:
+	json_decref(meta);
+	json_decref(cfg);
+	free(list);
+	free(path);
+	return ret;
+}
 
 /* the one format all containers share, or "directory" */
 static const char *common_format(const struct walk *w)
@@ -471,6 +574,8 @@ static int load_all(struct tfs_image **out, struct walk *w, const char *top,
 		goto out;
 	}
 	ret = p->check ? p->check(p->arg, b, img, d) : 0;
+	if (!ret && p->hf_config && hf_config(b, top))
+		ret = tfs_diag_oom(d);
 	if (!ret)
 		ret = tfs_image_finish_load(
 			img, b, p->merged ? common_format(w) : "directory", d);
@@ -670,7 +775,8 @@ static int open_sharded(struct tfs_image **out, const char *dir,
 		ret = load_all(out, &w, dir,
 			       &(struct plan){.merged = true,
 					      .check = check_shards,
-					      .arg = &sc},
+					      .arg = &sc,
+					      .hf_config = true},
 			       opts, d);
 	free(path);
 	candidates_free(&w);
@@ -1127,8 +1233,10 @@ static int mount_walk(struct tfs_image **out, struct walk *w, const char *dir,
 	if (ret == 1 && (choose_dirs(w) || group_sets(w)))
 		ret = tfs_diag_oom(d);
 	else if (ret == 1)
-		ret = load_all(out, w, dir, &(struct plan){.skip_bad = true},
-			       opts, d);
+		ret = load_all(
+			out, w, dir,
+			&(struct plan){.skip_bad = true, .hf_config = true},
+			opts, d);
 	return ret;
 }
 

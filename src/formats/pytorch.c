@@ -152,6 +152,9 @@ struct pt_storage {
 	uint64_t at; /* its persistent id (diagnostics) */
 	bool located;
 	uint64_t data; /* absolute offset of its bytes */
+	bool has_crc;  /* a zip member: its CRC-32 and size */
+	uint32_t crc32;
+	uint64_t member_size;
 };
 
 struct pt_tensor {
@@ -924,7 +927,7 @@ static int emit(struct pt_ctx *z, const struct pt_tensor *x)
 	const struct pt_storage *s = &z->st[x->storage];
 	struct tfs_gather_params g = {0};
 	struct tfs_tensor_spec sp = {0};
-	char nb[TFS_PRINTABLE_MAX];
+	char nb[TFS_PRINTABLE_MAX], digest[32];
 	uint64_t span, size, start, end, have;
 	uint32_t h;
 	int ret;
@@ -968,6 +971,18 @@ static int emit(struct pt_ctx *z, const struct pt_tensor *x)
 		sp.length = span;
 		sp.encoding = TFS_ENCODING_GATHER;
 		sp.codec.gather = &g;
+	}
+	/*
+	 * A zip member's CRC-32 covers its whole storage, as an npz
+	 * member's: checked like a digest (EIO on read, FAILED in verify).
+	 */
+	if (s->has_crc && span) {
+		snprintf(digest, sizeof(digest), "crc32:0x%08X",
+			 (unsigned)s->crc32);
+		sp.digest = digest;
+		sp.has_digest_extent = true;
+		sp.digest_offset = s->data;
+		sp.digest_length = s->member_size;
 	}
 	ret = tfs_builder_add_tensor(z->b, &sp, &h, z->d);
 	return ret ? ret : set_xattrs(z, h, x, s);
@@ -1039,6 +1054,40 @@ static int run_pickle(struct pt_ctx *z, uint64_t at, uint64_t len)
 	return ret;
 }
 
+/*
+ * Every persistent id of a zip's pickle names a storage: torch.load's
+ * persistent_load refuses any other type (e.g. ('module', 'x')), wherever
+ * the id sits, so it is refused here too rather than shown as a leaf.
+ */
+static int zip_persistent_ids(struct pt_ctx *z)
+{
+	const struct tfs_pkl_value *v, *t, *type;
+	char nb[64];
+	uint32_t i;
+
+	for (i = 0; i < z->pk.n; i++) {
+		v = &z->pk.v[i];
+		if (v->kind != TFS_PKL_PERSID)
+			continue;
+		t = V(z, v->call.a);
+		type = t->kind == TFS_PKL_TUPLE && t->nitems ? V(z, t->items[0])
+							     : NULL;
+		if (!type || type->kind != TFS_PKL_STR)
+			return tfs_diag_at(z->d, -EBADMSG, t->offset,
+					   "persistent id: a %s, not a "
+					   "('storage', ...) tuple",
+					   tfs_pkl_kind_name(t->kind));
+		if (!tfs_pkl_str_eq(type, "storage"))
+			return tfs_diag_at(
+				z->d, -EBADMSG, type->offset,
+				"persistent id: type '%s', not 'storage' "
+				"(torch.load refuses it)",
+				tfs_name_printable(nb, sizeof(nb), type->s.p,
+						   type->s.len));
+	}
+	return 0;
+}
+
 /* P/data/<key>: where its storage's bytes are */
 static int zip_storage(struct pt_ctx *z, const struct tfs_zip_entry *e,
 		       size_t plen)
@@ -1071,6 +1120,9 @@ static int zip_storage(struct pt_ctx *z, const struct tfs_zip_entry *e,
 				   tfs_dtype_size(s->dtype));
 	s->located = true;
 	s->data = e->data_offset;
+	s->has_crc = true;
+	s->crc32 = e->crc32;
+	s->member_size = e->comp_size;
 	return 0;
 }
 
@@ -1145,6 +1197,8 @@ static int load_zip(struct pt_ctx *z)
 	    json_object_set_new(z->info, "folder", text_json(pkl.name, plen)))
 		return tfs_diag_oom(z->d);
 	ret = run_pickle(z, pkl.data_offset, pkl.comp_size);
+	if (!ret)
+		ret = zip_persistent_ids(z);
 	if (!ret)
 		ret = walk(z, z->pk.root, 0);
 	if (!ret)

@@ -14,7 +14,9 @@
  *   - end - begin == the bytes of prod(shape) elements (the builder's
  *     tfs_dtype_bytes rule, so F4/F6 must fill whole bytes);
  *   - a name given twice is refused (the reference keeps the last), a
- *     tensor cannot be called __metadata__, whose values must be strings.
+ *     tensor cannot be called __metadata__, whose values must be strings
+ *     (__metadata__: null is no metadata, as the reference reader and
+ *     MLX's writer take it).
  * The data may be misaligned for its type: bytes are only ever served,
  * never loaded as typed values.
  */
@@ -255,7 +257,7 @@ twice:
 			   TNAME(x), (int)k.len, k.p);
 }
 
-/* "__metadata__": an object of strings, into metadata.json */
+/* "__metadata__": an object of strings (or null), into metadata.json */
 static int st_metadata(struct st_ctx *z, const struct tfs_json_token *open)
 {
 	struct tfs_json_token k, v;
@@ -264,6 +266,9 @@ static int st_metadata(struct st_ctx *z, const struct tfs_json_token *open)
 	size_t klen, vlen;
 	int ret;
 
+	/* null is no metadata, as the reference reader takes it (MLX) */
+	if (open->kind == TFS_JSON_NULL)
+		return 0;
 	if (open->kind != TFS_JSON_OBJECT)
 		return tfs_diag_at(z->d, -EBADMSG, open->offset,
 				   "__metadata__: not an object");

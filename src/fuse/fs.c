@@ -21,6 +21,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "core/preview.h"
 #include "fuse/errors.h"
 #include "fuse/fs.h"
 #include "tensorfs/image.h"
@@ -382,9 +383,11 @@ static void tfs_statfs(fuse_req_t req, fuse_ino_t ino)
  * getxattr of @name, or listxattr (@name NULL): size 0 asks for the
  * length; too small a buffer is ERANGE.  The kernel asks at most 64 KiB.
  */
-static void reply_xattr(fuse_req_t req, size_t size, const struct tfs_tree *t,
+static void reply_xattr(fuse_req_t req, size_t size, struct tfs_image *img,
 			uint32_t node, const char *name)
 {
+	const struct tfs_tree *t = img->tree;
+	bool picture = t->nodes[node].kind == TFS_NODE_PREVIEW;
 	char *buf = NULL;
 	ssize_t n;
 
@@ -394,8 +397,14 @@ static void reply_xattr(fuse_req_t req, size_t size, const struct tfs_tree *t,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	n = name ? tfs_tree_getxattr(t, node, name, buf, size)
-		 : tfs_tree_listxattr(t, node, buf, size);
+	/* a picture's value scale: made with the picture (preview.h) */
+	n = name && picture ? tfs_preview_getxattr(img, node, name, buf, size)
+			    : -ENODATA;
+	if (n == -ENODATA)
+		n = name ? tfs_tree_getxattr(t, node, name, buf, size)
+			 : tfs_tree_listxattr(t, node, buf, size);
+	if (!name && picture && n >= 0)
+		n = tfs_preview_listxattr(buf, size, (size_t)n);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else if (size == 0)
@@ -415,7 +424,7 @@ static void tfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	reply_xattr(req, size, fs->img->tree, node, name);
+	reply_xattr(req, size, fs->img, node, name);
 }
 
 static void tfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
@@ -427,7 +436,7 @@ static void tfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 		fuse_reply_err(req, ENOENT);
 		return;
 	}
-	reply_xattr(req, size, fs->img->tree, node, NULL);
+	reply_xattr(req, size, fs->img, node, NULL);
 }
 
 /* ---- everything that would write ----------------------------------------- */

@@ -189,11 +189,20 @@ enum tfs_fuse_result tfs_fuse_run(struct tfs_image *img,
 	signal(SIGTERM, SIG_DFL);
 	if (fuse_set_signal_handlers(se) != 0)
 		goto out_session;
-	/* resolved now: once mounted, a stat of it would wait for us */
+	/*
+	 * Resolved now: once mounted, a stat of it would wait for us; and
+	 * the detached daemon runs in /, where a relative mount point would
+	 * name another directory when a signal unmounts it.
+	 */
 	canonical = realpath(a->mountpoint, NULL);
-	if (fuse_session_mount(se, a->mountpoint) != 0)
+	if (!canonical) {
+		fprintf(stderr, "tensorfs: %s: %s\n", a->mountpoint,
+			strerror(errno));
 		goto out_signals;
-	if (canonical && fs.readahead)
+	}
+	if (fuse_session_mount(se, canonical) != 0)
+		goto out_signals;
+	if (fs.readahead)
 		find_bdi(canonical, fs.bdi, sizeof(fs.bdi));
 	if (logfile) {
 		fuse_set_log_func(log_to_file);

@@ -98,6 +98,7 @@ struct remote {
 	int *err;
 	struct piece *head, *tail;
 	bool stopping, stale_logged;
+	uint64_t timed_out_ms; /* when a chunk last failed by a timeout */
 	bool restart_uffd; /* forked: a new userfaultfd at the next fetch */
 	struct tfs_chunk_cache *cache;
 	/*
@@ -569,7 +570,15 @@ static int get_range(struct remote *r, CURL *h, uint64_t off, uint64_t len,
 	curl_slist_free_all(hdrs);
 	__atomic_fetch_add(&r->stats.requests, 1, __ATOMIC_RELAXED);
 	if (x->overflow) {
-		snprintf(why, whylen, "server sent more bytes than asked");
+		/* 200 and the whole object for a Range request */
+		if (status == 200 && !x->have_range)
+			snprintf(why, whylen,
+				 "this server does not support range requests "
+				 "(it answered a Range request with the whole "
+				 "object, HTTP 200); tensorfs needs them");
+		else
+			snprintf(why, whylen,
+				 "server sent more bytes than asked");
 		return -EIO;
 	}
 	if (x->write_err) {
@@ -693,7 +702,15 @@ static int fetch_range(struct remote *r, CURL *h, uint64_t off, uint64_t len,
 		      (unsigned long long)off,
 		      (unsigned long long)(off + len - 1), why);
 	}
-	return ret == -ETIMEDOUT ? -EAGAIN : ret;
+	/*
+	 * A read that cannot be served is never EAGAIN (a reader takes it
+	 * for "no data yet": Python's read() returns None, np.fromfile
+	 * zeros): a timeout is ETIMEDOUT, a refused connection or a server
+	 * still failing after the retries EIO.
+	 */
+	if (ret == -EAGAIN || ret == -EHOSTUNREACH)
+		ret = -EIO;
+	return ret;
 }
 
 /* ---- chunks --------------------------------------------------------------*/
@@ -1157,6 +1174,8 @@ static int run_piece(struct remote *r, CURL *h, const struct piece *p)
 		r->state[p->first + i] = ret ? CH_FAILED : CH_PRESENT;
 		r->err[p->first + i] = ret;
 	}
+	if (ret == -ETIMEDOUT)
+		r->timed_out_ms = now_ms();
 	if (!ret)
 		queue_blocks(r, p->first, end - 1);
 	pthread_cond_broadcast(&r->done);
@@ -1245,8 +1264,10 @@ static int schedule(struct remote *r, uint64_t c0, uint64_t c1, bool front)
 			p->first = pieces[i].first;
 			p->count = pieces[i].count;
 			p->next = NULL;
-			for (k = 0; k < p->count; k++)
+			for (k = 0; k < p->count; k++) {
 				r->state[p->first + k] = CH_FETCHING;
+				r->err[p->first + k] = 0;
+			}
 			if (tail)
 				tail->next = p;
 			else
@@ -1271,6 +1292,28 @@ static int schedule(struct remote *r, uint64_t c0, uint64_t c1, bool front)
 		r->tail = tail;
 	}
 	pthread_cond_broadcast(&r->work);
+	return 0;
+}
+
+/*
+ * -ETIMEDOUT when a chunk of [c0, c1] has just cost a reader a whole
+ * remote_timeout: still on its way after a reader gave up on it, or failed
+ * by a timeout less than a second ago.  The kernel retries a failed
+ * readahead at once with a read of its first page: that retry must not
+ * wait a second remote_timeout.  Under lock.
+ */
+static int timed_out(const struct remote *r, uint64_t c0, uint64_t c1)
+{
+	uint64_t c;
+
+	for (c = c0; c <= c1; c++) {
+		if (r->err[c] != -ETIMEDOUT)
+			continue;
+		if (r->state[c] == CH_FETCHING ||
+		    (r->state[c] == CH_FAILED &&
+		     now_ms() - r->timed_out_ms < 1000))
+			return -ETIMEDOUT;
+	}
 	return 0;
 }
 
@@ -1306,7 +1349,9 @@ static int fetch(struct remote *r, uint64_t off, uint64_t len, bool ahead)
 		;
 	if (c > c1)
 		goto prefetch; /* the common case: all there */
-	ret = schedule(r, c0, c1, true);
+	ret = timed_out(r, c, c1);
+	if (!ret)
+		ret = schedule(r, c0, c1, true);
 	while (!ret) {
 		for (c = c0; c <= c1 && r->state[c] == CH_PRESENT; c++)
 			;
@@ -1314,6 +1359,15 @@ static int fetch(struct remote *r, uint64_t off, uint64_t len, bool ahead)
 			break;
 		if (r->state[c] == CH_FAILED) {
 			ret = r->err[c];
+			break;
+		}
+		/*
+		 * A reader already waited a whole remote_timeout for this
+		 * chunk, still on its way: the kernel's retry of a failed
+		 * readahead must not wait a second one.
+		 */
+		if (r->state[c] == CH_FETCHING && r->err[c] == -ETIMEDOUT) {
+			ret = -ETIMEDOUT;
 			break;
 		}
 		if (r->state[c] == CH_MISSING) {
@@ -1333,7 +1387,10 @@ static int fetch(struct remote *r, uint64_t off, uint64_t len, bool ahead)
 			      r->shown, (unsigned long long)off,
 			      (unsigned long long)(off + len - 1),
 			      r->cfg.timeout_ms);
-			ret = -EAGAIN;
+			for (; c <= c1; c++)
+				if (r->state[c] == CH_FETCHING)
+					r->err[c] = -ETIMEDOUT;
+			ret = -ETIMEDOUT;
 		}
 	}
 prefetch:
@@ -1593,7 +1650,10 @@ static void init_once(void)
 
 static int remote_fetch(void *impl, uint64_t off, uint64_t len)
 {
-	return fetch(impl, off, len, true);
+	int ret = fetch(impl, off, len, true);
+
+	/* never EAGAIN to a reader of a regular file (no worker started) */
+	return ret == -EAGAIN ? -EIO : ret;
 }
 
 static void remote_drop(void *impl, uint64_t off, uint64_t len)

@@ -589,6 +589,43 @@ next_page:
 	return ret;
 }
 
+/*
+ * A URL that names a shard index itself (https://.../model.safetensors.
+ * index.json, hf://ORG/REPO/pytorch_model.bin.index.json, ...): its shards
+ * are named in it, beside it, so no listing is needed.  1 with *dir (the
+ * URL up to its last '/') and *index (the rest), 0 when it is no index,
+ * -ENOMEM.  A URL with a query (a signed URL) is not split: its siblings
+ * would need their own signatures.
+ */
+static int index_url(const char *url, char **dir, char **index)
+{
+	static const char *const suffixes[] = {".safetensors.index.json",
+					       ".bin.index.json"};
+	const char *slash = strrchr(url, '/'), *scheme = strstr(url, "://");
+	size_t n = strlen(url), k, sl;
+
+	if (!slash || !scheme || slash < scheme + 3 || strchr(url, '?') ||
+	    strchr(url, '#'))
+		return 0;
+	for (k = 0; k < 2; k++) {
+		sl = strlen(suffixes[k]);
+		if ((size_t)(url + n - (slash + 1)) > sl &&
+		    strcmp(url + n - sl, suffixes[k]) == 0)
+			break;
+	}
+	if (k == 2)
+		return 0;
+	*dir = strndup(url, (size_t)(slash - url));
+	*index = strdup(slash + 1);
+	if (!*dir || !*index) {
+		free(*dir);
+		free(*index);
+		*dir = *index = NULL;
+		return -ENOMEM;
+	}
+	return 1;
+}
+
 int tfs_remote_find_index_with(const char *url, bool insecure, long timeout_ms,
 			       char **dir, char **index, struct tfs_diag *d)
 {
@@ -598,6 +635,9 @@ int tfs_remote_find_index_with(const char *url, bool insecure, long timeout_ms,
 	int ret;
 
 	*dir = *index = NULL;
+	ret = index_url(url, dir, index);
+	if (ret)
+		return ret;
 	if (strncmp(url, "s3://", 5) == 0) {
 		const char *rest = url + 5;
 

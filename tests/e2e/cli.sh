@@ -34,6 +34,20 @@ check "info names the format" grep -q '^format: *ztensor' <<<"$out"
 check "info counts tensors" grep -q '^tensors: *9 tensors, 328 bytes' <<<"$out"
 check "info: one tensor is \"1 tensor\"" grep -q '^tensors: *1 tensor, 32 bytes' \
 	<<<"$("$TENSORFS" info "$TFS_TESTDATA/tsr/valid/fp32_3d_2x2x2.tsr")"
+# tied weights (tests/fixtures/pytorch/generate.py: 'é' is 'a.0', 24
+# float32 of one storage): their bytes and parameters counted once
+# (all: 69 parameters, 277 bytes; without the copy: 45, 181)
+out=$("$TENSORFS" info "$TFS_TESTDATA/pytorch/valid/nested_zip.pt")
+check "info: shared bytes counted once" \
+	grep -q '^tensors: *8 tensors, 181 bytes of tensor data' <<<"$out"
+check "info: shared parameters counted once" \
+	grep -q '^parameters: 45$' <<<"$out"
+check "info: says how many tensors share" \
+	grep -q '^shared: *2 tensors share 1 stored range' <<<"$out"
+check "info: float32 bytes once, files all" \
+	grep -q 'float32 *136 bytes in 4 files' <<<"$out"
+check "info: nothing shared, no line" \
+	bash -c '! "$TENSORFS" info "$1" | grep -q "^shared:"' _ "$SAMPLE"
 
 out=$("$TENSORFS" xattr "$SAMPLE" head/weight)
 check "xattr shows dtype" grep -qx 'user.tensorfs.dtype="float16"' <<<"$out"
@@ -42,6 +56,35 @@ check "xattr of the root shows the format" \
 	grep -qx 'user.tensorfs.format="ztensor"' <<<"$("$TENSORFS" xattr "$SAMPLE")"
 
 eq "--flat keeps names whole" "$("$TENSORFS" ls --flat "$SAMPLE" | cut -d' ' -f1 | sort | head -n 1)" "embed.weight"
+
+# options anywhere, the GNU way, in every subcommand; "--" ends them
+eq "ls INPUT --flat" "$("$TENSORFS" ls "$SAMPLE" --flat | cut -d' ' -f1 | sort | head -n 1)" "embed.weight"
+eq "ls INPUT --paths: a fifth column" \
+	"$("$TENSORFS" ls "$SAMPLE" --paths | awk 'NR == 1 { print NF }')" 5
+out=$("$TENSORFS" stats "$SAMPLE" --json 2>&1)
+eq "stats INPUT --json: exit 0" "$?" 0
+check "stats INPUT --json: JSON" python3 -c 'import json,sys; json.loads(sys.argv[1])' "$out"
+out=$("$TENSORFS" stats "$SAMPLE" head/weight --json 2>&1)
+check "stats INPUT NAME --json: one tensor" \
+	python3 -c 'import json,sys; assert len(json.loads(sys.argv[1])) == 1' "$out"
+cmp <("$TENSORFS" cat "$SAMPLE" head/weight --npy) \
+	<("$TENSORFS" cat --npy "$SAMPLE" head/weight) &&
+	ok "cat INPUT NAME --npy" || fail "cat INPUT NAME --npy"
+check "xattr INPUT PATH --flat" grep -q 'user.tensorfs.dtype' \
+	<<<"$("$TENSORFS" xattr "$SAMPLE" head.weight --flat)"
+check "info INPUT --help: the help" grep -q '^usage: ' \
+	<<<"$("$TENSORFS" info "$SAMPLE" --help)"
+"$TENSORFS" verify "$SAMPLE" --flat >/dev/null
+eq "verify INPUT --flat: exit 0" "$?" 0
+"$TENSORFS" diff "$SAMPLE" "$SAMPLE" --json >"$WORK/d.json"
+eq "diff A B --json: exit 0" "$?" 0
+check "diff A B --json: JSON" python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$WORK/d.json"
+"$TENSORFS" stats "$SAMPLE" -- --json >/dev/null 2>"$WORK/e"
+eq "stats INPUT -- --json: a NAME, exit 6" "$?" 6
+check "-- ends the options" grep -q -- '--json: no such tensor or path' "$WORK/e"
+"$TENSORFS" ls "$SAMPLE" --bogus >/dev/null 2>"$WORK/e"
+eq "an unknown option after the input: exit 1" "$?" 1
+check "named" grep -q 'unknown option --bogus' "$WORK/e"
 
 "$TENSORFS" >/dev/null 2>&1
 eq "no arguments: usage, exit 1" "$?" 1

@@ -62,6 +62,45 @@ check "diff text line for the other dtype" \
 	grep -qE '^dtype +ints: int32 -> int64; max abs 0,' <<<"$out"
 "$TENSORFS" diff --help | grep -q 'Exit status as diff(1)'
 eq "diff --help" "$?" 0
+# --brief/-q: only what differs, then the summary
+out=$("$TENSORFS" diff --brief "$A" "$B")
+eq "diff --brief: 5 tensors that differ and the summary" "$(wc -l <<<"$out")" 6
+check "diff --brief: no same line" bash -c '! grep -q "^same" <<<"$1"' _ "$out"
+eq "diff -q: the same" "$("$TENSORFS" diff "$A" "$B" -q)" "$out"
+# --atol/--rtol: within the tolerance is the same (exit 0); numpy.isclose
+# says which
+$PY make_tol "$WORK" || fail "make c.safetensors, z.safetensors"
+C=$WORK/c.safetensors
+"$TENSORFS" diff "$A" "$C" >/dev/null
+eq "diff A C (layer.w changed): exit 1" "$?" 1
+for tol in "0.6 0" "0.01 0" "0 0.5" "0 100" "0.001 0.01"; do
+	set -- $tol
+	want=$($PY isclose "$A" "$C" layer.w "$1" "$2")
+	out=$("$TENSORFS" diff --atol "$1" --rtol="$2" "$A" "$C")
+	rc=$?
+	got=$(awk '$2 == "layer/w:" { print $1 }' <<<"$out")
+	eq "diff --atol $1 --rtol $2: layer/w is $want (numpy.isclose)" \
+		"$got" "$want"
+	eq "diff --atol $1 --rtol $2: exit" "$rc" "$([ "$want" = close ] && echo 0 || echo 1)"
+done
+check "diff --atol: the summary counts them" \
+	grep -q '^6 same, 1 within the tolerance, 0 differ' \
+	<<<"$("$TENSORFS" diff --atol 0.6 "$A" "$C")"
+"$TENSORFS" diff --atol -1 "$A" "$C" >/dev/null 2>&1
+eq "diff --atol -1: refused, exit 2" "$?" 2
+# A all zeros: said, not "rel L2 inf"
+out=$("$TENSORFS" diff "$WORK/z.safetensors" "$A")
+check "diff: 'A is all zeros'" grep -qE '^differ +shape: .*A is all zeros' <<<"$out"
+check "diff: no 'inf'" bash -c '! grep -q "rel L2 inf" <<<"$1"' _ "$out"
+# --as float32: refused (values are compared across dtypes already)
+"$TENSORFS" diff --as float32 "$A" "$B" >/dev/null 2>"$WORK/e"
+eq "diff --as float32: refused, exit 2" "$?" 2
+check "diff --as: says why" grep -q 'across dtypes' "$WORK/e"
+# diff --help names every option diff takes
+for opt in --flat --npy --json --brief -q --atol --rtol --help; do
+	check "diff --help lists $opt" grep -qF -- "$opt" \
+		<<<"$("$TENSORFS" diff --help)"
+done
 
 # ls: stored names in columns aligned by display width
 $PY make_utf8 "$WORK" || fail "make utf8.safetensors"
@@ -89,6 +128,27 @@ if [ -n "${M:-}" ]; then
 		$PY asf32npy "$A" "$M"
 	unmount "$M"
 fi
+# integers and bool converted only with "all"
+M=$(mount_container "$A" -o as=float32,all) || fail "mount -o as=float32,all"
+if [ -n "${M:-}" ]; then
+	check "as=float32,all: every numeric tensor as float32" \
+		$PY asf32 "$A" "$M" all
+	eq "as=float32,all: stored_dtype of the int32 tensor" \
+		"$(getfattr --only-values -n user.tensorfs.stored_dtype "$M/ints")" int32
+	check "as=float32,all: cat --as float32,all gives the mount's bytes" \
+		cmp <("$TENSORFS" cat --as float32,all "$A" ints) "$M/ints"
+	unmount "$M"
+fi
+M=$(mount_container "$A" -o npy,as=float32,all) || fail "mount -o npy,as=float32,all"
+if [ -n "${M:-}" ]; then
+	check "npy,as=float32,all: np.load gives float32 values" \
+		$PY asf32npy "$A" "$M" all
+	unmount "$M"
+fi
+check "cat --as float32: an int32 tensor as stored" \
+	cmp <("$TENSORFS" cat --as float32 "$A" ints) <("$TENSORFS" cat "$A" ints)
+"$TENSORFS" -o all "$A" "$WORK" >/dev/null 2>&1
+check "-o all without as=: refused" test $? -ne 0
 "$TENSORFS" -o as=float16 "$A" "$WORK" >/dev/null 2>&1
 eq "as=float16 is refused (usage)" "$?" 1
 # -o previews: valid PNGs of the documented size and pixels
@@ -114,7 +174,7 @@ if [ -n "${M:-}" ]; then
 	check "previews with as=float32,npy: PATH.npy.png" \
 		test -s "$M/layer/w.npy.png"
 	check "previews: file(1) says PNG" \
-		grep -q 'PNG image data, 64 x 79' <<<"$(file "$M/layer/w.npy.png")"
+		grep -q 'PNG image data, 64 x 101' <<<"$(file "$M/layer/w.npy.png")"
 	unmount "$M"
 fi
 M=$(mount_container "$WORK/collide.safetensors" -o previews,flat) || fail "mount collide"

@@ -39,4 +39,39 @@ mnt2=$(mount_container "$WORK/many.zt" 2>/dev/null)
 [ "$mnt2" ] || fail "mount again"
 eq "a new mount works" "$(ls "$mnt2/block" | wc -l)" 8
 unmount "$mnt2"
+
+# a relative container and mount point: the daemon (detached, so in /) and
+# a foreground one (-f) still unmount on a signal; /proc/mounts names the
+# container by its absolute path
+mkdir -p "$WORK/rel/ck" "$WORK/rel/m/sig" "$WORK/rel/m/fg"
+cp "$SAMPLE" "$WORK/rel/ck/s.zt"
+MOUNTS+=("$WORK/rel/m/sig" "$WORK/rel/m/fg")
+(cd "$WORK/rel" && "$TENSORFS" ck/s.zt m/sig) || fail "relative mount"
+check "relative: mounted" mountpoint -q "$WORK/rel/m/sig"
+check "relative: /proc/mounts has the absolute container" \
+	grep -q "^tensorfs:$WORK/rel/ck/s.zt $WORK/rel/m/sig " /proc/mounts
+pid=$(pgrep -f -- " m/sig\$" | head -n 1)
+kill -TERM "$pid"
+for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+check "relative: SIGTERM unmounts" bash -c "! mountpoint -q '$WORK/rel/m/sig'"
+ls "$WORK/rel/m/sig" >/dev/null 2>&1 || fail "relative: not a dead mount"
+(cd "$WORK/rel" && exec "$TENSORFS" -f ck/s.zt m/fg 2>"$WORK/fg.err") &
+pid=$!
+for _ in $(seq 50); do mountpoint -q "$WORK/rel/m/fg" && break; sleep 0.1; done
+kill -INT "$pid"
+wait "$pid"
+eq "relative -f: SIGINT exits 0" "$?" 0
+check "relative -f: unmounted" bash -c "! mountpoint -q '$WORK/rel/m/fg'"
+check "relative -f: no 'failed to unmount'" \
+	bash -c "! grep -q 'failed to unmount' '$WORK/fg.err'"
+
+# a dead mount point (daemon killed) is named as such, with the cure
+mnt=$(mount_container "$SAMPLE") || fail "mount"
+kill -9 "$(daemon_pid "$mnt")"
+sleep 0.3
+err=$("$TENSORFS" "$SAMPLE" "$mnt" 2>&1)
+eq "dead mount point: exit 5" "$?" 5
+check "dead mount point: says so and how to clear it" \
+	grep -q "dead mount.*fusermount3 -u $mnt" <<<"$err"
+fusermount3 -u "$mnt"
 finish

@@ -92,4 +92,41 @@ refused evil_builtins_eval_legacy.pt 3 "builtins.eval"
 refused bad_pickle_zip.pt 2 "memo index 250"
 refused truncated_legacy.pt 2 "runs past the end of the file"
 refused truncated_storage_zip.pt 2 "holds 300 bytes"
+# a storage member's CRC-32 is checked like an npz member's: a flipped byte
+# in data/0 fails verify (every tensor on it, the gathered view too) and
+# the reads of those tensors (EIO); the others stay readable
+cp "$TFS_TESTDATA/pytorch/valid/nested_zip.pt" "$WORK/crc.pt"
+off=$(python3 -c '
+import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1])
+i = z.getinfo("any_folder_name/data/0")
+f = open(sys.argv[1], "rb"); f.seek(i.header_offset + 26)
+n, m = int.from_bytes(f.read(2), "little"), int.from_bytes(f.read(2), "little")
+print(i.header_offset + 30 + n + m + 5)' "$WORK/crc.pt")
+printf '\x7f' | dd of="$WORK/crc.pt" bs=1 seek="$off" conv=notrunc status=none
+"$TENSORFS" verify "$WORK/crc.pt" >"$WORK/verify.out"
+eq "flipped storage byte: verify exits 2" "$?" 2
+eq "FAILED: the 4 tensors on storage 0" \
+	"$(grep '^FAILED' "$WORK/verify.out" | awk '{sub(/:$/, "", $2); print $2}' | sort | tr '\n' ' ')" \
+	"a/0 a/1/0 one é "
+check "naming the CRC-32" grep -q "^FAILED.*crc32" "$WORK/verify.out"
+if M=$(mount_container "$WORK/crc.pt"); then
+	err=$(cat "$M/a/0" 2>&1 >/dev/null)
+	check "a/0 read: EIO" grep -q "Input/output error" <<<"$err"
+	err=$(cat "$M/a/1/0" 2>&1 >/dev/null)
+	check "a/1/0 (gathered) read: EIO" grep -q "Input/output error" <<<"$err"
+	check "b/c (storage 1) reads" cat "$M/b/c" >/dev/null
+	unmount "$M"
+else
+	fail "mount of the flipped file"
+fi
+
+# a persistent id that is not ('storage', ...): torch.load refuses it too
+mnt=$(mktemp -d "$WORK/mnt.XXXXXX")
+"$TENSORFS" "$TFS_TESTDATA/pytorch/reject/module_persid_zip.pt" "$mnt" \
+	2>"$WORK/err"
+eq "a ('module', ...) persistent id: exit 2" "$?" 2
+eq "in one line" "$(wc -l <"$WORK/err")" 1
+check "naming the type" grep -qF "'module', not 'storage'" "$WORK/err"
+check "nothing mounted" sh -c "! mountpoint -q '$mnt'"
 finish

@@ -8,7 +8,9 @@ GEN="$(dirname "$0")/make_sharded.py"
 
 D="$WORK/model"
 python3 "$GEN" "$D" --shards 3 --tensors 12
-echo '{"architectures": ["X"]}' >"$D/config.json" # not a container
+# not a container; its model_type is the architecture
+echo '{"architectures": ["GPT2LMHeadModel"], "model_type": "gpt2", "n_layer": 12}' \
+	>"$D/config.json"
 M=$(mount_container "$D") || { fail "mount the sharded model"; finish; }
 eq "one merged tree" "$(ls "$M")" "model"
 eq "root format" "$(getfattr --only-values -n user.tensorfs.format "$M")" safetensors
@@ -29,7 +31,26 @@ eq "index metadata" \
 eq "manifest names the shard" \
 	"$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["tensors"][0]["container"])' "$M/.tensorfs/manifest.json")" \
 	"model-00001-of-00003.safetensors"
+eq "config.json: user.tensorfs.architecture" \
+	"$(getfattr --only-values -n user.tensorfs.architecture "$M")" gpt2
+eq "config.json in metadata.json" \
+	"$(python3 -c 'import json,sys; c = json.load(open(sys.argv[1]))["config"]; print(c["file"], c["model_type"], c["architectures"])' "$M/.tensorfs/metadata.json")" \
+	"config.json gpt2 ['GPT2LMHeadModel']"
 unmount "$M"
+check "info DIR says the architecture" grep -qx 'architecture: gpt2 (GPT2LMHeadModel)' \
+	<<<"$("$TENSORFS" info "$D")"
+# a model directory without an index: the same from its config.json; no
+# model_type: the first of architectures
+mkdir -p "$WORK/plain"
+cp "$D/model-00001-of-00003.safetensors" "$WORK/plain/model.safetensors"
+echo '{"architectures": ["BertModel"]}' >"$WORK/plain/config.json"
+check "info DIR (no index): architectures[0]" grep -qx 'architecture: BertModel' \
+	<<<"$("$TENSORFS" info "$WORK/plain")"
+echo '{"model_type": 7' >"$WORK/plain/config.json"
+"$TENSORFS" info "$WORK/plain" >"$WORK/info.out" 2>&1
+eq "a malformed config.json: still mounts (info exits 0)" "$?" 0
+check "and is a warning in metadata.json" grep -q 'config.json' \
+	<<<"$("$TENSORFS" cat "$WORK/plain" .tensorfs/metadata.json)"
 check "the CLI reads it too" \
 	sh -c "'$TENSORFS' cat '$D' model.layers.3.w2 | cmp -s - '$D/expected/model.layers.3.w2'"
 

@@ -6,6 +6,11 @@
   valuecheck.py ls_aligned OUT    OUT (tensorfs ls) has aligned columns
   valuecheck.py stats FILE JSON   check `tensorfs stats --json FILE` (JSON)
   valuecheck.py diff A B JSON     check `tensorfs diff --json A B` (JSON)
+  valuecheck.py make_tol DIR      write DIR/c.safetensors (a's layer.w
+                                  changed only) and DIR/z.safetensors (a's
+                                  "shape" all zeros)
+  valuecheck.py isclose A B NAME ATOL RTOL   "close" when numpy.isclose
+                                  holds for every element, else "differ"
   valuecheck.py asf32 FILE MNT    every tensor file of the -o as=float32
                                   mount MNT holds FILE's values as float32
   valuecheck.py make_pictures DIR write DIR/pic.safetensors, collide...
@@ -142,15 +147,15 @@ def make_pictures(d):
 
 
 def read_png(path):
-    """(width, height, rows of palette indices), checking the signature,
-    every chunk's CRC, IHDR (8-bit palette, not interlaced) and that the
-    file ends with IEND"""
+    """(width, height, rows of palette indices, tEXt chunks), checking the
+    signature, every chunk's CRC, IHDR (8-bit palette, not interlaced) and
+    that the file ends with IEND"""
     import zlib
 
     b = open(path, "rb").read()
     if b[:8] != b"\x89PNG\r\n\x1a\n":
         sys.exit("%s: not a PNG" % path)
-    at, idat, ihdr, end = 8, b"", None, False
+    at, idat, ihdr, end, text = 8, b"", None, False, {}
     while at < len(b):
         n, = struct.unpack(">I", b[at:at + 4])
         kind, data = b[at + 4:at + 8], b[at + 8:at + 8 + n]
@@ -161,6 +166,9 @@ def read_png(path):
             ihdr = struct.unpack(">IIBBBBB", data)
         elif kind == b"IDAT":
             idat += data
+        elif kind == b"tEXt":
+            k, v = data.split(b"\0", 1)
+            text[k.decode("latin-1")] = v.decode("latin-1")
         elif kind == b"IEND":
             end = at + 12 + n == len(b)
         at += 12 + n
@@ -175,25 +183,49 @@ def read_png(path):
         if raw[i * (w + 1)] != 0:
             sys.exit("%s: row %d filtered" % (path, i))
         rows.append(raw[i * (w + 1) + 1:(i + 1) * (w + 1)])
-    return w, h, rows
+    return w, h, rows, text
 
 
 def check_picture(p, a):
     """PNG @p is the picture of @a (rows x cols, logical order) as
-    documented: row i of H from tensor row i*rows//H, column j of W from
-    column j*cols//W, in 252 colours from the sampled finite minimum to the
-    maximum, NaN 252; then a black row and the histogram"""
+    documented: larger than 512 on a side, both sides scaled by 512/the
+    larger (aspect kept), then at least 64 x 16 and at most 512; row i of H
+    from tensor row i*rows//H, column j of W from column j*cols//W, in 252
+    colours from the 1st to the 99th percentile of the sampled finite
+    values (k = (n-1)//100: the k-th smallest and largest), clipped, NaN
+    252; then a black row, the histogram, a black row, the colour bar
+    (column x is x*251//(W-1)), the scale's values as text; tEXt chunks
+    tensorfs.min/max/scale_low/scale_high"""
     import math as m
 
     rows, cols = a.shape
-    W, H = min(max(cols, 64), 512), min(max(rows, 16), 512)
-    w, h, px = read_png(p)
-    if (w, h) != (W, H + 1 + 48):
-        sys.exit("%s: %dx%d, want %dx%d" % (p, w, h, W, H + 49))
+    if rows > 512 or cols > 512:
+        big = max(rows, cols)
+        cols_, rows_ = cols * 512 // big, rows * 512 // big
+    else:
+        cols_, rows_ = cols, rows
+    W, H = min(max(cols_, 64), 512), min(max(rows_, 16), 512)
+    w, h, px, text = read_png(p)
+    if (w, h) != (W, H + 1 + 48 + 22):
+        sys.exit("%s: %dx%d, want %dx%d" % (p, w, h, W, H + 71))
     s = np.array([[a[i * rows // H, j * cols // W] for j in range(W)]
                   for i in range(H)])
-    fin = s[np.isfinite(s)]
-    lo, hi = float(fin.min()), float(fin.max())
+    fin = np.sort(s[np.isfinite(s)])
+    k = (fin.size - 1) // 100
+    lo, hi = float(fin[k]), float(fin[fin.size - 1 - k])
+    for key, want in (("min", fin[0]), ("max", fin[-1]), ("scale_low", lo),
+                      ("scale_high", hi)):
+        got = text.get("tensorfs." + key)
+        if got is None or len(got) != 24 or float(got) != float(want):
+            sys.exit("%s: tEXt tensorfs.%s %r, want %r" % (p, key, got, want))
+        # and as an xattr of the mount's file
+        x = os.getxattr(p, "user.tensorfs.preview." + key).decode()
+        if x != got.strip() or float(x) != float(want):
+            sys.exit("%s: xattr preview.%s %r, want %r" % (p, key, x, want))
+    names = os.listxattr(p)
+    if not all("user.tensorfs.preview." + k in names
+               for k in ("min", "max", "scale_low", "scale_high")):
+        sys.exit("%s: listxattr %r" % (p, names))
     for i in range(H):
         for j in range(W):
             x = s[i, j]
@@ -207,8 +239,15 @@ def check_picture(p, a):
             if px[i][j] != want:
                 sys.exit("%s: pixel (%d,%d) %d, want %d" %
                          (p, i, j, px[i][j], want))
-    if set(px[H]) != {254}:
-        sys.exit("%s: no separator row" % p)
+    if set(px[H]) != {254} or set(px[H + 49]) != {254}:
+        sys.exit("%s: no separator rows" % p)
+    for y in range(H + 50, H + 58):
+        if list(px[y]) != [x * 251 // (W - 1) for x in range(W)]:
+            sys.exit("%s: colour bar row %d" % (p, y))
+    for y0 in (H + 59, H + 65):   # the low value, then the high one
+        txt = b"".join(px[y0:y0 + 5])
+        if set(txt) != {253, 254}:
+            sys.exit("%s: scale text at row %d: %r" % (p, y0, set(txt)))
     if os.path.getsize(p) != len(open(p, "rb").read()):
         sys.exit("%s: st_size is not the size" % p)
 
@@ -236,6 +275,35 @@ def preview_fortran(mnt, path):
     a = np.fromfile(f, "<f4").astype("f8").reshape(shape, order="F")
     rows = int(np.prod(shape[:-1]))
     check_picture(f + ".png", a.reshape(rows, shape[-1]))
+
+
+def make_tol(d):
+    a = {}
+    for name, (dt, shape, raw) in read_raw(os.path.join(d, "a.safetensors")).items():
+        a[name] = (dt, shape, raw)
+    b = read_raw(os.path.join(d, "b.safetensors"))
+    c = dict(a)
+    c["layer.w"] = b["layer.w"]
+    write_st(os.path.join(d, "c.safetensors"), c)
+    z = dict(a)
+    z["shape"] = ("F32", (2, 3), bytes(24))
+    write_st(os.path.join(d, "z.safetensors"), z)
+
+
+def read_raw(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        h = json.loads(f.read(n))
+        data = f.read()
+    return {k: (v["dtype"], tuple(v["shape"]),
+                data[v["data_offsets"][0]:v["data_offsets"][1]])
+            for k, v in h.items() if k != "__metadata__"}
+
+
+def isclose(a, b, name, atol, rtol):
+    x, y = read_st(a)[name][2], read_st(b)[name][2]
+    ok = np.isclose(x, y, atol=float(atol), rtol=float(rtol), equal_nan=True)
+    print("close" if ok.all() else "differ")
 
 
 def close(got, want, what):
@@ -306,9 +374,28 @@ def diff(a, b, js):
         sys.exit("diff summary %r" % s)
 
 
-def asf32(path, mnt):
+FLOATING = ("F16", "BF16", "F32", "F64")
+
+
+def asf32(path, mnt, all_=""):
+    """-o as=float32 converts floating tensors; with all_ ("all") every
+    numeric one; the others stay as stored (bytes, dtype, size)"""
+    raw = read_raw(path)
     for name, (dt, shape, v) in read_st(path).items():
         p = os.path.join(mnt, name.replace(".", "/"))
+        if not all_ and dt not in FLOATING:
+            with open(p, "rb") as f:
+                if f.read() != raw[name][2]:
+                    sys.exit("%s: not the stored bytes" % p)
+            dtype = os.getxattr(p, "user.tensorfs.dtype").decode()
+            if dtype == "float32":
+                sys.exit("%s: %s converted without all" % (p, dt))
+            try:
+                os.getxattr(p, "user.tensorfs.stored_dtype")
+                sys.exit("%s: a stored_dtype without a view" % p)
+            except OSError:
+                pass
+            continue
         got = np.fromfile(p, "<f4")
         if os.path.getsize(p) != 4 * v.size:
             sys.exit("%s: size %d, want %d" % (p, os.path.getsize(p),
@@ -331,11 +418,17 @@ def asf32(path, mnt):
                     sys.exit("%s: read at %d differs" % (p, off))
 
 
-def asf32npy(path, mnt):
-    """-o as=float32,npy: np.load gives the float32 values, shape kept"""
+def asf32npy(path, mnt, all_=""):
+    """-o as=float32,npy: np.load gives the float32 values, shape kept
+    (floating tensors; every numeric one with all_)"""
     for name, (dt, shape, v) in read_st(path).items():
         p = os.path.join(mnt, name.replace(".", "/") + ".npy")
         a = np.load(p, mmap_mode="r")
+        if not all_ and dt not in FLOATING:
+            if a.dtype == np.float32 or not np.array_equal(
+                    np.asarray(a).reshape(-1), v):
+                sys.exit("%s: %s, not as stored" % (p, a.dtype))
+            continue
         if a.dtype != np.float32 or list(a.shape) != list(shape):
             sys.exit("%s: %s %s" % (p, a.dtype, a.shape))
         if not np.array_equal(np.asarray(a).reshape(-1), v.astype("<f4"),
@@ -361,9 +454,13 @@ if __name__ == "__main__":
         stats(sys.argv[2], sys.argv[3])
     elif cmd == "diff":
         diff(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif cmd == "make_tol":
+        make_tol(sys.argv[2])
+    elif cmd == "isclose":
+        isclose(*sys.argv[2:7])
     elif cmd == "asf32":
-        asf32(sys.argv[2], sys.argv[3])
+        asf32(*sys.argv[2:5])
     elif cmd == "asf32npy":
-        asf32npy(sys.argv[2], sys.argv[3])
+        asf32npy(*sys.argv[2:5])
     else:
         sys.exit("unknown command " + cmd)

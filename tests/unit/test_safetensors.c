@@ -322,6 +322,94 @@ START_TEST(many_tensors)
 }
 END_TEST
 
+/* a safetensors file of @header and 4 data bytes, into @f */
+static void st_file(const char *header, struct tu_buf *f)
+{
+	uint64_t n = strlen(header);
+
+	tu_buf_put(f, &n, 8); /* little-endian host */
+	tu_buf_put(f, header, n);
+	tu_buf_put(f, "abcd", 4);
+}
+
+/* "__metadata__": null is no metadata, as the reference reader takes it */
+static void load_meta_null(const char *header)
+{
+	struct tu_buf f = {0};
+	struct tfs_image *img;
+	const struct tfs_node *meta;
+	const struct tfs_tensor *x;
+
+	st_file(header, &f);
+	img = tu_load_ok(f.p, f.len);
+	ck_assert_uint_eq(img->tree->ntensors, 1);
+	x = tu_tensor(img, "x");
+	ck_assert_ptr_nonnull(x);
+	ck_assert_uint_eq(x->offset, 8 + strlen(header));
+	meta = &img->tree->nodes[tfs_tree_resolve(img->tree,
+						  ".tensorfs/metadata.json")];
+	ck_assert_ptr_null(
+		memmem(meta->mem, meta->mem_len, "__metadata__", 12));
+	tfs_image_close(img);
+	free(f.p);
+}
+
+#define X_U8_4 "\"x\":{\"dtype\":\"U8\",\"shape\":[4],\"data_offsets\":[0,4]}"
+
+START_TEST(metadata_null)
+{
+	struct tu_buf f = {0};
+
+	load_meta_null("{\"__metadata__\":null," X_U8_4 "}");
+	load_meta_null("{" X_U8_4 ", \"__metadata__\" : null }");
+	/* other non-objects stay refused, at the value's offset */
+	st_file("{\"__metadata__\":1," X_U8_4 "}", &f);
+	tu_expect_reject(f.p, f.len, -EBADMSG, "not an object", 8 + 16);
+	free(f.p);
+	/* null once, then an object: still given twice */
+	memset(&f, 0, sizeof(f));
+	st_file("{\"__metadata__\":null,\"__metadata__\":{}," X_U8_4 "}", &f);
+	tu_expect_reject(f.p, f.len, -EBADMSG, "given twice", 8 + 21);
+	free(f.p);
+}
+END_TEST
+
+/*
+ * The real MLX-written LoRA adapter of ../shared/real (ollama's test data,
+ * "__metadata__":null): 8 float32 tensors.  Skipped without it.
+ */
+START_TEST(real_mlx_adapter_metadata_null)
+{
+	const char *fx = getenv("TFS_FIXTURES");
+	const struct tfs_tensor *x;
+	struct tfs_image *img;
+	struct tfs_diag d;
+	char path[4096];
+	FILE *f;
+
+	snprintf(
+		path, sizeof(path),
+		"%s/../real/safetensors/ollama-discollama-adapters.safetensors",
+		fx ? fx : ".");
+	f = fopen(path, "rb");
+	if (!f) {
+		fprintf(stderr,
+			"real_mlx_adapter_metadata_null: %s missing, "
+			"skipped\n",
+			path);
+		return;
+	}
+	fclose(f);
+	ck_assert_int_eq(tu_load_file(path, &img, &d), 0);
+	ck_assert_uint_eq(img->tree->ntensors, 8);
+	x = tu_tensor(img, "model.layers.30.self_attn.q_proj.lora_a");
+	ck_assert_ptr_nonnull(x);
+	ck_assert_str_eq(x->dtype, "float32");
+	tu_expect_xattr(img, x->path, "shape", "[4096,8]");
+	tfs_image_close(img);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("safetensors");
@@ -334,6 +422,8 @@ int main(void)
 	tcase_add_test(tc, every_reject);
 	tcase_add_test(tc, every_reject_file_is_listed);
 	tcase_add_test(tc, many_tensors);
+	tcase_add_test(tc, metadata_null);
+	tcase_add_test(tc, real_mlx_adapter_metadata_null);
 	suite_add_tcase(s, tc);
 	return tu_run_with_fixtures(s);
 }

@@ -360,8 +360,10 @@ static uint32_t be32(const uint8_t *p)
 
 /*
  * -o previews (builder option .previews): "h.png" beside a [50, 5000]
- * float16 tensor is a PNG of the announced size, 512 x (50 + 1 + 48),
- * 8-bit palette; the same bytes on a second read (kept in the cache) and
+ * float16 tensor is a PNG of the announced size, 512 x (16 + 1 + 48 + 22)
+ * (the aspect ratio kept: 50 rows scaled by 512/5000 are 5, then at least
+ * 16; the heat map, a line, the histogram, the value scale), 8-bit
+ * palette; the same bytes on a second read (kept in the cache) and
  * at an offset; none beside a scalar.
  */
 START_TEST(previews)
@@ -391,7 +393,7 @@ START_TEST(previews)
 	ck_assert_mem_eq(png, "\x89PNG\r\n\x1a\n", 8);
 	ck_assert_mem_eq(png + 12, "IHDR", 4);
 	ck_assert_uint_eq(be32(png + 16), 512);
-	ck_assert_uint_eq(be32(png + 20), 50 + 1 + 48);
+	ck_assert_uint_eq(be32(png + 20), 16 + 1 + 48 + 22);
 	ck_assert_uint_eq(png[24], 8); /* bit depth */
 	ck_assert_uint_eq(png[25], 3); /* palette */
 	png2 = tu_read_node(img, n, &plen2);
