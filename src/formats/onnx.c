@@ -23,7 +23,6 @@
  * A bare TensorProto (.pb, onnx's test data) is one tensor.  STRING
  * tensors are not files: their values are in metadata.json.
  */
-#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -1122,6 +1121,7 @@ static int ox_strings(struct ox *z, const struct ox_name *n,
 	if (!ret)
 		ret = ox_set(z, o, "values", json_incref(vals));
 	while (!ret && (ret = tfs_pb_next(&c, "strings", &g, z->d)) == 1) {
+		ret = 0;
 		if (g.number != field || g.wire != TFS_PB_LEN)
 			continue;
 		ret = ox_append(z, vals,
@@ -1137,14 +1137,18 @@ static int ox_strings(struct ox *z, const struct ox_name *n,
 	return 0;
 }
 
+/* storage, external range, and the TensorProto's own name if another */
 static int ox_xattrs(struct ox *z, uint32_t h, const char *storage,
-		     const struct ox_ext *e, const struct ox_tensor *t)
+		     const struct ox_ext *e, const struct ox_tensor *t,
+		     const char *qname)
 {
 	char num[32];
 
 	if (tfs_builder_set_xattr_str(z->b, h, "onnx.storage", storage))
 		return tfs_diag_oom(z->d);
 	if (t && t->name.set && t->name.len &&
+	    (strlen(qname) != t->name.len ||
+	     memcmp(qname, t->name.p, t->name.len)) &&
 	    tfs_builder_set_xattr(z->b, h, "onnx.name", t->name.p,
 				  t->name.len))
 		return tfs_diag_oom(z->d);
@@ -1289,7 +1293,7 @@ static int ox_add(struct ox *z, struct ox_tensor *t, uint32_t group,
 	}
 	if (!ret)
 		ret = ox_xattrs(z, h, storage, t->data_location == 1 ? &e : NULL,
-				t);
+				t, s.name);
 out:
 	free(cname);
 	free(buf);
@@ -1512,7 +1516,7 @@ static int ox_attr_scalars(struct ox *z, const struct ox_attr_values *a)
 #endif
 	ret = tfs_builder_add_tensor(z->b, &s, &h, z->d);
 	if (!ret)
-		ret = ox_xattrs(z, h, "attribute", NULL, NULL);
+		ret = ox_xattrs(z, h, "attribute", NULL, NULL, NULL);
 out:
 	free(buf);
 	ox_name_free(&n);
@@ -2521,16 +2525,18 @@ static int ox_probe_model(const struct tfs_source *src)
 	struct tfs_cursor c;
 	struct tfs_pb_field f;
 	bool graph = false;
+	uint64_t key;
 	unsigned n;
 	int r;
 
 	tfs_cursor_init(&c, src->data, src->size, 0);
-	if (tfs_pb_next(&c, "ModelProto", &f, NULL) != 1) {
-		/* a broken first field in a .onnx: claimed, to say why */
-		return ox_has_ext(src, ".onnx") && src->size ? 5 : 0;
-	}
-	if (!ox_model_field(f.number, f.wire))
+	if (tfs_cursor_varint(&c, &key) || key >> 32 ||
+	    !ox_model_field((uint32_t)(key >> 3), (unsigned)(key & 7)))
 		return 0;
+	c.pos = 0;
+	if (tfs_pb_next(&c, "ModelProto", &f, NULL) != 1)
+		/* a ModelProto key, a broken value: claimed to say why */
+		return ox_has_ext(src, ".onnx") ? 20 : 0;
 	if (f.number == 1 && (f.v < 1 || f.v > 100))
 		return 0;
 	graph = f.number == 7;
