@@ -79,9 +79,11 @@ int tfs_pb_next(struct tfs_cursor *c, const char *what,
 		ret = pb_varint(c, &f->len, what, "length", f->number, d);
 		if (ret)
 			break;
+		/* refused at the length, checked before anything is read */
+		at = f->value_at;
 		f->value_at = tfs_cursor_offset(c);
 		if (tfs_cursor_bytes(c, f->len, &f->data))
-			ret = tfs_diag_at(d, -EBADMSG, f->value_at,
+			ret = tfs_diag_at(d, -EBADMSG, at,
 					  "%s: field %u: length %llu, but only "
 					  "%llu bytes are left in the message",
 					  what, f->number,
