@@ -113,12 +113,12 @@ static const struct {
 	[18] = {"FLOAT8E4M3FNUZ", TFS_DTYPE_FLOAT8_E4M3FNUZ, TP_INT32},
 	[19] = {"FLOAT8E5M2", TFS_DTYPE_FLOAT8_E5M2, TP_INT32},
 	[20] = {"FLOAT8E5M2FNUZ", TFS_DTYPE_FLOAT8_E5M2FNUZ, TP_INT32},
-	[21] = {"UINT4", TFS_DTYPE_INVALID, TP_INT32},
-	[22] = {"INT4", TFS_DTYPE_INVALID, TP_INT32},
+	[21] = {"UINT4", TFS_DTYPE_UINT4, TP_INT32},
+	[22] = {"INT4", TFS_DTYPE_INT4, TP_INT32},
 	[23] = {"FLOAT4E2M1", TFS_DTYPE_FLOAT4, TP_INT32},
 	[24] = {"FLOAT8E8M0", TFS_DTYPE_FLOAT8_E8M0, TP_INT32},
-	[25] = {"UINT2", TFS_DTYPE_INVALID, TP_INT32},
-	[26] = {"INT2", TFS_DTYPE_INVALID, TP_INT32},
+	[25] = {"UINT2", TFS_DTYPE_UINT2, TP_INT32},
+	[26] = {"INT2", TFS_DTYPE_INT2, TP_INT32},
 };
 
 struct ox_str {
@@ -679,12 +679,6 @@ static int ox_tensor_check(struct ox *z, struct ox_tensor *t, const char *who)
 				   "%" PRId64,
 				   who, t->data_type);
 	t->dtype = ox_types[t->data_type].dtype;
-	if (t->dtype == TFS_DTYPE_INVALID && t->data_type != ONNX_STRING)
-		return tfs_diag_at(z->d, -ENOTSUP, t->type_at,
-				   "tensor '%s': data_type: %" PRId64
-				   " (%s) is not supported yet",
-				   who, t->data_type,
-				   ox_types[t->data_type].name);
 	ox_dims_str(t, dims, sizeof(dims));
 	if (!tfs_shape_product(t->dims, t->ndim, &t->count) ||
 	    t->count > INT64_MAX)
@@ -695,12 +689,15 @@ static int ox_tensor_check(struct ox *z, struct ox_tensor *t, const char *who)
 	if (t->data_type != ONNX_STRING) {
 		int r = tfs_dtype_bytes(t->dtype, t->count, &t->nbytes);
 
-		if (r == -EINVAL) { /* sub-byte: whole bytes, last padded */
-			uint32_t per = tfs_dtype_info(t->dtype)->block_elems;
-
-			t->nbytes = t->count / per + (t->count % per != 0);
-			r = 0;
-		}
+		if (r == -EINVAL) /* ONNX pads the last byte; tensorfs sizes
+				     sub-byte types in whole blocks */
+			return tfs_diag_at(z->d, -ENOTSUP, t->dims_at,
+					   "tensor '%s': dims %s: %llu %s "
+					   "elements do not fill whole bytes, "
+					   "not supported",
+					   who, dims,
+					   (unsigned long long)t->count,
+					   tfs_dtype_name(t->dtype));
 		if (r || t->nbytes > INT64_MAX)
 			return tfs_diag_at(z->d, -EBADMSG, t->dims_at,
 					   "tensor '%s': dims %s: the byte "

@@ -22,6 +22,7 @@
 #include "tensorfs/format.h"
 #include "tensorfs/image.h"
 #include "tensorfs/source.h"
+#include "tensorfs/values.h"
 #include "testutil.h"
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -503,6 +504,47 @@ START_TEST(packed_float_data_in_place)
 }
 END_TEST
 
+/* INT4 (data_type 22): two per byte, the first in the low nibble */
+START_TEST(int4_values)
+{
+	static const uint8_t b[2] = {0x21, 0xf8};
+	static const double want[4] = {1, 2, -8, -1};
+	struct tu_buf m = {0}, g = {0}, t = {0};
+	struct tfs_image *img;
+	const struct tfs_tensor *x;
+	double v[4];
+
+	put_int(&t, 1, 4);
+	put_int(&t, 2, 22);
+	put_str(&t, 8, "q");
+	put_bytes(&t, 9, b, 2);
+	put_msg(&g, 5, &t);
+	model(&m, &g);
+	img = tu_load_ok(m.p, m.len);
+	x = tu_tensor(img, "q");
+	ck_assert(x != NULL);
+	ck_assert_str_eq(x->dtype, "int4");
+	ck_assert_uint_eq(x->size, 2);
+	ck_assert_int_eq(tfs_values_read(img, (uint32_t)(x - img->tree->tensors),
+					 0, 0, 4, v),
+			 0);
+	ck_assert(memcmp(v, want, sizeof(v)) == 0);
+	tfs_image_close(img);
+	free(m.p);
+	memset(&m, 0, sizeof(m));
+	/* an odd count leaves half a byte: not supported */
+	put_int(&t, 1, 3);
+	put_int(&t, 2, 21);
+	put_str(&t, 8, "q");
+	put_bytes(&t, 9, b, 2);
+	put_msg(&g, 5, &t);
+	model(&m, &g);
+	tu_expect_reject(m.p, m.len, -ENOTSUP, "do not fill whole bytes",
+			 TU_ANY_OFFSET);
+	free(m.p);
+}
+END_TEST
+
 /* one refusal of an encoded model: @word in the message, at @at */
 static void expect_refused(struct tu_buf *m, int err, const char *word,
 			   uint64_t at)
@@ -700,6 +742,7 @@ int main(void)
 	tcase_add_test(tc, packed_float_data_in_place);
 	tcase_add_test(tc, encoded_rejects);
 	tcase_add_test(tc, probe);
+	tcase_add_test(tc, int4_values);
 	tcase_add_test(tc, external_on_disk);
 	tcase_add_test(tc, external_from_memory);
 	suite_add_tcase(s, tc);
