@@ -441,6 +441,28 @@ static int cmp_total(const void *pa, const void *pb)
 }
 
 /*
+ * A reader's own summary lines: root xattrs "user.tensorfs.info.<label>"
+ * (ONNX: opset, producer, external), printed as "<label>: value".
+ */
+static void print_info_xattrs(const struct tfs_tree *t)
+{
+	const struct tfs_node *root = &t->nodes[TFS_ROOT_NODE];
+	const char *pfx = TFS_XATTR_PREFIX "info.";
+	uint32_t i;
+
+	for (i = 0; i < root->nxattrs; i++) {
+		const struct tfs_xattr *x = &root->xattrs[i];
+
+		if (strncmp(x->name, pfx, strlen(pfx)) == 0)
+			printf("%s:%*s%.*s\n", x->name + strlen(pfx),
+			       (int)(strlen(x->name + strlen(pfx)) < 9
+					     ? 9 - strlen(x->name + strlen(pfx))
+					     : 1),
+			       "", (int)x->len, x->value);
+	}
+}
+
+/*
  * What any tree says about the model: its parameters (elements of every
  * tensor with a shape), the bytes of each dtype, largest first, and the
  * architecture a reader found (user.tensorfs.architecture on the root).
@@ -457,6 +479,7 @@ static void print_summary(const struct tfs_tree *t)
 			      TFS_XATTR_PREFIX "architecture");
 	if (arch)
 		printf("architecture: %.*s\n", (int)arch->len, arch->value);
+	print_info_xattrs(t);
 	if (!v)
 		return;
 	for (i = 0; i < t->ntensors; i++) {

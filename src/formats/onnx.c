@@ -2558,6 +2558,60 @@ static int ox_probe(const struct tfs_source *src)
 	return t ? t : ox_probe_model(src);
 }
 
+/* ---- tensorfs info -------------------------------------------------------- */
+
+/* root xattr "info.<label>": @text with control bytes shown as '?' */
+static int ox_info(struct ox *z, const char *label, char *text)
+{
+	char key[32];
+	char *p;
+
+	for (p = text; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	snprintf(key, sizeof(key), "info.%s", label);
+	return tfs_builder_set_xattr_str(z->b, TFS_BUILDER_ROOT, key, text)
+		       ? tfs_diag_oom(z->d)
+		       : 0;
+}
+
+/* opset, producer and external data, for `tensorfs info` */
+static int ox_summary(struct ox *z)
+{
+	json_t *ops = json_object_get(z->meta, "opset_import"), *o;
+	char buf[512];
+	size_t i, n = 0;
+	int ret = 0;
+
+	buf[0] = 0;
+	json_array_foreach(ops, i, o)
+	{
+		const char *dom =
+			json_string_value(json_object_get(o, "domain"));
+
+		if (n < sizeof(buf))
+			n += (size_t)snprintf(
+				buf + n, sizeof(buf) - n, "%s%s %lld",
+				i ? ", " : "", dom && *dom ? dom : "ai.onnx",
+				json_integer_value(json_object_get(o, "version")));
+	}
+	if (buf[0])
+		ret = ox_info(z, "opset", buf);
+	snprintf(buf, sizeof(buf), "%s %s",
+		 json_string_value(json_object_get(z->meta, "producer_name")),
+		 json_string_value(
+			 json_object_get(z->meta, "producer_version")));
+	if (!ret && buf[0] != ' ')
+		ret = ox_info(z, "producer", buf);
+	snprintf(buf, sizeof(buf), "%llu tensor%s in %zu file%s",
+		 (unsigned long long)z->external, z->external == 1 ? "" : "s",
+		 json_array_size(z->ext_files),
+		 json_array_size(z->ext_files) == 1 ? "" : "s");
+	if (!ret && z->external)
+		ret = ox_info(z, "external", buf);
+	return ret;
+}
+
 /* ---- load ---------------------------------------------------------------- */
 
 static int ox_load(const struct tfs_source *src, struct tfs_builder *b,
@@ -2615,6 +2669,8 @@ static int ox_load(const struct tfs_source *src, struct tfs_builder *b,
 		if (!ret)
 			ret = ox_set(&z, z.meta, "functions",
 				     json_incref(z.functions));
+		if (!ret)
+			ret = ox_summary(&z);
 	}
 	if (!ret && json_object_size(z.strings))
 		ret = ox_set(&z, z.meta, "string_tensors",
