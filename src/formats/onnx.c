@@ -184,6 +184,7 @@ struct ox {
 	json_t *meta;	    /* borrowed: the builder's */
 	json_t *strings;    /* string_tensors */
 	json_t *ext_files;  /* external_files */
+	struct tfs_strmap files; /* its names (owned by ext_files) */
 	json_t *functions;
 	uint64_t training;
 	bool have_graph;
@@ -1165,13 +1166,15 @@ static int ox_xattrs(struct ox *z, uint32_t h, const char *storage,
 /* the file list of metadata.json: each data file once */
 static int ox_note_file(struct ox *z, const char *loc)
 {
-	size_t i;
 	json_t *v;
 
-	json_array_foreach(z->ext_files, i, v)
-		if (strcmp(json_string_value(v), loc) == 0)
-			return 0;
-	return ox_append(z, z->ext_files, json_string(loc));
+	if (tfs_strmap_get(&z->files, loc, NULL))
+		return 0;
+	v = json_string(loc);
+	if (!v || json_array_append_new(z->ext_files, v) ||
+	    tfs_strmap_put(&z->files, json_string_value(v), 1))
+		return tfs_diag_oom(z->d);
+	return 0;
 }
 
 #define OX_UNREADABLE_MEM                                                      \
@@ -1832,7 +1835,7 @@ static int cmp_named(const void *pa, const void *pb)
 {
 	const struct ox_named *a = pa, *b = pb;
 	size_t n = a->len < b->len ? a->len : b->len;
-	int r = memcmp(a->p, b->p, n);
+	int r = n ? memcmp(a->p, b->p, n) : 0;
 
 	if (r)
 		return r;
@@ -1843,7 +1846,7 @@ static int cmp_named(const void *pa, const void *pb)
 
 static bool ox_same(const struct ox_named *a, const struct ox_named *b)
 {
-	return a->len == b->len && memcmp(a->p, b->p, a->len) == 0;
+	return a->len == b->len && (!a->len || memcmp(a->p, b->p, a->len) == 0);
 }
 
 /*
@@ -2085,6 +2088,8 @@ static int ox_named_dups(struct ox *z, struct ox_named *v, uint32_t n)
 	char nb[TFS_PRINTABLE_MAX];
 	uint32_t i;
 
+	if (n < 2)
+		return 0;
 	qsort(v, n, sizeof(*v), cmp_named);
 	for (i = 1; i < n; i++)
 		if (ox_same(&v[i], &v[i - 1]))
@@ -2626,6 +2631,7 @@ static int ox_load(const struct tfs_source *src, struct tfs_builder *b,
 	z.lim.max_depth = TFS_PB_MAX_DEPTH;
 	z.lim.max_messages = OX_MAX_MESSAGES;
 	tfs_strmap_init(&z.names);
+	tfs_strmap_init(&z.files);
 	z.meta = tfs_builder_metadata(b);
 	z.strings = json_object();
 	z.ext_files = json_array();
@@ -2687,6 +2693,7 @@ out:
 	json_decref(z.ext_files);
 	json_decref(z.functions);
 	tfs_strmap_free(&z.names);
+	tfs_strmap_free(&z.files);
 	for (i = 0; i < z.nowned; i++)
 		free(z.owned[i]);
 	free(z.owned);
