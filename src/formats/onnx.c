@@ -343,17 +343,61 @@ struct ox_name {
 
 static void ox_name_free(struct ox_name *n)
 {
+	free(n->qname);
 	free(n->buf);
 	free(n->comp);
 	memset(n, 0, sizeof(*n));
+}
+
+/*
+ * A NUL-free form of @len bytes, one to one (0x00 -> 0x01 0x01, 0x01 ->
+ * 0x01 0x02): the names map's keys are C strings, a name may hold NULs.
+ */
+static char *ox_key(const char *p, size_t len)
+{
+	char *k = malloc(2 * len + 1);
+	size_t i, n = 0;
+
+	if (!k)
+		return NULL;
+	for (i = 0; i < len; i++) {
+		if (p[i] == 0 || p[i] == 1) {
+			k[n++] = 1;
+			k[n++] = (char)(p[i] + 1);
+		} else {
+			k[n++] = p[i];
+		}
+	}
+	k[n] = 0;
+	return k;
+}
+
+/* keep @key (malloc'd) until the end: the map borrows it; 0 or -ENOMEM
+ * (then @key is freed) */
+static int ox_own(struct ox *z, char *key)
+{
+	if (z->nowned == z->owned_cap) {
+		size_t cap = z->owned_cap ? z->owned_cap * 2 : 64;
+		char **no = reallocarray(z->owned, cap, sizeof(*no));
+
+		if (!no) {
+			free(key);
+			return -ENOMEM;
+		}
+		z->owned = no;
+		z->owned_cap = cap;
+	}
+	z->owned[z->nowned++] = key;
+	return 0;
 }
 
 /* the scope's segments as a name and a path, unique among those given */
 static int ox_make_name(struct ox *z, struct ox_name *n, uint64_t at)
 {
 	size_t i, j, len = 0, nc = 0, start, k, plen;
-	char *q, *p;
-	uint32_t tries;
+	char *q, *p, *key = NULL, *key2 = NULL;
+	char nb[TFS_PRINTABLE_MAX];
+	uint32_t tries, next;
 	char sfx[16];
 	int ret;
 
@@ -377,46 +421,45 @@ static int ox_make_name(struct ox *z, struct ox_name *n, uint64_t at)
 		len += z->seglen[i];
 	}
 	q[len] = 0;
+	n->qname = q;
+	n->qlen = len;
 	/* a name given before: "~N" (the first free N) on the last segment */
 	sfx[0] = 0;
-	for (tries = 1; tfs_strmap_get(&z->names, q, NULL); tries++) {
-		snprintf(sfx, sizeof(sfx), "~%u", tries);
-		strcpy(q + len, sfx);
-	}
-	if (sfx[0]) {
-		char nb[TFS_PRINTABLE_MAX];
-
-		if (tfs_builder_warn(z->b, at,
-				     "tensor '%s': the qualified name is "
-				     "given twice; this one is renamed",
-				     tfs_name_printable(nb, sizeof(nb), q,
-							strlen(q)))) {
-			free(q);
-			ox_name_free(n);
-			return tfs_diag_oom(z->d);
+	key = ox_key(q, len);
+	if (!key)
+		goto oom;
+	if (tfs_strmap_get(&z->names, key, &next)) {
+		/* next: where the search for this name stopped last time; each
+		 * step passes a name given before, so the search is bounded */
+		for (tries = next ? next : 1;; tries++) {
+			snprintf(sfx, sizeof(sfx), "~%u", tries);
+			strcpy(q + len, sfx);
+			free(key2);
+			key2 = ox_key(q, len + strlen(sfx));
+			if (!key2)
+				goto oom;
+			if (!tfs_strmap_get(&z->names, key2, NULL))
+				break;
 		}
+		/* the map keeps its own copy of the base name's key */
+		ret = tfs_strmap_put(&z->names, key, tries + 1);
+		free(key);
+		key = key2;
+		key2 = NULL;
+		n->qlen = len + strlen(sfx); /* a name may hold NUL bytes */
+		if (ret || tfs_builder_warn(z->b, at,
+					    "tensor '%s': the qualified name "
+					    "is given twice; this one is "
+					    "renamed",
+					    tfs_name_printable(nb, sizeof(nb), q,
+							       n->qlen)))
+			goto oom;
 	}
-	n->qname = q;
-	n->qlen = len + strlen(sfx); /* a name may hold NUL bytes */
 	/* keep the name for the ~N rule */
-	if (z->nowned == z->owned_cap) {
-		size_t cap = z->owned_cap ? z->owned_cap * 2 : 64;
-		char **no = reallocarray(z->owned, cap, sizeof(*no));
-
-		if (!no) {
-			free(q);
-			n->qname = NULL;
-			ox_name_free(n);
-			return tfs_diag_oom(z->d);
-		}
-		z->owned = no;
-		z->owned_cap = cap;
-	}
-	z->owned[z->nowned++] = q;
-	if (tfs_strmap_put(&z->names, q, 1)) {
-		ox_name_free(n);
-		return tfs_diag_oom(z->d);
-	}
+	ret = ox_own(z, key);
+	key = NULL; /* owned, or freed */
+	if (ret || tfs_strmap_put(&z->names, z->owned[z->nowned - 1], 1))
+		goto oom;
 	/* the path: each segment split at '.' and '/'; a leading '/' adds
 	 * no empty first component */
 	n->explicit_path =
@@ -460,6 +503,11 @@ static int ox_make_name(struct ox *z, struct ox_name *n, uint64_t at)
 	}
 	n->ncomp = nc;
 	return 0;
+oom:
+	free(key);
+	free(key2);
+	ox_name_free(n);
+	return tfs_diag_oom(z->d);
 }
 
 /* ---- TensorProto -------------------------------------------------------- */
@@ -1107,7 +1155,7 @@ static int ox_strings(struct ox *z, const struct ox_name *n,
 {
 	struct tfs_cursor c = *msg;
 	struct tfs_pb_field g;
-	json_t *o = json_object(), *vals = json_array();
+	json_t *o = json_object(), *vals = json_array(), *key;
 	int ret;
 
 	if (!o || !vals) {
@@ -1122,17 +1170,28 @@ static int ox_strings(struct ox *z, const struct ox_name *n,
 		ret = 0;
 		if (g.number != field || g.wire != TFS_PB_LEN)
 			continue;
+		if (field == 4) /* AttributeProto.s: the last one wins */
+			json_array_clear(vals);
 		ret = ox_append(z, vals,
 				ox_json_bytes((const char *)g.data,
 					      (size_t)g.len));
 	}
 	json_decref(vals);
-	if (ret < 0 || !z->strings ||
-	    json_object_set_new(z->strings, n->qname, o)) {
+	if (ret < 0) {
 		json_decref(o);
-		return ret < 0 ? ret : tfs_diag_oom(z->d);
+		return ret;
 	}
-	return 0;
+	/* the key as JSON can hold it (a name is any bytes) */
+	key = ox_json_bytes(n->qname, n->qlen);
+	/* set_new takes @o, also when it fails */
+	ret = key && !json_object_set_new(z->strings, json_string_value(key),
+					  o)
+		      ? 0
+		      : tfs_diag_oom(z->d);
+	if (!key)
+		json_decref(o);
+	json_decref(key);
+	return ret;
 }
 
 /* storage, external range, and the TensorProto's own name if another */

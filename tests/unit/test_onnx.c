@@ -474,6 +474,40 @@ START_TEST(qualified_name_twice)
 }
 END_TEST
 
+/* names holding NUL bytes stay distinct; a name given thrice: ~1, ~2 */
+START_TEST(names_with_nul_and_repeats)
+{
+	static const float v[2] = {1, 2};
+	struct tu_buf m = {0}, g = {0}, t = {0};
+	struct tfs_image *img;
+	int i;
+
+	put_int(&t, 1, 2);
+	put_int(&t, 2, 1);
+	put_bytes(&t, 8, "a\0b", 3);
+	put_bytes(&t, 9, v, 8);
+	put_msg(&g, 5, &t);
+	put_int(&t, 1, 2);
+	put_int(&t, 2, 1);
+	put_bytes(&t, 8, "a\0c", 3);
+	put_bytes(&t, 9, v, 8);
+	put_msg(&g, 5, &t);
+	for (i = 0; i < 3; i++) {
+		raw_tensor(&t, "", v, 2);
+		constant(&g, "k", &t);
+	}
+	model(&m, &g);
+	img = tu_load_ok(m.p, m.len);
+	ck_assert_uint_eq(img->tree->ntensors, 5);
+	ck_assert(tu_tensor(img, "@constants/k") != NULL);
+	ck_assert(tu_tensor(img, "@constants/k~1") != NULL);
+	ck_assert(tu_tensor(img, "@constants/k~2") != NULL);
+	ck_assert_uint_eq(img->tree->nwarnings, 2);
+	tfs_image_close(img);
+	free(m.p);
+}
+END_TEST
+
 /* a packed float_data is the tensor's bytes: served where it lies */
 START_TEST(packed_float_data_in_place)
 {
@@ -740,6 +774,7 @@ int main(void)
 
 	tcase_add_test(tc, qualified_name_twice);
 	tcase_add_test(tc, packed_float_data_in_place);
+	tcase_add_test(tc, names_with_nul_and_repeats);
 	tcase_add_test(tc, encoded_rejects);
 	tcase_add_test(tc, probe);
 	tcase_add_test(tc, int4_values);
