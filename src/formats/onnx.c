@@ -14,26 +14,21 @@
  * tensor (those bytes are the tensor's bytes).  Values that must be
  * converted (varint fields, unpacked fields, Constant value_float(s) /
  * value_int(s)) are converted into a buffer sized from the checked element
- * count; external data is located and its range checked against the data
- * file, which is opened beneath the model's directory without following
- * any symbolic link.  Until the core can serve bytes held in memory and
- * companion files (OX_HAVE_MEM, OX_HAVE_SIBLING), those tensors are listed
- * with an "unreadable" reason.
+ * count and given to the builder as bytes in memory (spec.mem); external
+ * data is served from the data file beside the model, opened by the core
+ * (tfs_builder_open_companion: never outside the model's directory), its
+ * range checked against that file; a missing data file leaves its tensors
+ * unreadable instead of refusing the model.
  *
  * A bare TensorProto (.pb, onnx's test data) is one tensor.  STRING
  * tensors are not files: their values are in metadata.json.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "core/strmap.h"
 #include "parse/protobuf.h"
@@ -45,9 +40,6 @@
 #include "tensorfs/format.h"
 #include "tensorfs/names.h"
 #include "tensorfs/source.h"
-
-/* the core serves bytes held in memory (tfs_tensor_spec.mem) */
-#define OX_HAVE_MEM 0
 
 #define OX_FILE_MAX 0x7fffffffull /* protobuf's 2 GiB - 1 */
 #define OX_MAX_DIMS 64
@@ -957,73 +949,9 @@ static const char *ox_location_rule(const struct ox_str *loc, char *out)
 	return n ? NULL : "names no file";
 }
 
-/*
- * Open @rel beneath the directory of @model without following a symbolic
- * link anywhere; its size into *@size.  -ELOOP / -EXDEV: a link or a way
- * out; -ENOENT...: not there.
- */
-static int ox_open_beneath(const char *model, const char *rel, uint64_t *size)
-{
-	struct open_how how = {
-		.flags = O_PATH | O_CLOEXEC,
-		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS,
-	};
-	char *dir = strdup(model), *slash;
-	struct stat st;
-	int dfd, fd, ret = 0;
-
-	if (!dir)
-		return -ENOMEM;
-	slash = strrchr(dir, '/');
-	if (slash)
-		*(slash == dir ? slash + 1 : slash) = 0;
-	dfd = open(slash ? dir : ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	free(dir);
-	if (dfd < 0)
-		return -errno;
-	fd = (int)syscall(SYS_openat2, dfd, rel, &how, sizeof(how));
-	if (fd < 0 && errno == ENOSYS) {
-		/* before Linux 5.6: component by component, O_NOFOLLOW */
-		char *copy = strdup(rel), *p, *next;
-		int cur = dup(dfd);
-
-		for (p = copy; copy && cur >= 0 && p; p = next) {
-			int nfd;
-
-			next = strchr(p, '/');
-			if (next)
-				*next++ = 0;
-			nfd = openat(cur, p,
-				     O_PATH | O_NOFOLLOW | O_CLOEXEC |
-					     (next ? O_DIRECTORY : 0));
-			close(cur);
-			cur = nfd;
-		}
-		free(copy);
-		fd = copy ? cur : -1;
-		if (!copy)
-			errno = ENOMEM;
-	}
-	if (fd < 0) {
-		ret = -errno;
-		close(dfd);
-		return ret;
-	}
-	if (fstat(fd, &st))
-		ret = -errno;
-	else if (S_ISLNK(st.st_mode))
-		ret = -ELOOP;
-	else if (!S_ISREG(st.st_mode))
-		ret = -EINVAL;
-	else
-		*size = (uint64_t)st.st_size;
-	close(fd);
-	close(dfd);
-	return ret;
-}
-
 struct ox_ext {
 	char *loc; /* normalised */
+	uint32_t source; /* its companion handle */
 	uint64_t offset, length;
 	const char *unreadable; /* static text, or NULL */
 	char why[160];
@@ -1082,35 +1010,32 @@ static int ox_external(struct ox *z, struct ox_tensor *t, const char *who,
 				   "but the tensor has %llu bytes",
 				   who, (unsigned long long)e->length,
 				   (unsigned long long)t->nbytes);
-	if (!z->src->path || tfs_source_is_url(z->src->path)) {
-		e->unreadable = "external data: the model was not opened "
-				"from a local file, so its data file is not "
-				"found";
+	if (!z->src->path) {
+		e->unreadable = "external data: the model was read from "
+				"memory, so its data file is not found";
 		e->length = t->nbytes;
 		return 0;
 	}
-	ret = ox_open_beneath(z->src->path, e->loc, &size);
-	if (ret == -ELOOP || ret == -EXDEV)
-		return tfs_diag_at(z->d, -EBADMSG, t->ext_location.at,
-				   "tensor '%s': external_data location "
-				   "'%s': a symbolic link or a way out of the "
-				   "model's directory, refused",
-				   who, e->loc);
-	if (ret == -EINVAL)
-		return tfs_diag_at(z->d, -EBADMSG, t->ext_location.at,
-				   "tensor '%s': external_data location "
-				   "'%s': not a regular file",
-				   who, e->loc);
+	/* the core opens it beneath the model's directory, no way out */
+	ret = tfs_builder_open_companion(z->b, e->loc, &e->source, z->d);
 	if (ret == -ENOMEM)
-		return tfs_diag_oom(z->d);
+		return ret;
 	if (ret) {
-		snprintf(e->why, sizeof(e->why),
-			 "external data: cannot open '%.100s': %s", e->loc,
-			 strerror(-ret));
+		/* missing: that tensor unreadable; refused: said at the field */
+		char why[TFS_DIAG_MSG_MAX];
+
+		snprintf(why, sizeof(why), "%s", z->d->msg);
+		tfs_diag_clear(z->d);
+		if (ret != -ENOENT)
+			return tfs_diag_at(z->d, ret, t->ext_location.at,
+					   "tensor '%s': external_data: %s",
+					   who, why);
+		snprintf(e->why, sizeof(e->why), "external data: %.140s", why);
 		e->unreadable = e->why;
 		e->length = t->nbytes;
 		return 0;
 	}
+	size = tfs_builder_source(z->b, e->source)->size;
 	if (!have_length)
 		e->length = size >= e->offset ? size - e->offset : 0;
 	if (!tfs_range_ok(e->offset, e->length, size))
@@ -1130,8 +1055,6 @@ static int ox_external(struct ox *z, struct ox_tensor *t, const char *who,
 				   "%llu",
 				   who, (unsigned long long)e->length, e->loc,
 				   (unsigned long long)t->nbytes);
-	e->unreadable = "external data: companion files are not served by "
-			"this build yet";
 	return 0;
 }
 
@@ -1236,10 +1159,6 @@ static int ox_note_file(struct ox *z, const char *loc)
 	return 0;
 }
 
-#define OX_UNREADABLE_MEM                                                      \
-	"typed values: converting them needs tensors held in memory, which "   \
-	"this build cannot serve yet"
-
 /*
  * Add tensor @t under the scope's name (a component @role of @group when
  * @role is set).
@@ -1289,6 +1208,9 @@ static int ox_add(struct ox *z, struct ox_tensor *t, uint32_t group,
 			goto out;
 		s.unreadable = e.unreadable;
 		s.unreadable_is_fault = e.unreadable == e.why;
+		s.source = e.source;
+		s.offset = e.offset;
+		s.length = e.length;
 		z->external++;
 		ret = ox_note_file(z, e.loc);
 		if (ret)
@@ -1319,7 +1241,7 @@ static int ox_add(struct ox *z, struct ox_tensor *t, uint32_t group,
 					  who, OX_CONVERT_MAX);
 			goto out;
 		}
-		if (OX_HAVE_MEM && t->nbytes) {
+		if (t->nbytes) {
 			buf = malloc(t->nbytes);
 			if (!buf) {
 				ret = tfs_diag_oom(z->d);
@@ -1329,12 +1251,8 @@ static int ox_add(struct ox *z, struct ox_tensor *t, uint32_t group,
 		ret = ox_convert(z, t, field, buf, who);
 		if (ret)
 			goto out;
-#if OX_HAVE_MEM
-		s.mem = buf;
+		s.mem = buf; /* copied by the builder */
 		s.length = t->nbytes;
-#else
-		s.unreadable = OX_UNREADABLE_MEM;
-#endif
 	}
 	if (role) {
 		if (asprintf(&cname, "%s/%s", gname, role) < 0) {
@@ -1537,7 +1455,7 @@ static int ox_attr_scalars(struct ox *z, const struct ox_attr_values *a)
 				  OX_CONVERT_MAX);
 		goto out;
 	}
-	if (OX_HAVE_MEM && s.size) {
+	if (s.size) {
 		buf = malloc(s.size);
 		if (!buf) {
 			ret = tfs_diag_oom(z->d);
@@ -1567,12 +1485,8 @@ static int ox_attr_scalars(struct ox *z, const struct ox_attr_values *a)
 	}
 	if (ret < 0)
 		goto out;
-#if OX_HAVE_MEM
-	s.mem = buf;
+	s.mem = buf; /* copied by the builder */
 	s.length = s.size;
-#else
-	s.unreadable = OX_UNREADABLE_MEM;
-#endif
 	ret = tfs_builder_add_tensor(z->b, &s, &h, z->d);
 	if (!ret)
 		ret = ox_xattrs(z, h, "attribute", NULL, NULL, NULL);

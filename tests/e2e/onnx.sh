@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # ONNX, really mounted: every valid file of the shared fixtures (onnx
 # 1.12's models, onnx's backend test data, bare TensorProto .pb files),
-# each tensor file compared with expected.json's sha256 and, where the onnx
-# package is installed, with onnx.numpy_helper's conversion
-# (onnx_check.py); a model's directory; a model whose data file is missing
+# each tensor file (raw_data, converted typed values, external data)
+# compared with expected.json's sha256 and, where the onnx package is
+# installed, with onnx.numpy_helper's conversion (onnx_check.py); a model's directory; a model whose data file is missing
 # (mounts, that tensor EIO, verify exits 2); every reject refused with one
 # line naming the file, the field and the byte offset.
 . "$(dirname "$0")/lib.sh"
@@ -12,12 +12,17 @@ need_fixtures
 F="$TFS_FIXTURES/onnx"
 CHECK="$(dirname "$0")/onnx_check.py"
 [ -f "$F/expected.json" ] || { echo "SKIP: no ONNX fixtures"; exit 77; }
-python3 -c 'import onnx' 2>/dev/null && echo "onnx.numpy_helper: used" ||
+# Debian's python3-onnx is for /usr/bin/python3 (python3 may be another)
+PY=python3
+for p in python3 /usr/bin/python3; do
+	if "$p" -c 'import onnx' 2>/dev/null; then PY=$p; break; fi
+done
+"$PY" -c 'import onnx' 2>/dev/null && echo "onnx.numpy_helper: used ($PY)" ||
 	echo "onnx.numpy_helper: not installed, expected.json only"
 
 while read -r key; do
 	M=$(mount_container "$F/$key") || { fail "mount $key"; continue; }
-	out=$(python3 "$CHECK" "$F/expected.json" "$key" "$F/$key" "$M")
+	out=$("$PY" "$CHECK" "$F/expected.json" "$key" "$F/$key" "$M")
 	check "$key: $out" test $? -eq 0
 	unmount "$M"
 done < <(python3 -c 'import json,sys; print("\n".join(json.load(open(sys.argv[1]))["valid"]))' "$F/expected.json")
@@ -28,6 +33,8 @@ if [ -n "${M:-}" ]; then
 	eq "directory: the model's tensors" \
 		"$(getfattr --absolute-names --only-values -n user.tensorfs.onnx.location "$M/model/pooler/dense/weight")" \
 		model.onnx_data
+	check "directory: external bytes served" cmp -s "$M/model/pooler/dense/weight" \
+		<(tail -c +1473 "$F/external_one_file/model.onnx_data" | head -c 128)
 	unmount "$M"
 fi
 

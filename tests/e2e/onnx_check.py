@@ -5,15 +5,14 @@ Usage: onnx_check.py EXPECTED_JSON KEY MODEL MOUNTPOINT
 
 Every tensor that expected.json (written from onnx 1.12's own reading of
 the fixture) lists under KEY is looked up in the mount by its path:
-its bytes must have the listed sha256 and its xattrs the listed dtype and
-shape; a file the daemon cannot serve yet (typed values, external data:
-user.tensorfs.unreadable) must refuse reads with EIO.  String tensors must be
-in metadata.json.  When the onnx package is installed, every main-graph
-initializer and Constant value is also converted by onnx.numpy_helper and
-compared byte for byte with the file.  Prints "N tensors ok" or the
+its bytes (raw_data, converted typed values, external data) must have the
+listed sha256 and its xattrs the listed dtype and shape.  String tensors
+must be in metadata.json.  When the onnx package is installed, every
+main-graph initializer (external data loaded by onnx) and Constant value
+is also converted by onnx.numpy_helper and compared byte for byte with the
+file.  Prints "N tensors ok" or the
 mismatches, and exits 1 on any.
 """
-import errno
 import hashlib
 import json
 import os
@@ -47,13 +46,7 @@ def check_file(t):
     if os.path.getsize(p) != t["nbytes"]:
         bad.append("%s: size %d" % (t["name"], os.path.getsize(p)))
     if xattr(p, "unreadable") is not None:
-        try:
-            read(p)
-            bad.append("%s: unreadable, yet read" % t["name"])
-        except OSError as e:
-            if e.errno != errno.EIO:
-                bad.append("%s: %s" % (t["name"], e))
-        count += 1
+        bad.append("%s: unreadable: %s" % (t["name"], xattr(p, "unreadable")))
         return
     got = hashlib.sha256(read(p)).hexdigest()
     if got != t["sha256"]:
@@ -87,7 +80,7 @@ except ImportError:
 if onnx is not None and not entry.get("bare_tensor"):
     # the main graph: initializers at the root, Constant values under
     # @constants (spec section 8), converted by onnx itself
-    m = onnx.load(model, load_external_data=False)
+    m = onnx.load(model)
     pairs = []
     for t in m.graph.initializer:
         pairs.append((t.name, t))
@@ -106,10 +99,11 @@ if onnx is not None and not entry.get("bare_tensor"):
                 s = s[1:]
             parts += s.replace("/", ".").split(".")
         p = os.path.join(mnt, *parts)
-        if xattr(p, "unreadable") is not None:
-            continue
-        if t.data_location == onnx.TensorProto.EXTERNAL:
-            continue
+        if t.data_type in (onnx.TensorProto.COMPLEX64,
+                           onnx.TensorProto.COMPLEX128) and not t.raw_data:
+            continue  # onnx 1.12's to_array cannot read these
+        if t.data_type == onnx.TensorProto.BFLOAT16:
+            continue  # to_array gives float32 values, not the bit patterns
         want = numpy_helper.to_array(t).tobytes()
         if read(p) != want:
             bad.append("%s: bytes differ from onnx.numpy_helper" % name)

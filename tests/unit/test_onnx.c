@@ -123,16 +123,9 @@ static void expect_tensor(struct tfs_image *img, const char *file,
 		ck_assert_str_eq(kind, "empty");
 		ck_assert_uint_eq(x->size, 0);
 	}
-	if (x->unreadable) {
-		/* what this build cannot serve yet, never a fault */
-		ck_assert_msg(strcmp(kind, "typed") == 0 ||
-				      strcmp(kind, "attribute") == 0 ||
-				      strcmp(kind, "external") == 0,
-			      "%s: '%s' unreadable: %s", file, name,
-			      x->unreadable);
-		ck_assert(!x->unreadable_is_fault);
-		return;
-	}
+	/* typed values converted, external data read beside the model */
+	ck_assert_msg(x->unreadable == NULL, "%s: '%s' unreadable: %s", file,
+		      name, x->unreadable);
 	b = tu_read_node(img, x->node, &len);
 	ck_assert_uint_eq(len, x->size);
 	tu_sha256_hex(b, len, hex);
@@ -252,23 +245,30 @@ START_TEST(every_valid_fixture)
 }
 END_TEST
 
-/* the external tensors: listed, located, their range checked; reads
- * refused with a reason until the core serves companion files */
+/* the external tensors: served from the data file, at their offsets */
 START_TEST(external_is_located)
 {
 	struct tfs_image *img;
 	struct tfs_diag d;
 	const struct tfs_tensor *x;
+	uint8_t *data, *b;
+	size_t dlen, len;
 	json_t *meta;
 
 	ck_assert_int_eq(tu_load_file(tu_fixture("onnx/external_one_file/"
 						 "model.onnx"),
 				      &img, &d),
 			 0);
+	data = tu_read_file(tu_fixture("onnx/external_one_file/"
+				       "model.onnx_data"),
+			    &dlen);
 	x = tu_tensor(img, "pooler.dense.weight");
-	ck_assert(x != NULL);
-	ck_assert(x->unreadable != NULL);
-	ck_assert(!x->unreadable_is_fault);
+	ck_assert(x != NULL && x->unreadable == NULL);
+	ck_assert_uint_ne(x->source, 0); /* the companion, not the model */
+	ck_assert_uint_eq(x->offset, 1472);
+	b = tu_read_node(img, x->node, &len);
+	ck_assert_uint_eq(len, 128);
+	ck_assert(memcmp(b, data + 1472, 128) == 0);
 	meta = metadata(img);
 	ck_assert_str_eq(json_string_value(json_array_get(
 				 json_object_get(meta, "external_files"), 0)),
@@ -277,6 +277,8 @@ START_TEST(external_is_located)
 				 json_object_get(meta, "external_tensors")),
 			 9);
 	json_decref(meta);
+	free(b);
+	free(data);
 	tfs_image_close(img);
 }
 END_TEST
@@ -696,24 +698,31 @@ static void external_model(const char *loc)
 
 START_TEST(external_on_disk)
 {
-	static const uint8_t data[12] = {0};
+	static const uint8_t data[12] = {0, 0, 0, 0, 0, 0, 0x80, 0x3f,
+					 0, 0, 0, 0x40};
 	char path[160], link[160];
 	struct tfs_image *img;
 	struct tfs_diag d;
 	const struct tfs_tensor *x;
+	uint8_t *b;
+	size_t len;
 
 	strcpy(tmpdir, "/tmp/tfs-onnx-XXXXXX");
 	ck_assert(mkdtemp(tmpdir) != NULL);
 	snprintf(path, sizeof(path), "%s/model.onnx", tmpdir);
-	/* present: located, its extent checked */
+	/* present: served from offset 4 of the data file */
 	write_file("w.bin", data, sizeof(data));
 	external_model("./w.bin");
 	ck_assert_int_eq(tu_load_file(path, &img, &d), 0);
 	x = tu_tensor(img, "e");
-	ck_assert(x != NULL && x->unreadable && !x->unreadable_is_fault);
+	ck_assert(x != NULL && x->unreadable == NULL);
 	tu_expect_xattr(img, "e", "onnx.location", "w.bin");
 	tu_expect_xattr(img, "e", "onnx.offset", "4");
 	tu_expect_xattr(img, "e", "onnx.length", "8");
+	b = tu_read_node(img, x->node, &len);
+	ck_assert_uint_eq(len, 8);
+	ck_assert(memcmp(b, data + 4, 8) == 0);
+	free(b);
 	tfs_image_close(img);
 	/* missing: the model mounts, that tensor unreadable, a fault */
 	external_model("gone.bin");
@@ -722,12 +731,14 @@ START_TEST(external_on_disk)
 	ck_assert(x != NULL && x->unreadable && x->unreadable_is_fault);
 	ck_assert(strstr(x->unreadable, "gone.bin") != NULL);
 	tfs_image_close(img);
-	/* a symbolic link, even to a file beside it: refused */
+	/* a symbolic link leading out of the directory: refused */
 	snprintf(link, sizeof(link), "%s/l.bin", tmpdir);
-	ck_assert_int_eq(symlink("w.bin", link), 0);
+	ck_assert_int_eq(symlink("/etc/passwd", link), 0);
 	external_model("l.bin");
-	ck_assert_int_eq(tu_load_file(path, &img, &d), -EBADMSG);
-	ck_assert(strstr(d.msg, "symbolic link") != NULL);
+	ck_assert_int_eq(tu_load_file(path, &img, &d), -EPERM);
+	ck_assert(strstr(d.msg, "external_data") != NULL);
+	ck_assert(strstr(d.msg, "outside") != NULL);
+	ck_assert(d.has_offset);
 	/* a length to the end that is not the tensor's */
 	write_file("w.bin", data, 11);
 	external_model("w.bin");
