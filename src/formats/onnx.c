@@ -1208,9 +1208,11 @@ static int ox_add(struct ox *z, struct ox_tensor *t, uint32_t group,
 			goto out;
 		s.unreadable = e.unreadable;
 		s.unreadable_is_fault = e.unreadable == e.why;
-		s.source = e.source;
-		s.offset = e.offset;
-		s.length = e.length;
+		if (!e.unreadable) {
+			s.source = e.source;
+			s.offset = e.offset;
+			s.length = e.length;
+		}
 		z->external++;
 		ret = ox_note_file(z, e.loc);
 		if (ret)
