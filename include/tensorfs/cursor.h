@@ -174,4 +174,45 @@ static inline int tfs_cursor_match(const struct tfs_cursor *c,
 	       memcmp(c->p + c->pos, magic, n) == 0;
 }
 
+/*
+ * A base-128 varint (protobuf, LEB128): 7 bits a byte, low group first, bit
+ * 7 set while more follow.  At most 10 bytes (64 bits), the 10th only 0 or
+ * 1.  Returns 0, -EBADMSG when the range ends inside it, -EOVERFLOW when it
+ * is longer than 10 bytes or above 2^64-1; the position is left where it
+ * was on failure.
+ */
+static inline int tfs_cursor_varint(struct tfs_cursor *c, uint64_t *out)
+{
+	uint64_t v = 0, pos = c->pos;
+	unsigned i;
+	uint8_t b;
+
+	for (i = 0; i < 10; i++) {
+		if (pos >= c->len)
+			return -EBADMSG;
+		b = c->p[pos++];
+		if (i == 9 && b > 1)
+			return -EOVERFLOW;
+		v |= (uint64_t)(b & 0x7f) << (7 * i);
+		if (!(b & 0x80)) {
+			c->pos = pos;
+			*out = v;
+			return 0;
+		}
+	}
+	return -EOVERFLOW;
+}
+
+/* the bytes of @v as a varint (1 to 10) */
+static inline unsigned tfs_varint_len(uint64_t v)
+{
+	unsigned n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
 #endif

@@ -74,6 +74,11 @@ enum tfs_dtype {
 	TFS_DTYPE_NVFP4,
 	TFS_DTYPE_Q1_0,
 	TFS_DTYPE_Q2_0,
+	/* packed small integers (ONNX), the first element in the low bits */
+	TFS_DTYPE_INT4,
+	TFS_DTYPE_UINT4,
+	TFS_DTYPE_INT2,
+	TFS_DTYPE_UINT2,
 	/* opaque: no fixed unit */
 	TFS_DTYPE_QFLOAT, /* Burnpack's quantized float */
 	TFS_DTYPE_VOID,	  /* fixed-size records of a size the reader gives */

@@ -611,6 +611,29 @@ static bool *find_shared(const struct tfs_tree *t, uint32_t *sharing,
 }
 
 /*
+ * A reader's own summary lines: root xattrs "user.tensorfs.info.<label>"
+ * (ONNX: opset, producer, external), printed as "<label>: value".
+ */
+static void print_info_xattrs(const struct tfs_tree *t)
+{
+	const struct tfs_node *root = &t->nodes[TFS_ROOT_NODE];
+	const char *pfx = TFS_XATTR_PREFIX "info.";
+	uint32_t i;
+
+	for (i = 0; i < root->nxattrs; i++) {
+		const struct tfs_xattr *x = &root->xattrs[i];
+
+		if (strncmp(x->name, pfx, strlen(pfx)) == 0)
+			tfs_cli_say(stdout, "%s:%*s%.*s\n",
+			       x->name + strlen(pfx),
+			       (int)(strlen(x->name + strlen(pfx)) < 9
+					     ? 9 - strlen(x->name + strlen(pfx))
+					     : 1),
+			       "", (int)x->len, x->value);
+	}
+}
+
+/*
  * What any tree says about the model: its parameters (elements of every
  * tensor with a shape, those of @repeat not again), the bytes of each
  * dtype, largest first (@total of them), and the architecture a reader
@@ -639,6 +662,7 @@ static void print_summary(const struct tfs_tree *t, const bool *repeat,
 	else if (arch)
 		tfs_cli_say(stdout, "architecture: %.*s\n", (int)arch->len,
 			    arch->value);
+	print_info_xattrs(t);
 	if (!v)
 		return;
 	for (i = 0; i < t->ntensors; i++) {

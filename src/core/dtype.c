@@ -61,6 +61,10 @@ static const struct tfs_dtype_info dtypes[TFS_DTYPE_COUNT] = {
 	T(NVFP4, "nvfp4", 64, 36, QUANT),
 	T(Q1_0, "q1_0", 128, 18, QUANT),
 	T(Q2_0, "q2_0", 64, 18, QUANT),
+	T(INT4, "int4", 2, 1, INT),
+	T(UINT4, "uint4", 2, 1, UINT),
+	T(INT2, "int2", 4, 1, INT),
+	T(UINT2, "uint2", 4, 1, UINT),
 	T(QFLOAT, "qfloat", 0, 0, OPAQUE),
 	T(VOID, "void", 0, 0, OPAQUE),
 };

@@ -491,6 +491,22 @@ int tfs_values_decode(enum tfs_dtype t, unsigned flags, const void *src,
 		}
 		return 0;
 	}
+	if (di->block_elems > 1 &&
+	    (di->kind == TFS_KIND_INT || di->kind == TFS_KIND_UINT)) {
+		/* int4/uint4/int2/uint2: low bits first (specs/onnx.md s3) */
+		unsigned bits = 8 / di->block_elems;
+		int v;
+
+		for (i = 0; i < nblocks; i++)
+			for (j = 0; j < di->block_elems; j++) {
+				v = (p[i] >> (j * bits)) & ((1 << bits) - 1);
+				if (di->kind == TFS_KIND_INT &&
+				    v >> (bits - 1))
+					v -= 1 << bits;
+				*out++ = v;
+			}
+		return 0;
+	}
 	if (t == TFS_DTYPE_FLOAT4) {
 		for (i = 0; i < nblocks; i++) {
 			*out++ = minifloat(p[i] & 0xf, 2, 1, 1);
