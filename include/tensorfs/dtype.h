@@ -77,6 +77,18 @@ enum tfs_dtype {
 	/* opaque: no fixed unit */
 	TFS_DTYPE_QFLOAT, /* Burnpack's quantized float */
 	TFS_DTYPE_VOID,	  /* fixed-size records of a size the reader gives */
+	/*
+	 * packed sub-byte integers (TFLite INT4/UINT4/INT2: two or four per
+	 * byte, low bits first, the last byte half-filled for an odd count):
+	 * no fixed unit in this table, the reader checks ceil(count x bits /
+	 * 8); no element values yet
+	 */
+	TFS_DTYPE_INT4,
+	TFS_DTYPE_UINT4,
+	TFS_DTYPE_INT2,
+	/* variable-length strings in a format's own layout
+	 * (user.tensorfs.string_encoding says which) */
+	TFS_DTYPE_STRING,
 	TFS_DTYPE_COUNT
 };
 

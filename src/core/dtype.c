@@ -63,6 +63,10 @@ static const struct tfs_dtype_info dtypes[TFS_DTYPE_COUNT] = {
 	T(Q2_0, "q2_0", 64, 18, QUANT),
 	T(QFLOAT, "qfloat", 0, 0, OPAQUE),
 	T(VOID, "void", 0, 0, OPAQUE),
+	T(INT4, "int4", 0, 0, OPAQUE),
+	T(UINT4, "uint4", 0, 0, OPAQUE),
+	T(INT2, "int2", 0, 0, OPAQUE),
+	T(STRING, "string", 0, 0, OPAQUE),
 };
 
 static const struct tfs_dtype_info invalid;
