@@ -1004,7 +1004,7 @@ static int tfl_load(const struct tfs_source *src, struct tfs_builder *b,
 	char id[TFS_PRINTABLE_MAX];
 	struct tfs_fb_vec sv, ext;
 	struct tfs_fb_str desc;
-	uint64_t version;
+	uint64_t version, pos = 0;
 	uint32_t si;
 	size_t i;
 	int ret;
@@ -1032,12 +1032,13 @@ static int tfl_load(const struct tfs_source *src, struct tfs_builder *b,
 	}
 	ret = tfs_fb_root(&z.fb, &z.model, d);
 	if (!ret)
-		ret = tfs_fb_scalar(&z.fb, &z.model, 0, 4, 0, "Model.version",
-				    &version, d);
-	if (ret)
+		ret = tfs_fb_field(&z.fb, &z.model, 0, 4, "Model.version", &pos,
+				   d);
+	if (ret < 0)
 		goto out;
+	version = ret ? tfs_load_le(z.fb.p + pos, 4) : 0;
 	if (version != 3) {
-		ret = tfs_diag_at(d, -ENOTSUP, z.model.pos,
+		ret = tfs_diag_at(d, -ENOTSUP, ret ? pos : z.model.pos,
 				  "Model.version: %" PRIu64 ", only schema "
 				  "version 3 is supported",
 				  version);

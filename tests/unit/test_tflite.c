@@ -379,6 +379,204 @@ START_TEST(every_reject)
 }
 END_TEST
 
+
+/* ---- the models of tests/fixtures/tflite/generate.py -------------------- */
+
+static int errno_of(const char *name)
+{
+	return strcmp(name, "EBADMSG") == 0  ? -EBADMSG
+	       : strcmp(name, "E2BIG") == 0  ? -E2BIG
+	       : strcmp(name, "ENOTSUP") == 0 ? -ENOTSUP
+					      : 0;
+}
+
+/* valid.tsv: file, path, dtype, shape, offset, nbytes, sha256, k=v;k=v */
+START_TEST(generated_valid)
+{
+	FILE *f = fopen(tu_testdata("tflite/valid.tsv"), "r");
+	char line[1024], *col[8], *save, *kv, *s2, *eq;
+	char file[256] = "", rel[300];
+	struct tfs_image *img = NULL;
+	const struct tfs_tensor *x;
+	struct tfs_diag d;
+	unsigned rows = 0, k;
+	uint8_t *b;
+	size_t len;
+	char hex[65];
+
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		for (k = 0, save = NULL; k < 8; k++)
+			col[k] = strtok_r(k ? NULL : line, "\t", &save);
+		ck_assert_ptr_nonnull(col[7]);
+		if (strcmp(file, col[0]) != 0) {
+			if (img)
+				tfs_image_close(img);
+			snprintf(file, sizeof(file), "%s", col[0]);
+			snprintf(rel, sizeof(rel), "tflite/valid/%s", file);
+			ck_assert_msg(tu_load_file(tu_testdata(rel), &img,
+						   &d) == 0,
+				      "%s: %s", file, d.msg);
+		}
+		x = tu_tensor(img, col[1]);
+		ck_assert_msg(x != NULL, "%s: no '%s'", file, col[1]);
+		ck_assert_str_eq(x->dtype, col[2]);
+		tu_expect_xattr(img, x->path, "shape", col[3]);
+		ck_assert_uint_eq(x->offset, strtoull(col[4], NULL, 10));
+		ck_assert_uint_eq(x->size, strtoull(col[5], NULL, 10));
+		b = tu_read_node(img, x->node, &len);
+		tu_sha256_hex(b, len, hex);
+		free(b);
+		ck_assert_msg(strcmp(hex, col[6]) == 0, "%s: sha256", col[1]);
+		if (strcmp(col[7], "-") != 0)
+			for (kv = strtok_r(col[7], ";", &s2); kv;
+			     kv = strtok_r(NULL, ";", &s2)) {
+				eq = strchr(kv, '=');
+				*eq = '\0';
+				if (strcmp(kv, "path") == 0)
+					ck_assert_str_eq(x->path, eq + 1);
+				else
+					tu_expect_xattr(img, x->path, kv,
+							eq + 1);
+			}
+		rows++;
+	}
+	fclose(f);
+	tfs_image_close(img);
+	ck_assert_uint_eq(rows, 21);
+}
+END_TEST
+
+/* what clash.tflite lists without a file, and why; the offset warning */
+START_TEST(generated_listed)
+{
+	static const char *const want[][2] = {
+		{"act", "no data"},
+		{"sparse", "sparse"},
+		{"ext", "external"},
+		{"res", "resource"},
+	};
+	struct tfs_image *img;
+	struct tfs_diag d;
+	json_t *meta, *list, *e, *q;
+	size_t i, k;
+
+	ck_assert_int_eq(tu_load_file(tu_testdata("tflite/valid/clash.tflite"),
+				      &img, &d),
+			 0);
+	ck_assert_uint_eq(img->tree->ntensors, 18);
+	meta = metadata(img);
+	list = json_object_get(meta, "tensors_without_data");
+	ck_assert_uint_eq(json_array_size(list), 4);
+	for (k = 0; k < 4; k++) {
+		const char *why;
+
+		e = NULL;
+		for (i = 0; i < json_array_size(list); i++)
+			if (strcmp(json_string_value(json_object_get(
+					   json_array_get(list, i), "name")),
+				   want[k][0]) == 0)
+				e = json_array_get(list, i);
+		ck_assert_msg(e != NULL, "'%s' not listed", want[k][0]);
+		why = json_string_value(json_object_get(e, "not_served"));
+		ck_assert_msg(why && strstr(why, want[k][1]), "'%s': %s",
+			      want[k][0], why);
+	}
+	/* per-axis quantization of an activation, in metadata.json */
+	e = json_array_get(list, 0);
+	q = json_object_get(e, "quantization");
+	ck_assert_int_eq(json_integer_value(
+				 json_object_get(q, "quantized_dimension")),
+			 1);
+	ck_assert_uint_eq(json_array_size(json_object_get(q, "scale")), 4);
+	ck_assert_str_eq(json_string_value(json_object_get(
+				 json_array_get(json_object_get(meta, "subgraphs"),
+						1),
+				 "name")),
+			 "one");
+	ck_assert(json_is_null(json_object_get(
+		json_array_get(json_object_get(meta, "subgraphs"), 2),
+		"name")));
+	json_decref(meta);
+	tfs_image_close(img);
+
+	ck_assert_int_eq(
+		tu_load_file(tu_testdata("tflite/valid/offsets.tflite"), &img,
+			     &d),
+		0);
+	meta = metadata(img);
+	ck_assert_uint_eq(json_array_size(json_object_get(meta, "warnings")),
+			  1);
+	ck_assert_ptr_nonnull(
+		strstr(json_dumps(json_object_get(meta, "warnings"), 0),
+		       "both data and an offset"));
+	json_decref(meta);
+	tfs_image_close(img);
+}
+END_TEST
+
+/* reject.tsv: file, errno, a word of the message, byte offset */
+START_TEST(generated_rejects)
+{
+	FILE *f = fopen(tu_testdata("tflite/reject.tsv"), "r");
+	char line[512], *col[4], *save, rel[300];
+	struct tfs_image *img = NULL;
+	struct tfs_diag d;
+	unsigned rows = 0, k;
+	int ret;
+
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		for (k = 0, save = NULL; k < 4; k++)
+			col[k] = strtok_r(k ? NULL : line, "\t", &save);
+		ck_assert_ptr_nonnull(col[3]);
+		snprintf(rel, sizeof(rel), "tflite/reject/%s", col[0]);
+		ret = tu_load_file(tu_testdata(rel), &img, &d);
+		ck_assert_msg(ret == errno_of(col[1]), "%s: %d (%s)", col[0],
+			      ret, d.msg);
+		ck_assert_ptr_null(img);
+		ck_assert_msg(strstr(d.msg, col[2]) != NULL,
+			      "%s: '%s' lacks '%s'", col[0], d.msg, col[2]);
+		ck_assert_msg(d.has_offset &&
+				      d.offset == strtoull(col[3], NULL, 10),
+			      "%s: offset %llu, want %s (%s)", col[0],
+			      (unsigned long long)d.offset, col[3], d.msg);
+		rows++;
+	}
+	fclose(f);
+	ck_assert_uint_eq(rows, 10);
+}
+END_TEST
+
+/* every prefix of a valid model is refused with an offset inside it */
+START_TEST(every_truncation)
+{
+	size_t len, n;
+	uint8_t *b = tu_read_file(tu_testdata("tflite/valid/clash.tflite"),
+				  &len);
+	struct tfs_image *img;
+	struct tfs_diag d;
+	int ret;
+
+	for (n = 0; n < len; n++) {
+		img = NULL;
+		ret = tu_load_mem(b, n, &img, &d);
+		if (ret == 0) {
+			/* only a cut after the last byte of the flatbuffer
+			 * and of every buffer could load: none here */
+			ck_abort_msg("%zu of %zu bytes loaded", n, len);
+		}
+		ck_assert_ptr_null(img);
+		if (n >= 8)
+			ck_assert_msg(d.has_offset && d.offset <= n,
+				      "%zu: %s", n, d.msg);
+	}
+	free(b);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("tflite");
@@ -387,6 +585,10 @@ int main(void)
 	tcase_add_test(tc, every_fixture);
 	tcase_add_test(tc, info_summary);
 	tcase_add_test(tc, every_reject);
+	tcase_add_test(tc, generated_valid);
+	tcase_add_test(tc, generated_listed);
+	tcase_add_test(tc, generated_rejects);
+	tcase_add_test(tc, every_truncation);
 	suite_add_tcase(s, tc);
 	return tu_run_with_fixtures(s);
 }
