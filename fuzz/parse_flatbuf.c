@@ -22,15 +22,15 @@ static void refused(int ret, const struct tfs_diag *d)
 {
 	tfs_fuzz_check_refusal(ret, d);
 	if (!d->has_offset || d->offset > in_size)
-		tfs_fuzz_fail("flatbuf: refusal without an offset in the input");
+		tfs_fuzz_fail(
+			"flatbuf: refusal without an offset in the input");
 }
 
 static void inside(uint64_t pos, uint64_t len, const struct tfs_fb *fb)
 {
 	if (pos > fb->n || len > fb->n - pos)
 		tfs_fuzz_fail("flatbuf: [%llu, +%llu) outside %llu bytes",
-			      (unsigned long long)pos,
-			      (unsigned long long)len,
+			      (unsigned long long)pos, (unsigned long long)len,
 			      (unsigned long long)fb->n);
 }
 

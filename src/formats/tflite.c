@@ -38,7 +38,7 @@
 
 #define TFL_MAX_COUNT (1u << 24) /* tensors, buffers, subgraphs, ... */
 #define TFL_MAX_RANK 16
-#define TFL_MAX_QUANT (1u << 24) /* scale/zero_point entries */
+#define TFL_MAX_QUANT (1u << 24)      /* scale/zero_point entries */
 #define TFL_FB_MAX ((1ull << 31) - 1) /* FlatBuffers' own size limit */
 #define TFL_XATTR_MAX 65536	      /* the kernel's xattr value limit */
 
@@ -266,7 +266,8 @@ static int check_offsets_past_flatbuffer(struct tfl *z)
 	return 0;
 }
 
-/* ---- Model.metadata ------------------------------------------------------- */
+/* ---- Model.metadata -------------------------------------------------------
+ */
 
 static int read_metadata(struct tfl *z)
 {
@@ -339,7 +340,8 @@ static int read_metadata(struct tfl *z)
 	return 0;
 }
 
-/* ---- quantization --------------------------------------------------------- */
+/* ---- quantization ---------------------------------------------------------
+ */
 
 struct tfl_quant {
 	struct tfs_fb_vec min, max, scale, zp;
@@ -372,8 +374,8 @@ static int read_quant(struct tfl *z, const struct tfs_fb_table *q,
 				    z->d);
 	if (ret >= 0)
 		ret = tfs_fb_vector(&z->fb, q, 3, 8, TFL_MAX_QUANT,
-				    "QuantizationParameters.zero_point",
-				    &o->zp, z->d);
+				    "QuantizationParameters.zero_point", &o->zp,
+				    z->d);
 	if (ret >= 0)
 		ret = tfs_fb_scalar(&z->fb, q, 4, 1, 0,
 				    "QuantizationParameters.details_type",
@@ -421,8 +423,7 @@ static json_t *quant_json(struct tfl *z, const struct tfl_quant *q)
 {
 	json_t *o = json_object(), *a;
 	const struct tfs_fb_vec *vs[] = {&q->min, &q->max, &q->scale, &q->zp};
-	static const char *const keys[] = {"min", "max", "scale",
-					   "zero_point"};
+	static const char *const keys[] = {"min", "max", "scale", "zero_point"};
 	uint32_t i, k;
 
 	for (k = 0; o && k < 4; k++) {
@@ -473,8 +474,7 @@ static char *quant_list(struct tfl *z, const struct tfs_fb_vec *v,
 		int n;
 
 		if (is_float)
-			n = snprintf(s + len, cap - len, "%s%.9g",
-				     i ? "," : "",
+			n = snprintf(s + len, cap - len, "%s%.9g", i ? "," : "",
 				     (double)f32_at(z->fb.p + v->pos +
 						    4 * (uint64_t)i));
 		else
@@ -518,9 +518,8 @@ static int quant_xattrs(struct tfl *z, uint32_t h, const struct tfl_quant *q,
 	}
 	if (!ret && (q->scale.count || q->min.count)) {
 		snprintf(num, sizeof(num), "%" PRId64, q->axis);
-		ret = tfs_builder_set_xattr_str(z->b, h,
-						"tflite.quantized_dimension",
-						num);
+		ret = tfs_builder_set_xattr_str(
+			z->b, h, "tflite.quantized_dimension", num);
 	}
 	if (!ret && q->details) {
 		snprintf(num, sizeof(num), "%" PRIu64, q->details_type);
@@ -530,7 +529,8 @@ static int quant_xattrs(struct tfl *z, uint32_t h, const struct tfl_quant *q,
 	return ret ? oom(z) : 0;
 }
 
-/* ---- tensors -------------------------------------------------------------- */
+/* ---- tensors --------------------------------------------------------------
+ */
 
 /* a TFLite STRING buffer: i32 count, i32 offsets[count + 1], bytes */
 static int check_strings(struct tfl *z, const struct tfl_buffer *buf,
@@ -560,8 +560,7 @@ static int check_strings(struct tfl *z, const struct tfl_buffer *buf,
 		o = (uint32_t)tfs_load_le(p + 4 + 4 * i, 4);
 		if ((i == 0 && o != prev) || o < prev || o > buf->size ||
 		    (i == n && o != buf->size))
-			return tfs_diag_at(z->d, -EBADMSG,
-					   buf->off + 4 + 4 * i,
+			return tfs_diag_at(z->d, -EBADMSG, buf->off + 4 + 4 * i,
 					   "tensor '%s': string offset %" PRIu64
 					   " is %" PRIu64 ": not monotonic, or "
 					   "not ending at the buffer's %" PRIu64
@@ -623,7 +622,7 @@ static json_t *ints_json(struct tfl *z, const struct tfs_fb_vec *v)
 	for (i = 0; a && i < v->count; i++)
 		if (json_array_append_new(
 			    a, json_integer((int32_t)(uint32_t)tfs_fb_vec_le(
-					  &z->fb, v, i)))) {
+				       &z->fb, v, i)))) {
 			json_decref(a);
 			a = NULL;
 		}
@@ -689,7 +688,8 @@ static int read_tensor(struct tfl *z, const struct tfs_fb_table *sg,
 		return ret;
 	c.ndim = shape.count;
 	for (i = 0; i < shape.count; i++) {
-		int32_t dim = (int32_t)(uint32_t)tfs_fb_vec_le(&z->fb, &shape, i);
+		int32_t dim =
+			(int32_t)(uint32_t)tfs_fb_vec_le(&z->fb, &shape, i);
 
 		if (dim < 0 && !negative)
 			negative = shape.pos + 4 * (uint64_t)i;
@@ -753,8 +753,8 @@ static int read_tensor(struct tfl *z, const struct tfs_fb_table *sg,
 	if (!why && !tfl_types[c.type].dtype)
 		why = "resource/variant: not a file";
 	if (why)
-		return list_tensor(z, &c, &shape, &sig,
-				   c.has_quant ? &q : NULL, why);
+		return list_tensor(z, &c, &shape, &sig, c.has_quant ? &q : NULL,
+				   why);
 	if (negative)
 		return tfs_diag_at(z->d, -EBADMSG, negative,
 				   "Tensor.shape: negative dimension in "
@@ -805,7 +805,8 @@ static int read_subgraph(struct tfl *z, const struct tfs_fb_vec *sv,
 	return 0;
 }
 
-/* ---- paths ---------------------------------------------------------------- */
+/* ---- paths ----------------------------------------------------------------
+ */
 
 /*
  * The stored name (= path) of every constant: "[subgraph_<i>/]NAME", an
@@ -850,8 +851,7 @@ static int make_paths(struct tfl *z)
 
 			if (np == capp) {
 				size_t cap = capp ? 2 * capp : 64;
-				char **n = realloc(prefixes,
-						   cap * sizeof(*n));
+				char **n = realloc(prefixes, cap * sizeof(*n));
 
 				if (!n) {
 					ret = -ENOMEM;
@@ -895,7 +895,8 @@ static int make_paths(struct tfl *z)
 	return ret ? oom(z) : 0;
 }
 
-/* ---- the files ------------------------------------------------------------ */
+/* ---- the files ------------------------------------------------------------
+ */
 
 static int add_const(struct tfl *z, const struct tfl_const *c,
 		     const char **comps, size_t ncomps)
@@ -925,13 +926,15 @@ static int add_const(struct tfl *z, const struct tfl_const *c,
 	ret = tfs_builder_set_xattr(z->b, h, "tflite.name", c->name,
 				    c->name_len);
 	snprintf(num, sizeof(num), "%" PRIu32, c->sg);
-	ret = ret ? ret : tfs_builder_set_xattr_str(z->b, h, "tflite.subgraph", num);
+	ret = ret ? ret
+		  : tfs_builder_set_xattr_str(z->b, h, "tflite.subgraph", num);
 	snprintf(num, sizeof(num), "%" PRIu32, c->index);
 	ret = ret ? ret
 		  : tfs_builder_set_xattr_str(z->b, h, "tflite.tensor_index",
 					      num);
 	snprintf(num, sizeof(num), "%" PRIu32, c->buffer);
-	ret = ret ? ret : tfs_builder_set_xattr_str(z->b, h, "tflite.buffer", num);
+	ret = ret ? ret
+		  : tfs_builder_set_xattr_str(z->b, h, "tflite.buffer", num);
 	ret = ret ? ret
 		  : tfs_builder_set_xattr_str(z->b, h, "tflite.type",
 					      tfl_types[c->type].name);
@@ -1015,12 +1018,12 @@ static int tfl_load(const struct tfs_source *src, struct tfs_builder *b,
 				   "needs at least 8",
 				   src->size);
 	if (memcmp(src->data + 4, "TFL3", 4) != 0)
-		return tfs_diag_at(d, -EBADMSG, 4,
-				   "file identifier: \"%s\" at byte 4, not "
-				   "\"TFL3\"",
-				   tfs_name_printable(id, sizeof(id),
-						      (const char *)src->data + 4,
-						      4));
+		return tfs_diag_at(
+			d, -EBADMSG, 4,
+			"file identifier: \"%s\" at byte 4, not "
+			"\"TFL3\"",
+			tfs_name_printable(id, sizeof(id),
+					   (const char *)src->data + 4, 4));
 	tfs_fb_init(&z.fb, src->data,
 		    src->size < TFL_FB_MAX ? src->size : TFL_FB_MAX);
 	z.meta = tfs_builder_metadata(b);
@@ -1044,15 +1047,13 @@ static int tfl_load(const struct tfs_source *src, struct tfs_builder *b,
 				  version);
 		goto out;
 	}
-	ret = tfs_fb_string(&z.fb, &z.model, 3, "Model.description", &desc,
-			    d);
+	ret = tfs_fb_string(&z.fb, &z.model, 3, "Model.description", &desc, d);
 	if (ret < 0)
 		goto out;
 	ret = set_new(&z, z.meta, "version", json_integer(3));
 	ret = ret ? ret
 		  : set_new(&z, z.meta, "description",
-			    desc.p ? str_json(desc.p, desc.len)
-				   : json_null());
+			    desc.p ? str_json(desc.p, desc.len) : json_null());
 	ret = ret ? ret : read_buffers(&z);
 	ret = ret ? ret : read_metadata(&z);
 	if (ret)

@@ -37,8 +37,7 @@ int tfs_fb_deref(struct tfs_fb *fb, uint64_t at, const char *what,
 	v = tfs_load_le(fb->p + at, 4);
 	if (v == 0)
 		return tfs_diag_at(d, -EBADMSG, at,
-				   "%s: zero uoffset (points at itself)",
-				   what);
+				   "%s: zero uoffset (points at itself)", what);
 	t = at + v; /* at < 2^64 - 4, v < 2^32: no overflow in practice */
 	if (t < at || t >= fb->n)
 		return tfs_diag_at(d, -EBADMSG, at,
@@ -147,9 +146,9 @@ int tfs_fb_field(struct tfs_fb *fb, const struct tfs_fb_table *t, unsigned id,
 	return 1;
 }
 
-int tfs_fb_scalar(struct tfs_fb *fb, const struct tfs_fb_table *t,
-		  unsigned id, unsigned size, uint64_t def, const char *what,
-		  uint64_t *out, struct tfs_diag *d)
+int tfs_fb_scalar(struct tfs_fb *fb, const struct tfs_fb_table *t, unsigned id,
+		  unsigned size, uint64_t def, const char *what, uint64_t *out,
+		  struct tfs_diag *d)
 {
 	uint64_t pos;
 	int ret = tfs_fb_field(fb, t, id, size, what, &pos, d);
@@ -176,8 +175,8 @@ static int offset_field(struct tfs_fb *fb, const struct tfs_fb_table *t,
 
 /* the vector at @at: count, alignment and bounds */
 static int vector_at(struct tfs_fb *fb, uint64_t at, uint32_t elem,
-		     uint32_t max_count, const char *what,
-		     struct tfs_fb_vec *v, struct tfs_diag *d)
+		     uint32_t max_count, const char *what, struct tfs_fb_vec *v,
+		     struct tfs_diag *d)
 {
 	uint64_t bytes, end;
 
@@ -206,8 +205,7 @@ static int vector_at(struct tfs_fb *fb, uint64_t at, uint32_t elem,
 				   "%s: vector of %u elements of %u bytes at "
 				   "byte %llu runs past the end of the "
 				   "%llu-byte buffer",
-				   what, v->count, elem,
-				   (unsigned long long)at,
+				   what, v->count, elem, (unsigned long long)at,
 				   (unsigned long long)fb->n);
 	if (v->count > max_count)
 		return tfs_diag_at(d, -E2BIG, at,
@@ -217,9 +215,9 @@ static int vector_at(struct tfs_fb *fb, uint64_t at, uint32_t elem,
 	return 0;
 }
 
-int tfs_fb_vector(struct tfs_fb *fb, const struct tfs_fb_table *t,
-		  unsigned id, uint32_t elem, uint32_t max_count,
-		  const char *what, struct tfs_fb_vec *v, struct tfs_diag *d)
+int tfs_fb_vector(struct tfs_fb *fb, const struct tfs_fb_table *t, unsigned id,
+		  uint32_t elem, uint32_t max_count, const char *what,
+		  struct tfs_fb_vec *v, struct tfs_diag *d)
 {
 	uint64_t at;
 	int ret;
@@ -232,9 +230,8 @@ int tfs_fb_vector(struct tfs_fb *fb, const struct tfs_fb_table *t,
 	return ret ? ret : 1;
 }
 
-int tfs_fb_string(struct tfs_fb *fb, const struct tfs_fb_table *t,
-		  unsigned id, const char *what, struct tfs_fb_str *s,
-		  struct tfs_diag *d)
+int tfs_fb_string(struct tfs_fb *fb, const struct tfs_fb_table *t, unsigned id,
+		  const char *what, struct tfs_fb_str *s, struct tfs_diag *d)
 {
 	struct tfs_fb_vec v;
 	int ret;
@@ -280,8 +277,8 @@ int tfs_fb_vec_table(struct tfs_fb *fb, const struct tfs_fb_table *parent,
 
 	if (i >= v->count || v->elem != 4)
 		return tfs_diag_at(d, -EINVAL, v->at,
-				   "%s: element %u of a %u-element vector", what,
-				   i, v->count);
+				   "%s: element %u of a %u-element vector",
+				   what, i, v->count);
 	ret = tfs_fb_deref(fb, v->pos + 4 * (uint64_t)i, what, &pos, d);
 	return ret ? ret
 		   : tfs_fb_table_at(fb, pos, parent->depth + 1, what, t, d);

@@ -71,8 +71,7 @@ struct tfs_fb_str {
 void tfs_fb_init(struct tfs_fb *fb, const void *p, uint64_t n);
 
 /* The root table, through the uoffset at byte 0. */
-int tfs_fb_root(struct tfs_fb *fb, struct tfs_fb_table *t,
-		struct tfs_diag *d);
+int tfs_fb_root(struct tfs_fb *fb, struct tfs_fb_table *t, struct tfs_diag *d);
 
 /* Follow the uoffset stored at @at: *target = @at + value. */
 int tfs_fb_deref(struct tfs_fb *fb, uint64_t at, const char *what,
@@ -96,23 +95,22 @@ int tfs_fb_field(struct tfs_fb *fb, const struct tfs_fb_table *t, unsigned id,
  * A scalar field of @size bytes, little-endian, zero-extended into *out;
  * @def when absent.  The caller casts (int8_t etc.) for signed fields.
  */
-int tfs_fb_scalar(struct tfs_fb *fb, const struct tfs_fb_table *t,
-		  unsigned id, unsigned size, uint64_t def, const char *what,
-		  uint64_t *out, struct tfs_diag *d);
+int tfs_fb_scalar(struct tfs_fb *fb, const struct tfs_fb_table *t, unsigned id,
+		  unsigned size, uint64_t def, const char *what, uint64_t *out,
+		  struct tfs_diag *d);
 
 /*
  * A vector field of @elem-byte elements (1, 2, 4, 8, or any size for
  * structs): 1 with *v filled, 0 when absent (*v zeroed), -E2BIG when its
  * count exceeds @max_count, -EBADMSG when it breaks a rule.
  */
-int tfs_fb_vector(struct tfs_fb *fb, const struct tfs_fb_table *t,
-		  unsigned id, uint32_t elem, uint32_t max_count,
-		  const char *what, struct tfs_fb_vec *v, struct tfs_diag *d);
+int tfs_fb_vector(struct tfs_fb *fb, const struct tfs_fb_table *t, unsigned id,
+		  uint32_t elem, uint32_t max_count, const char *what,
+		  struct tfs_fb_vec *v, struct tfs_diag *d);
 
 /* A string field: 1 with *s filled, 0 when absent (*s zeroed), -errno. */
-int tfs_fb_string(struct tfs_fb *fb, const struct tfs_fb_table *t,
-		  unsigned id, const char *what, struct tfs_fb_str *s,
-		  struct tfs_diag *d);
+int tfs_fb_string(struct tfs_fb *fb, const struct tfs_fb_table *t, unsigned id,
+		  const char *what, struct tfs_fb_str *s, struct tfs_diag *d);
 
 /* A sub-table field (depth + 1): 1 with *child, 0 when absent, -errno. */
 int tfs_fb_child(struct tfs_fb *fb, const struct tfs_fb_table *t, unsigned id,

@@ -146,8 +146,7 @@ static const struct breakage breakages[] = {
 	{"vtable size past the end", 8, 0xfffe, 2, 0, -EBADMSG, 8,
 	 "vtable size"},
 	{"table size 2", 10, 2, 2, 0, -EBADMSG, 10, "table size"},
-	{"table size past the end", 10, 200, 2, 0, -EBADMSG, 10,
-	 "table size"},
+	{"table size past the end", 10, 200, 2, 0, -EBADMSG, 10, "table size"},
 	{"field past the table", 12, 22, 2, 4, -EBADMSG, 12, "past the end"},
 	{"scalar misaligned", 12, 6, 2, 4, -EBADMSG, 30, "aligned"},
 	{"string past the end", 48, 1000, 4, 1, -EBADMSG, 48, "past the end"},
@@ -193,8 +192,7 @@ START_TEST(broken)
 			ret = tfs_fb_vector(&fb, &root, 3, 4, 100, "f3", &v,
 					    &d);
 			ck_assert_int_eq(ret, 1);
-			ret = tfs_fb_vec_table(&fb, &root, &v, 0, "f3", &t,
-					       &d);
+			ret = tfs_fb_vec_table(&fb, &root, &v, 0, "f3", &t, &d);
 			break;
 		case 4:
 			ret = tfs_fb_scalar(&fb, &root, 0, 4, 0, "f0", &x, &d);
@@ -310,9 +308,8 @@ START_TEST(tflite_minimal)
 	ck_assert_uint_eq(m.vt, 0x0a);
 	ck_assert_uint_eq(m.vsize, 14);
 	ck_assert_uint_eq(m.tsize, 24);
-	ck_assert_int_eq(tfs_fb_scalar(&fb, &m, 0, 4, 0, "version", &version,
-				       &d),
-			 0);
+	ck_assert_int_eq(
+		tfs_fb_scalar(&fb, &m, 0, 4, 0, "version", &version, &d), 0);
 	ck_assert_uint_eq(version, 3);
 	ck_assert_int_eq(tfs_fb_vector(&fb, &m, 4, 4, 10, "buffers", &v, &d),
 			 1);
@@ -321,14 +318,12 @@ START_TEST(tflite_minimal)
 	ck_assert_int_eq(tfs_fb_vec_table(&fb, &m, &v, 1, "buffers", &buf, &d),
 			 0);
 	ck_assert_uint_eq(buf.pos, 0x124);
-	ck_assert_int_eq(tfs_fb_vector(&fb, &buf, 0, 1, 100, "data", &data,
-				       &d),
+	ck_assert_int_eq(tfs_fb_vector(&fb, &buf, 0, 1, 100, "data", &data, &d),
 			 1);
 	ck_assert_uint_eq(data.at, 0x12c);
 	ck_assert_uint_eq(data.count, 8);
-	ck_assert_int_eq(memcmp(b + data.pos, "\x00\x00\x80\x3f\x00\x00\x00\x40",
-				8),
-			 0);
+	ck_assert_int_eq(
+		memcmp(b + data.pos, "\x00\x00\x80\x3f\x00\x00\x00\x40", 8), 0);
 	free(b);
 }
 END_TEST

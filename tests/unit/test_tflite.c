@@ -127,8 +127,8 @@ static void expect_const(struct tfs_image *img, const json_t *t)
 	b = tu_read_node(img, x->node, &len);
 	ck_assert_uint_eq(len, x->size);
 	tu_sha256_hex(b, len, hex);
-	ck_assert_msg(strcmp(hex, json_string_value(json_object_get(
-					  t, "sha256"))) == 0,
+	ck_assert_msg(strcmp(hex, json_string_value(
+					  json_object_get(t, "sha256"))) == 0,
 		      "'%s': sha256 %s", path, hex);
 	free(b);
 	if (json_object_get(t, "strings"))
@@ -180,17 +180,17 @@ static void expect_listed(const json_t *meta, const json_t *t)
 				json_object_get(e, "shape_signature"),
 				json_object_get(t, "shape_signature")));
 		if (json_object_get(t, "skipped"))
-			ck_assert_ptr_nonnull(strstr(
-				json_string_value(
-					json_object_get(e, "not_served")),
-				"sparse"));
+			ck_assert_ptr_nonnull(
+				strstr(json_string_value(json_object_get(
+					       e, "not_served")),
+				       "sparse"));
 		if (json_object_get(t, "is_variable"))
 			ck_assert(json_is_true(
 				json_object_get(e, "is_variable")));
 		if (want_q) {
 			const json_t *q = json_object_get(e, "quantization");
-			static const char *const keys[] = {"zero_point",
-							   "min", "max"};
+			static const char *const keys[] = {"zero_point", "min",
+							   "max"};
 			size_t k;
 
 			ck_assert_ptr_nonnull(q);
@@ -305,8 +305,9 @@ START_TEST(info_summary)
 	tu_expect_xattr(img, x->path, "tflite.zero_point", "0,-1");
 	tu_expect_xattr(img, x->path, "tflite.type", "INT8");
 	/* two tensors of two subgraphs on one buffer: the same bytes */
-	ck_assert_uint_eq(tu_tensor(img, "const/float32")->offset,
-			  tu_tensor(img, "subgraph_1/aux/shared_weights")->offset);
+	ck_assert_uint_eq(
+		tu_tensor(img, "const/float32")->offset,
+		tu_tensor(img, "subgraph_1/aux/shared_weights")->offset);
 	tu_expect_xattr(img, "const/int4_packed", "tflite.type", "INT4");
 	tu_expect_xattr(img, "", "tflite.min_runtime_version", "1.5.0");
 	tfs_image_close(img);
@@ -379,13 +380,12 @@ START_TEST(every_reject)
 }
 END_TEST
 
-
 /* ---- the models of tests/fixtures/tflite/generate.py -------------------- */
 
 static int errno_of(const char *name)
 {
-	return strcmp(name, "EBADMSG") == 0  ? -EBADMSG
-	       : strcmp(name, "E2BIG") == 0  ? -E2BIG
+	return strcmp(name, "EBADMSG") == 0   ? -EBADMSG
+	       : strcmp(name, "E2BIG") == 0   ? -E2BIG
 	       : strcmp(name, "ENOTSUP") == 0 ? -ENOTSUP
 					      : 0;
 }
@@ -415,9 +415,9 @@ START_TEST(generated_valid)
 				tfs_image_close(img);
 			snprintf(file, sizeof(file), "%s", col[0]);
 			snprintf(rel, sizeof(rel), "tflite/valid/%s", file);
-			ck_assert_msg(tu_load_file(tu_testdata(rel), &img,
-						   &d) == 0,
-				      "%s: %s", file, d.msg);
+			ck_assert_msg(
+				tu_load_file(tu_testdata(rel), &img, &d) == 0,
+				"%s: %s", file, d.msg);
 		}
 		x = tu_tensor(img, col[1]);
 		ck_assert_msg(x != NULL, "%s: no '%s'", file, col[1]);
@@ -486,15 +486,15 @@ START_TEST(generated_listed)
 	/* per-axis quantization of an activation, in metadata.json */
 	e = json_array_get(list, 0);
 	q = json_object_get(e, "quantization");
-	ck_assert_int_eq(json_integer_value(
-				 json_object_get(q, "quantized_dimension")),
-			 1);
+	ck_assert_int_eq(
+		json_integer_value(json_object_get(q, "quantized_dimension")),
+		1);
 	ck_assert_uint_eq(json_array_size(json_object_get(q, "scale")), 4);
-	ck_assert_str_eq(json_string_value(json_object_get(
-				 json_array_get(json_object_get(meta, "subgraphs"),
-						1),
-				 "name")),
-			 "one");
+	ck_assert_str_eq(
+		json_string_value(json_object_get(
+			json_array_get(json_object_get(meta, "subgraphs"), 1),
+			"name")),
+		"one");
 	ck_assert(json_is_null(json_object_get(
 		json_array_get(json_object_get(meta, "subgraphs"), 2),
 		"name")));
@@ -554,8 +554,8 @@ END_TEST
 START_TEST(every_truncation)
 {
 	size_t len, n;
-	uint8_t *b = tu_read_file(tu_testdata("tflite/valid/clash.tflite"),
-				  &len);
+	uint8_t *b =
+		tu_read_file(tu_testdata("tflite/valid/clash.tflite"), &len);
 	struct tfs_image *img;
 	struct tfs_diag d;
 	int ret;
@@ -570,8 +570,8 @@ START_TEST(every_truncation)
 		}
 		ck_assert_ptr_null(img);
 		if (n >= 8)
-			ck_assert_msg(d.has_offset && d.offset <= n,
-				      "%zu: %s", n, d.msg);
+			ck_assert_msg(d.has_offset && d.offset <= n, "%zu: %s",
+				      n, d.msg);
 	}
 	free(b);
 }
