@@ -287,8 +287,8 @@ START_TEST(every_fixture)
 }
 END_TEST
 
-/* a dtype not in expected.json's synthesized models: per type, shown as */
-START_TEST(info_summary)
+/* all_types: what expected.json does not spell out (types, shared buffer) */
+START_TEST(all_types_details)
 {
 	struct tfs_image *img;
 	struct tfs_diag d;
@@ -583,7 +583,7 @@ int main(void)
 	TCase *tc = tcase_create("tflite");
 
 	tcase_add_test(tc, every_fixture);
-	tcase_add_test(tc, info_summary);
+	tcase_add_test(tc, all_types_details);
 	tcase_add_test(tc, every_reject);
 	tcase_add_test(tc, generated_valid);
 	tcase_add_test(tc, generated_listed);
