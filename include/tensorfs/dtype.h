@@ -74,7 +74,11 @@ enum tfs_dtype {
 	TFS_DTYPE_NVFP4,
 	TFS_DTYPE_Q1_0,
 	TFS_DTYPE_Q2_0,
-	/* packed small integers (ONNX), the first element in the low bits */
+	/*
+	 * packed small integers (ONNX, TFLite), the first element in the low
+	 * bits; the last byte is partly filled when the count is not a
+	 * multiple of the elements per byte (tfs_dtype_info.packed)
+	 */
 	TFS_DTYPE_INT4,
 	TFS_DTYPE_UINT4,
 	TFS_DTYPE_INT2,
@@ -82,6 +86,9 @@ enum tfs_dtype {
 	/* opaque: no fixed unit */
 	TFS_DTYPE_QFLOAT, /* Burnpack's quantized float */
 	TFS_DTYPE_VOID,	  /* fixed-size records of a size the reader gives */
+	/* variable-length strings in a format's own layout
+	 * (user.tensorfs.string_encoding says which) */
+	TFS_DTYPE_STRING,
 	TFS_DTYPE_COUNT
 };
 
@@ -101,6 +108,12 @@ struct tfs_dtype_info {
 	uint32_t block_elems; /* 0: opaque, no fixed unit */
 	uint32_t block_bytes;
 	enum tfs_dtype_kind kind;
+	/*
+	 * sub-byte elements packed into bytes: a last, partly filled block
+	 * is allowed (bytes = ceil(count / block_elems)); float4 and ggml's
+	 * blocks are whole
+	 */
+	bool packed;
 };
 
 /* the table row of @t (a zeroed row for an invalid value; never NULL) */

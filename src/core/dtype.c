@@ -7,6 +7,9 @@
 #include "tensorfs/dtype.h"
 
 #define T(id, nm, be, bb, k) [TFS_DTYPE_##id] = {nm, be, bb, TFS_KIND_##k}
+/* packed sub-byte integers: @be per byte, the last byte may be partial */
+#define P(id, nm, be, k)                                                       \
+	[TFS_DTYPE_##id] = {nm, be, 1, TFS_KIND_##k, true}
 
 /* ggml block sizes: ggml-org/ggml's type traits, see specs/gguf.md section 5 */
 static const struct tfs_dtype_info dtypes[TFS_DTYPE_COUNT] = {
@@ -61,12 +64,13 @@ static const struct tfs_dtype_info dtypes[TFS_DTYPE_COUNT] = {
 	T(NVFP4, "nvfp4", 64, 36, QUANT),
 	T(Q1_0, "q1_0", 128, 18, QUANT),
 	T(Q2_0, "q2_0", 64, 18, QUANT),
-	T(INT4, "int4", 2, 1, INT),
-	T(UINT4, "uint4", 2, 1, UINT),
-	T(INT2, "int2", 4, 1, INT),
-	T(UINT2, "uint2", 4, 1, UINT),
+	P(INT4, "int4", 2, INT),
+	P(UINT4, "uint4", 2, UINT),
+	P(INT2, "int2", 4, INT),
+	P(UINT2, "uint2", 4, UINT),
 	T(QFLOAT, "qfloat", 0, 0, OPAQUE),
 	T(VOID, "void", 0, 0, OPAQUE),
+	T(STRING, "string", 0, 0, OPAQUE),
 };
 
 static const struct tfs_dtype_info invalid;
@@ -92,6 +96,10 @@ int tfs_dtype_bytes(enum tfs_dtype t, uint64_t count, uint64_t *bytes)
 {
 	const struct tfs_dtype_info *i = tfs_dtype_info(t);
 
+	if (i->packed) { /* ceil: a last byte partly filled */
+		*bytes = count / i->block_elems + !!(count % i->block_elems);
+		return 0;
+	}
 	if (!i->block_elems || count % i->block_elems)
 		return -EINVAL;
 	if (!tfs_mul_u64(count / i->block_elems, i->block_bytes, bytes))

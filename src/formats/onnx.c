@@ -730,15 +730,8 @@ static int ox_tensor_check(struct ox *z, struct ox_tensor *t, const char *who)
 	if (t->data_type != ONNX_STRING) {
 		int r = tfs_dtype_bytes(t->dtype, t->count, &t->nbytes);
 
-		if (r == -EINVAL) /* ONNX pads the last byte; tensorfs sizes
-				     sub-byte types in whole blocks */
-			return tfs_diag_at(z->d, -ENOTSUP, t->dims_at,
-					   "tensor '%s': dims %s: %llu %s "
-					   "elements do not fill whole bytes, "
-					   "not supported",
-					   who, dims,
-					   (unsigned long long)t->count,
-					   tfs_dtype_name(t->dtype));
+		/* packed sub-byte types: ONNX pads the last byte, and the
+		 * dtype table counts it (tfs_dtype_info.packed) */
 		if (r || t->nbytes > INT64_MAX)
 			return tfs_diag_at(z->d, -EBADMSG, t->dims_at,
 					   "tensor '%s': dims %s: the byte "
