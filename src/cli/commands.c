@@ -443,7 +443,8 @@ static int cmp_total(const void *pa, const void *pb)
 /*
  * What any tree says about the model: its parameters (elements of every
  * tensor with a shape), the bytes of each dtype, largest first, and the
- * architecture a reader found (user.tensorfs.architecture on the root).
+ * architecture a reader found (user.tensorfs.architecture on the root)
+ * and its one-line summary (user.tensorfs.summary).
  */
 static void print_summary(const struct tfs_tree *t)
 {
@@ -457,6 +458,10 @@ static void print_summary(const struct tfs_tree *t)
 			      TFS_XATTR_PREFIX "architecture");
 	if (arch)
 		printf("architecture: %.*s\n", (int)arch->len, arch->value);
+	/* a reader's one line about the model (pre-GGUF ggml: hparams) */
+	arch = tfs_tree_xattr(t, TFS_ROOT_NODE, TFS_XATTR_PREFIX "summary");
+	if (arch)
+		printf("summary: %.*s\n", (int)arch->len, arch->value);
 	if (!v)
 		return;
 	for (i = 0; i < t->ntensors; i++) {
