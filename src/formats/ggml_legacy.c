@@ -462,6 +462,11 @@ static int read_record(struct gl_cand *k, struct tfs_cursor *c, size_t idx,
 				   "it",
 				   nb);
 	di = tfs_dtype_info(r->gt->dtype);
+	if (!r->n_dims && di->block_elems > 1)
+		return tfs_diag_at(d, -EBADMSG, r->at,
+				   "tensor '%s': a scalar cannot be a %s "
+				   "block of %u",
+				   nb, r->gt->name, di->block_elems);
 	if (r->ne[0] % di->block_elems)
 		return tfs_diag_at(d, -EBADMSG, r->at + 12,
 				   "tensor '%s': ne[0] = %" PRIu64

@@ -557,6 +557,13 @@ START_TEST(generations)
 			 "is not a ggml type");
 		free(b.p);
 	}
+	/* a quantized scalar: not a whole block */
+	memset(&b, 0, sizeof(b));
+	llama_head(&b, GGJT, 3);
+	n = b.len;
+	record(&b, "s", 8, 0, NULL, 32, 0, 34);
+	tu_expect_reject(b.p, b.len, -EBADMSG, "a scalar cannot be a Q8_0", n);
+	free(b.p);
 	/* ne[0] not a whole number of blocks */
 	ggjt_one(&b, 3, 8, 16, 2 * 17, -EBADMSG, "multiple of Q8_0's block");
 	free(b.p);
