@@ -61,10 +61,8 @@ enum gl_family {
 };
 
 static const char *const family_names[] = {
-	[FAM_WHISPER] = "whisper",
-	[FAM_VAD] = "whisper-vad",
-	[FAM_LLAMA_GGML] = "llama-ggml",
-	[FAM_LLAMA_GGMF] = "llama-ggmf",
+	[FAM_WHISPER] = "whisper",	 [FAM_VAD] = "whisper-vad",
+	[FAM_LLAMA_GGML] = "llama-ggml", [FAM_LLAMA_GGMF] = "llama-ggmf",
 	[FAM_LLAMA_GGJT] = "llama-ggjt",
 };
 
@@ -78,9 +76,9 @@ static const char *const family_what[] = {
 };
 
 static const char *const whisper_hp[] = {
-	"n_vocab",	 "n_audio_ctx",	 "n_audio_state", "n_audio_head",
-	"n_audio_layer", "n_text_ctx",	 "n_text_state",  "n_text_head",
-	"n_text_layer",	 "n_mels",	 "ftype",
+	"n_vocab",	 "n_audio_ctx", "n_audio_state", "n_audio_head",
+	"n_audio_layer", "n_text_ctx",	"n_text_state",	 "n_text_head",
+	"n_text_layer",	 "n_mels",	"ftype",
 };
 #define WHISPER_HP 11
 
@@ -101,7 +99,7 @@ struct gl_rec {
 	uint32_t name_len, n_dims, type;
 	const struct tfs_ggml_type *gt;
 	uint64_t ne[GL_MAX_DIMS];
-	uint64_t at; /* the record's first byte */
+	uint64_t at;	      /* the record's first byte */
 	uint64_t pad_at, pad; /* ggjt padding before the data */
 	uint64_t data, nbytes;
 };
@@ -340,8 +338,7 @@ static int head_llama(struct gl_cand *k, struct tfs_cursor *c)
 				   k->hp[0]);
 	k->vocab_at = tfs_cursor_offset(c);
 	k->vocab_count = (uint64_t)k->hp[0];
-	if (k->vocab_count >
-	    tfs_cursor_remaining(c) / (k->scores ? 8u : 4u))
+	if (k->vocab_count > tfs_cursor_remaining(c) / (k->scores ? 8u : 4u))
 		return tfs_diag_at(d, -EBADMSG, at,
 				   "hparams.n_vocab: %d tokens cannot fit in "
 				   "the %" PRIu64 " bytes left",
@@ -422,10 +419,11 @@ static int read_record(struct gl_cand *k, struct tfs_cursor *c, size_t idx,
 	for (i = 0; i < r->n_dims; i++) {
 		pos = tfs_cursor_offset(c);
 		if (tfs_cursor_i32le(c, &ne))
-			return tfs_diag_at(d, -EBADMSG, pos,
-					   "tensor record %zu: ne[%u]: the file "
-					   "ends inside it",
-					   idx, i);
+			return tfs_diag_at(
+				d, -EBADMSG, pos,
+				"tensor record %zu: ne[%u]: the file "
+				"ends inside it",
+				idx, i);
 		if (ne < 1)
 			return tfs_diag_at(d, -EBADMSG, pos,
 					   "tensor record %zu: ne[%u]: %d, not "
@@ -447,8 +445,7 @@ static int read_record(struct gl_cand *k, struct tfs_cursor *c, size_t idx,
 	if (!tfs_utf8_valid(r->name, r->name_len))
 		return tfs_diag_at(d, -EBADMSG, pos,
 				   "tensor record %zu: name: not UTF-8", idx);
-	tfs_name_printable(nb, sizeof(nb), (const char *)r->name,
-			   r->name_len);
+	tfs_name_printable(nb, sizeof(nb), (const char *)r->name, r->name_len);
 	if (k->fam == FAM_WHISPER && r->name_len == 11 &&
 	    memcmp(r->name, "mel_filters", 11) == 0)
 		return tfs_diag_at(d, -EBADMSG, pos,
@@ -681,9 +678,8 @@ static json_t *vocab_json(void *arg)
 	uint32_t len, sc;
 	uint64_t i;
 
-	o = json_pack("{s:I,s:I,s:b}", "count", (json_int_t)v->count,
-		      "offset", (json_int_t)v->offset, "has_scores",
-		      v->scores);
+	o = json_pack("{s:I,s:I,s:b}", "count", (json_int_t)v->count, "offset",
+		      (json_int_t)v->offset, "has_scores", v->scores);
 	toks = json_array();
 	if (v->scores)
 		scores = json_array();
@@ -694,8 +690,7 @@ static json_t *vocab_json(void *arg)
 	if (v->has_count)
 		tfs_cursor_skip(&c, 4);
 	for (i = 0; i < v->count; i++) {
-		if (tfs_cursor_u32le(&c, &len) ||
-		    tfs_cursor_bytes(&c, len, &s))
+		if (tfs_cursor_u32le(&c, &len) || tfs_cursor_bytes(&c, len, &s))
 			goto fail;
 		e = tfs_ggml_string_json(s, len);
 		if (!e || json_array_append_new(toks, e))
@@ -751,8 +746,7 @@ static int metadata_vocab(struct gl_ctx *g, const struct gl_cand *k)
 			       : 0;
 	o = vocab_json(v);
 	vocab_free(v);
-	ret = o && !json_object_set_new(tfs_builder_metadata(g->b), "vocab",
-					o)
+	ret = o && !json_object_set_new(tfs_builder_metadata(g->b), "vocab", o)
 		      ? 0
 		      : tfs_diag_oom(g->d);
 	return ret;
@@ -813,7 +807,8 @@ fail:
 /* the root's one-line "summary" (tensorfs info), into @buf */
 static void summary(const struct gl_cand *k, char *buf, size_t len)
 {
-	const char *const *names = k->fam == FAM_WHISPER ? whisper_hp : llama_hp;
+	const char *const *names =
+		k->fam == FAM_WHISPER ? whisper_hp : llama_hp;
 	int n = k->fam == FAM_WHISPER ? WHISPER_HP : LLAMA_HP, i;
 	size_t o;
 

@@ -79,7 +79,6 @@ static const char *const vtype_names[GV_COUNT] = {
 static const uint8_t vtype_size[GV_COUNT] = {1, 1, 2, 2, 4, 4, 4,
 					     1, 0, 0, 8, 8, 8};
 
-
 struct gguf_key {
 	const uint8_t *p;
 	uint64_t len, at;
@@ -653,8 +652,7 @@ static int read_info(struct gguf_ctx *z, uint64_t idx, struct gguf_info *t)
 		return tfs_diag_at(z->d, -EBADMSG, at,
 				   "tensor '%s': ne[0] = %" PRIu64
 				   " is not a multiple of %s's block of %u",
-				   nb, t->ne[0], t->gt->name,
-				   di->block_elems);
+				   nb, t->ne[0], t->gt->name, di->block_elems);
 	if (tfs_dtype_bytes(t->gt->dtype, count, &t->nbytes))
 		return tfs_diag_at(z->d, -EBADMSG, at,
 				   "tensor '%s': the byte size overflows", nb);
@@ -711,8 +709,7 @@ static int add_tensor(struct gguf_ctx *z, const struct gguf_info *t,
 		return ret;
 	json_ne(ne, sizeof(ne), t);
 	if (tfs_builder_set_xattr_str(z->b, h, "gguf.ne", ne) ||
-	    tfs_builder_set_xattr_str(z->b, h, "gguf.type",
-				      t->gt->name))
+	    tfs_builder_set_xattr_str(z->b, h, "gguf.type", t->gt->name))
 		return tfs_diag_oom(z->d);
 	return 0;
 }

@@ -58,9 +58,9 @@ static void shape_text(const json_t *a, char *buf, size_t len)
 	size_t i, o = (size_t)snprintf(buf, len, "[");
 
 	for (i = 0; i < json_array_size(a); i++)
-		o += (size_t)snprintf(buf + o, len - o, "%s%lld", i ? "," : "",
-				      (long long)json_integer_value(
-					      json_array_get(a, i)));
+		o += (size_t)snprintf(
+			buf + o, len - o, "%s%lld", i ? "," : "",
+			(long long)json_integer_value(json_array_get(a, i)));
 	snprintf(buf + o, len - o, "]");
 }
 
@@ -142,9 +142,8 @@ static void expect_members(const json_t *got, const json_t *want)
 	json_t *v;
 
 	ck_assert_ptr_nonnull(got);
-	json_object_foreach((json_t *)want, key, v)
-		ck_assert_msg(json_equal(json_object_get(got, key), v),
-			      "'%s' differs", key);
+	json_object_foreach((json_t *)want, key, v) ck_assert_msg(
+		json_equal(json_object_get(got, key), v), "'%s' differs", key);
 }
 
 static json_t *expected(void)
@@ -165,9 +164,9 @@ static void expect_header(const json_t *m, const json_t *e)
 	int a, b, c;
 
 	if (!strcmp(fam, "whisper-vad")) {
-		ck_assert(sscanf(json_string_value(
-					 json_object_get(e, "version")),
-				 "%d.%d.%d", &a, &b, &c) == 3);
+		ck_assert(
+			sscanf(json_string_value(json_object_get(e, "version")),
+			       "%d.%d.%d", &a, &b, &c) == 3);
 		v = json_pack("[iii]", a, b, c);
 		ck_assert(json_equal(json_object_get(hp, "version"), v));
 		json_decref(v);
@@ -224,8 +223,7 @@ static void check_valid(const char *file, const json_t *e)
 	ck_assert_str_eq(img->tree->format, "ggml-legacy");
 	ck_assert_uint_eq(img->tree->ntensors,
 			  json_array_size(ts) + (whisper ? 1 : 0));
-	json_array_foreach(ts, i, t)
-		expect_tensor(img, t, gen);
+	json_array_foreach(ts, i, t) expect_tensor(img, t, gen);
 	if (whisper) {
 		mel = json_object_get(e, "mel_filters");
 		expect_bytes(img, tu_tensor(img, "mel_filters"),
@@ -273,9 +271,9 @@ END_TEST
 static uint64_t record_after(const json_t *exp, const char *file, size_t i)
 {
 	const json_t *t = json_array_get(
-		json_object_get(json_object_get(json_object_get(exp, "valid"),
-						file),
-				"tensors"),
+		json_object_get(
+			json_object_get(json_object_get(exp, "valid"), file),
+			"tensors"),
 		i);
 
 	return (uint64_t)(int_of(t, "offset") + int_of(t, "nbytes"));
@@ -305,12 +303,12 @@ START_TEST(fixtures_reject)
 	/* output.weight, the 4th record of the ggjt v3 file */
 	uint64_t out = record_after(exp, v3, 2);
 	uint64_t out_data = (uint64_t)int_of(
-		json_array_get(json_object_get(json_object_get(
-						       json_object_get(exp,
-								       "valid"),
-						       v3),
-					       "tensors"),
-			       3),
+		json_array_get(
+			json_object_get(
+				json_object_get(json_object_get(exp, "valid"),
+						v3),
+				"tensors"),
+			3),
 		"offset");
 	uint64_t end = record_after(exp, v3, 3);
 	/*
@@ -325,8 +323,8 @@ START_TEST(fixtures_reject)
 		{"truncated_tensor_data.bin", -EBADMSG, "data", out_data},
 		{"trailing_garbage.bin", -EBADMSG, "ends inside", end},
 		{"ggjt_version_4.bin", -ENOTSUP, "version 4", 4},
-		{"for-tests-ggml-whisper-bad-ndims.bin", -EBADMSG,
-		 "n_dims: 64", whisper_rec},
+		{"for-tests-ggml-whisper-bad-ndims.bin", -EBADMSG, "n_dims: 64",
+		 whisper_rec},
 		{NULL, 0, NULL, 0},
 	};
 	struct tfs_image *img;
@@ -341,8 +339,9 @@ START_TEST(fixtures_reject)
 				 rows[i].err);
 		ck_assert_ptr_null(img);
 		tfs_diag_format(&d, line, sizeof(line));
-		ck_assert_msg(strstr(d.msg, rows[i].word), "%s: '%s' lacks '%s'",
-			      rows[i].file, line, rows[i].word);
+		ck_assert_msg(strstr(d.msg, rows[i].word),
+			      "%s: '%s' lacks '%s'", rows[i].file, line,
+			      rows[i].word);
 		ck_assert_msg(d.has_offset && d.offset == rows[i].at,
 			      "%s: '%s', want offset %llu", rows[i].file, line,
 			      (unsigned long long)rows[i].at);
@@ -386,9 +385,9 @@ START_TEST(real_files)
 		ck_assert_uint_eq(img->tree->ntensors, 1); /* mel_filters */
 		tu_expect_xattr(img, "", "architecture", "whisper");
 		m = metadata(img);
-		ck_assert_int_eq(int_of(json_object_get(m, "hparams"),
-					"n_vocab"),
-				 51865);
+		ck_assert_int_eq(
+			int_of(json_object_get(m, "hparams"), "n_vocab"),
+			51865);
 		vocab = json_object_get(m, "vocab");
 		toks = json_object_get(vocab, "tokens");
 		/* GPT-2's byte-level vocabulary: "!" first, 50257 tokens,
@@ -416,7 +415,8 @@ START_TEST(real_files)
 	if (real_file("for-tests-ggml-parakeet-tdt.bin", path, sizeof(path))) {
 		img = NULL;
 		ck_assert_int_eq(tu_load_file(path, &img, &d), -EBADMSG);
-		ck_assert_ptr_nonnull(strstr(d.msg, "unknown ggml-family header"));
+		ck_assert_ptr_nonnull(
+			strstr(d.msg, "unknown ggml-family header"));
 		ck_assert(d.has_offset);
 	}
 }
@@ -451,9 +451,9 @@ static void llama_head(struct tu_buf *b, uint32_t magic, uint32_t version)
 }
 
 /* a record; @align 32 pads (with @padbyte) before @nbytes of data */
-static uint64_t record(struct tu_buf *b, const char *name, int32_t type,
-		       int nd, const int32_t *ne, uint32_t align,
-		       uint8_t padbyte, size_t nbytes)
+static uint64_t record(struct tu_buf *b, const char *name, int32_t type, int nd,
+		       const int32_t *ne, uint32_t align, uint8_t padbyte,
+		       size_t nbytes)
 {
 	uint64_t data;
 	int i;
@@ -527,7 +527,7 @@ START_TEST(generations)
 	static const struct {
 		uint32_t version;
 		int32_t type;
-	} no[] = {{2, 4}, {2, 5}, {3, 4}, {3, 5}, {1, 10}, {2, 14},
+	} no[] = {{2, 4}, {2, 5},  {3, 4},  {3, 5},  {1, 10}, {2, 14},
 		  {3, 9}, {3, 15}, {3, 16}, {1, 24}, {3, -1}};
 	struct tfs_image *img;
 	struct tu_buf b;
