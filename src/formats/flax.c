@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/spans.h"
 #include "parse/msgpack.h"
 #include "tensorfs/builder.h"
 #include "tensorfs/checked.h"
@@ -396,26 +397,8 @@ static int read_ext(struct fx *x, const struct tfs_mp_obj *o, unsigned depth)
 	}
 }
 
-struct fx_key {
-	const uint8_t *p;
-	uint64_t n, at;
-};
-
-static int cmp_keys(const void *pa, const void *pb)
-{
-	const struct fx_key *a = pa, *b = pb;
-	uint64_t n = a->n < b->n ? a->n : b->n;
-	int c = memcmp(a->p, b->p, (size_t)n);
-
-	if (c)
-		return c;
-	if (a->n != b->n)
-		return a->n < b->n ? -1 : 1;
-	return a->at < b->at ? -1 : 1;
-}
-
 /* a map key: a UTF-8 str */
-static int read_key(struct fx *x, struct fx_key *k)
+static int read_key(struct fx *x, struct tfs_span *k)
 {
 	char nb[TFS_PRINTABLE_MAX];
 	const char *f = field(x, nb, sizeof(nb));
@@ -432,32 +415,31 @@ static int read_key(struct fx *x, struct fx_key *k)
 		return tfs_mp_fail(&x->m, -EBADMSG, o.start, f,
 				   "a map key is not UTF-8");
 	k->p = o.p;
-	k->n = o.n;
+	k->len = o.n;
 	k->at = o.start;
 	return 0;
 }
 
-static bool key_is(const struct fx_key *k, const char *s)
+static bool key_is(const struct tfs_span *k, const char *s)
 {
-	return k->n == strlen(s) && !memcmp(k->p, s, k->n);
+	return k->len == strlen(s) && !memcmp(k->p, s, k->len);
 }
 
 /* a map of @n entries keyed "0".."n-1" in order; @what for messages */
 static int index_key(struct fx *x, uint64_t i, const char *what)
 {
 	char nb[TFS_PRINTABLE_MAX], num[24];
-	struct fx_key k;
+	struct tfs_span k;
 	int ret = read_key(x, &k);
 
 	if (ret)
 		return ret;
 	snprintf(num, sizeof(num), "%" PRIu64, i);
 	if (!key_is(&k, num))
-		return tfs_mp_fail(&x->m, -EBADMSG, k.at,
-				   field(x, nb, sizeof(nb)),
-				   "chunked array %s: key %" PRIu64
-				   " is not \"%s\"",
-				   what, i, num);
+		return tfs_mp_fail(
+			&x->m, -EBADMSG, k.at, field(x, nb, sizeof(nb)),
+			"chunked array %s: key %" PRIu64 " is not \"%s\"", what,
+			i, num);
 	return 0;
 }
 
@@ -473,7 +455,7 @@ static int read_chunked(struct fx *x, const struct tfs_mp_obj *map)
 	struct tfs_tensor_spec s = {0};
 	struct tfs_mp_obj o, sm, cm;
 	struct fx_array a, first;
-	struct fx_key k;
+	struct tfs_span k;
 	json_t *chunks, *extra;
 	uint32_t h;
 	int ret;
@@ -484,8 +466,8 @@ static int read_chunked(struct fx *x, const struct tfs_mp_obj *map)
 		return ret;
 	if (o.type != TFS_MP_BOOL || !o.b || map->n != 3)
 		return tfs_mp_fail(&x->m, -EBADMSG, map->start, f,
-				   "a chunked array is a map of 3: "
-				   FX_CHUNKED " true, shape, chunks");
+				   "a chunked array is a map of 3: " FX_CHUNKED
+				   " true, shape, chunks");
 	ret = read_key(x, &k);
 	if (!ret && !key_is(&k, "shape"))
 		ret = tfs_mp_fail(&x->m, -EBADMSG, k.at, f,
@@ -557,8 +539,7 @@ static int read_chunked(struct fx *x, const struct tfs_mp_obj *map)
 					  "overflow");
 		else if (json_array_append_new(
 				 chunks, json_pack("{s:I,s:I}", "offset",
-						   (json_int_t)a.data,
-						   "nbytes",
+						   (json_int_t)a.data, "nbytes",
 						   (json_int_t)a.nbytes)))
 			ret = tfs_diag_oom(x->d);
 	}
@@ -604,9 +585,10 @@ static int read_chunked(struct fx *x, const struct tfs_mp_obj *map)
 
 static int read_map(struct fx *x, const struct tfs_mp_obj *o, unsigned depth)
 {
+	const struct tfs_span *dup, *first;
 	char nb[TFS_PRINTABLE_MAX];
 	size_t len = x->len;
-	struct fx_key *keys;
+	struct tfs_span *keys;
 	uint64_t i;
 	int ret = 0;
 
@@ -629,7 +611,7 @@ static int read_map(struct fx *x, const struct tfs_mp_obj *o, unsigned depth)
 					  FX_CHUNKED " is not the first key");
 			break;
 		}
-		ret = name_push(x, keys[i].p, keys[i].n);
+		ret = name_push(x, keys[i].p, keys[i].len);
 		if (!ret)
 			ret = read_value(x, depth + 1);
 		x->len = len;
@@ -638,19 +620,15 @@ static int read_map(struct fx *x, const struct tfs_mp_obj *o, unsigned depth)
 	}
 	if (ret)
 		goto out;
-	qsort(keys, (size_t)o->n, sizeof(*keys), cmp_keys);
-	for (i = 1; i < o->n; i++)
-		if (keys[i].n == keys[i - 1].n &&
-		    !memcmp(keys[i].p, keys[i - 1].p, keys[i].n)) {
-			tfs_name_printable(nb, sizeof(nb),
-					   (const char *)keys[i].p,
-					   (size_t)keys[i].n);
-			ret = tfs_mp_fail(&x->m, -EBADMSG, keys[i].at, nb,
-					  "the key is given twice in its map "
-					  "(first at %" PRIu64 ")",
-					  keys[i - 1].at);
-			break;
-		}
+	dup = tfs_span_twice(keys, (size_t)o->n, &first);
+	if (dup) {
+		tfs_name_printable(nb, sizeof(nb), (const char *)dup->p,
+				   (size_t)dup->len);
+		ret = tfs_mp_fail(&x->m, -EBADMSG, dup->at, nb,
+				  "the key is given twice in its map (first "
+				  "at %" PRIu64 ")",
+				  first->at);
+	}
 out:
 	free(keys);
 	return ret;
@@ -690,9 +668,9 @@ static int read_value(struct fx *x, unsigned depth)
 		return leaf(x, json_stringn_nocheck((const char *)o.p,
 						    (size_t)o.n));
 	case TFS_MP_BIN:
-		return leaf(x, json_pack("{s:I,s:I}", "bin_bytes",
-					 (json_int_t)o.n, "offset",
-					 (json_int_t)o.at));
+		return leaf(x,
+			    json_pack("{s:I,s:I}", "bin_bytes", (json_int_t)o.n,
+				      "offset", (json_int_t)o.at));
 	default:
 		return leaf(x, number_json(&o));
 	}

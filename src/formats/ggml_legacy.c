@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "common/ggml_types.h"
+#include "common/spans.h"
 #include "tensorfs/builder.h"
 #include "tensorfs/checked.h"
 #include "tensorfs/cursor.h"
@@ -481,31 +482,13 @@ static int read_record(struct gl_cand *k, struct tfs_cursor *c, size_t idx,
 	return 0;
 }
 
-struct name_ref {
-	const uint8_t *p;
-	uint32_t len;
-	size_t idx;
-};
-
-static int cmp_names(const void *pa, const void *pb)
-{
-	const struct name_ref *a = pa, *b = pb;
-	uint32_t n = a->len < b->len ? a->len : b->len;
-	int r = memcmp(a->p, b->p, n);
-
-	if (r)
-		return r;
-	if (a->len != b->len)
-		return a->len < b->len ? -1 : 1;
-	return a->idx < b->idx ? -1 : 1;
-}
-
 /* names are unique: the later of two equal names is reported */
 static int unique_names(struct gl_cand *k)
 {
+	const struct tfs_span *dup, *first;
 	char nb[TFS_PRINTABLE_MAX];
-	struct name_ref *v;
-	size_t i, later;
+	struct tfs_span *v;
+	size_t i;
 	int ret = 0;
 
 	if (k->n < 2)
@@ -514,20 +497,16 @@ static int unique_names(struct gl_cand *k)
 	if (!v)
 		return tfs_diag_oom(&k->d);
 	for (i = 0; i < k->n; i++)
-		v[i] = (struct name_ref){k->recs[i].name, k->recs[i].name_len,
-					 i};
-	qsort(v, k->n, sizeof(*v), cmp_names);
-	for (i = 1; i < k->n && !ret; i++) {
-		if (v[i].len != v[i - 1].len ||
-		    memcmp(v[i].p, v[i - 1].p, v[i].len))
-			continue;
-		later = v[i].idx;
-		tfs_name_printable(nb, sizeof(nb), (const char *)v[i].p,
-				   v[i].len);
-		ret = tfs_diag_at(&k->d, -EBADMSG, k->recs[later].at,
-				  "tensor '%s': the name is given twice "
-				  "(records %zu and %zu)",
-				  nb, v[i - 1].idx, later);
+		v[i] = (struct tfs_span){k->recs[i].name, k->recs[i].name_len,
+					 k->recs[i].at};
+	dup = tfs_span_twice(v, k->n, &first);
+	if (dup) {
+		tfs_name_printable(nb, sizeof(nb), (const char *)dup->p,
+				   (size_t)dup->len);
+		ret = tfs_diag_at(&k->d, -EBADMSG, dup->at,
+				  "tensor '%s': the name is given twice (first "
+				  "in the record at %" PRIu64 ")",
+				  nb, first->at);
 	}
 	free(v);
 	return ret;

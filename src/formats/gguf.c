@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include "common/ggml_types.h"
+#include "common/spans.h"
 #include "tensorfs/builder.h"
 #include "tensorfs/checked.h"
 #include "tensorfs/cursor.h"
@@ -79,11 +80,6 @@ static const char *const vtype_names[GV_COUNT] = {
 static const uint8_t vtype_size[GV_COUNT] = {1, 1, 2, 2, 4, 4, 4,
 					     1, 0, 0, 8, 8, 8};
 
-struct gguf_key {
-	const uint8_t *p;
-	uint64_t len, at;
-};
-
 struct gguf_info {
 	const uint8_t *name;
 	uint64_t name_len, at;
@@ -111,7 +107,7 @@ struct gguf_ctx {
 	struct tfs_diag *d;
 	struct tfs_cursor c;
 	struct gguf_head h;
-	struct gguf_key *keys;
+	struct tfs_span *keys;
 	struct gguf_info *infos;
 };
 
@@ -328,7 +324,7 @@ static void real_text(char *buf, size_t len, double v, bool single)
  * (keys that cannot be xattr names and strings above the xattr size limit
  * are only in metadata.json).
  */
-static int kv_xattr(struct gguf_ctx *z, const struct gguf_key *k, uint32_t type,
+static int kv_xattr(struct gguf_ctx *z, const struct tfs_span *k, uint32_t type,
 		    const json_t *v)
 {
 	char xname[GGUF_XATTR_KEY_MAX + 8], num[40];
@@ -370,13 +366,13 @@ static int kv_xattr(struct gguf_ctx *z, const struct gguf_key *k, uint32_t type,
 		       : 0;
 }
 
-static bool key_is(const struct gguf_key *k, const char *name)
+static bool key_is(const struct tfs_span *k, const char *name)
 {
 	return k->len == strlen(name) && memcmp(k->p, name, k->len) == 0;
 }
 
 /* the keys general.alignment, general.architecture and split.* */
-static int kv_special(struct gguf_ctx *z, const struct gguf_key *k,
+static int kv_special(struct gguf_ctx *z, const struct tfs_span *k,
 		      uint32_t type, uint64_t type_at, const json_t *v)
 {
 	json_int_t n = json_is_integer(v) ? json_integer_value(v) : -1;
@@ -419,19 +415,6 @@ static int kv_special(struct gguf_ctx *z, const struct gguf_key *k,
 	return 0;
 }
 
-static int cmp_keys(const void *pa, const void *pb)
-{
-	const struct gguf_key *a = pa, *b = pb;
-	uint64_t n = a->len < b->len ? a->len : b->len;
-	int c = memcmp(a->p, b->p, (size_t)n);
-
-	if (c)
-		return c;
-	if (a->len != b->len)
-		return a->len < b->len ? -1 : 1;
-	return a->at < b->at ? -1 : 1;
-}
-
 /*
  * Check every key/value; scalars and strings become root xattrs, arrays
  * are only walked (metadata.json gets them later, kvs_json).
@@ -441,7 +424,8 @@ static int read_kvs(struct gguf_ctx *z)
 	char kb[TFS_PRINTABLE_MAX], label[TFS_PRINTABLE_MAX + 8];
 	uint64_t i, type_at;
 	uint32_t type;
-	struct gguf_key *k;
+	struct tfs_span *k;
+	const struct tfs_span *dup;
 	json_t *v;
 	int ret;
 
@@ -484,18 +468,13 @@ static int read_kvs(struct gguf_ctx *z)
 	}
 	z->h.kv_end = tfs_cursor_offset(&z->c);
 	/* keys are unique */
-	qsort(z->keys, z->h.n_kv, sizeof(*z->keys), cmp_keys);
-	for (i = 1; i < z->h.n_kv; i++)
-		if (z->keys[i].len == z->keys[i - 1].len &&
-		    memcmp(z->keys[i].p, z->keys[i - 1].p,
-			   (size_t)z->keys[i].len) == 0) {
-			tfs_name_printable(kb, sizeof(kb),
-					   (const char *)z->keys[i].p,
-					   (size_t)z->keys[i].len);
-			return tfs_diag_at(z->d, -EBADMSG, z->keys[i].at,
-					   "kv '%s': the key is given twice",
-					   kb);
-		}
+	dup = tfs_span_twice(z->keys, (size_t)z->h.n_kv, NULL);
+	if (dup) {
+		tfs_name_printable(kb, sizeof(kb), (const char *)dup->p,
+				   (size_t)dup->len);
+		return tfs_diag_at(z->d, -EBADMSG, dup->at,
+				   "kv '%s': the key is given twice", kb);
+	}
 	return 0;
 }
 

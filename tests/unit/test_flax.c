@@ -21,34 +21,14 @@
 
 #define FIX "flax-msgpack/"
 
-/* .tensorfs/<file>, parsed */
-static json_t *meta_file(struct tfs_image *img, const char *file)
-{
-	char path[64];
-	uint32_t n;
-	json_error_t err;
-	uint8_t *b;
-	size_t len;
-	json_t *j;
-
-	snprintf(path, sizeof(path), ".tensorfs/%s", file);
-	n = tfs_tree_resolve(img->tree, path);
-	ck_assert_uint_ne(n, TFS_NO_NODE);
-	b = tu_read_node(img, n, &len);
-	j = json_loadb((const char *)b, len, 0, &err);
-	ck_assert_msg(j != NULL, "%s: %s", file, err.text);
-	free(b);
-	return j;
-}
-
 static void shape_text(const json_t *a, char *buf, size_t len)
 {
 	size_t i, o = (size_t)snprintf(buf, len, "[");
 
 	for (i = 0; i < json_array_size(a); i++)
-		o += (size_t)snprintf(buf + o, len - o, "%s%lld", i ? "," : "",
-				      (long long)json_integer_value(
-					      json_array_get(a, i)));
+		o += (size_t)snprintf(
+			buf + o, len - o, "%s%lld", i ? "," : "",
+			(long long)json_integer_value(json_array_get(a, i)));
 	snprintf(buf + o, len - o, "]");
 }
 
@@ -58,10 +38,10 @@ static json_t *manifest_entry(json_t *man, const char *name)
 	json_t *t;
 	size_t i;
 
-	json_array_foreach(json_object_get(man, "tensors"), i, t)
-		if (!strcmp(json_string_value(json_object_get(t, "name")),
-			    name))
-			return t;
+	json_array_foreach(
+		json_object_get(man, "tensors"), i,
+		t) if (!strcmp(json_string_value(json_object_get(t, "name")),
+			       name)) return t;
 	return NULL;
 }
 
@@ -79,8 +59,8 @@ static void check_tensor(struct tfs_image *img, json_t *man, const json_t *t)
 			 json_string_value(json_object_get(t, "dtype")));
 	shape_text(json_object_get(t, "shape"), shape, sizeof(shape));
 	tu_expect_xattr(img, x->path, "shape", shape);
-	ck_assert_uint_eq(x->size, json_integer_value(
-					   json_object_get(t, "nbytes")));
+	ck_assert_uint_eq(x->size,
+			  json_integer_value(json_object_get(t, "nbytes")));
 	if (chunks) {
 		/* listed, with its extents, not readable yet */
 		ck_assert_ptr_nonnull(x->unreadable);
@@ -91,8 +71,8 @@ static void check_tensor(struct tfs_image *img, json_t *man, const json_t *t)
 		return;
 	}
 	ck_assert_ptr_null(x->unreadable);
-	ck_assert_uint_eq(x->offset, json_integer_value(
-					     json_object_get(t, "offset")));
+	ck_assert_uint_eq(x->offset,
+			  json_integer_value(json_object_get(t, "offset")));
 	b = tu_read_node(img, x->node, &len);
 	ck_assert_uint_eq(len, x->size);
 	tu_sha256_hex(b, len, hex);
@@ -118,17 +98,17 @@ START_TEST(fixtures_valid)
 		ck_assert_msg(tu_load_file(tu_fixture(path), &img, &d) == 0,
 			      "%s: %s", file, d.msg);
 		ck_assert_str_eq(img->tree->format, "flax");
-		ck_assert_uint_eq(img->tree->ntensors,
-				  json_array_size(json_object_get(e,
-								  "tensors")));
-		man = meta_file(img, "manifest.json");
+		ck_assert_uint_eq(
+			img->tree->ntensors,
+			json_array_size(json_object_get(e, "tensors")));
+		man = tu_meta_json(img, "manifest.json");
 		json_array_foreach(json_object_get(e, "tensors"), i, t)
 			check_tensor(img, man, t);
-		meta = meta_file(img, "metadata.json");
+		meta = tu_meta_json(img, "metadata.json");
 		leaves = json_object_get(meta, "leaves");
-		ck_assert_uint_eq(json_object_size(leaves),
-				  json_array_size(json_object_get(e,
-								  "leaves")));
+		ck_assert_uint_eq(
+			json_object_size(leaves),
+			json_array_size(json_object_get(e, "leaves")));
 		json_array_foreach(json_object_get(e, "leaves"), i, t)
 			ck_assert_msg(
 				json_equal(json_object_get(
@@ -243,7 +223,7 @@ static struct tfs_image *load(struct tu_buf *b)
 
 static json_t *leaves(struct tfs_image *img)
 {
-	json_t *m = meta_file(img, "metadata.json");
+	json_t *m = tu_meta_json(img, "metadata.json");
 	json_t *l = json_incref(json_object_get(m, "leaves"));
 
 	json_decref(m);

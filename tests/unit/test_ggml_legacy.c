@@ -29,19 +29,7 @@
 /* .tensorfs/metadata.json, parsed (a deferred vocabulary is made) */
 static json_t *metadata(struct tfs_image *img)
 {
-	uint32_t n = tfs_tree_resolve(img->tree, ".tensorfs/metadata.json");
-	json_error_t err;
-	uint8_t *b;
-	size_t len;
-	json_t *j;
-
-	ck_assert_uint_ne(n, TFS_NO_NODE);
-	b = tu_read_node(img, n, &len);
-	/* a token may hold a NUL (GPT-2's byte 0), valid in JSON */
-	j = json_loadb((const char *)b, len, JSON_ALLOW_NUL, &err);
-	ck_assert_msg(j != NULL, "metadata.json: %s", err.text);
-	free(b);
-	return j;
+	return tu_meta_json(img, "metadata.json");
 }
 
 static json_int_t int_of(const json_t *o, const char *key)

@@ -43,8 +43,10 @@ START_TEST(scalars)
 		{{0xd0, 0x05}, 2, TFS_MP_UINT, 5},
 		{{0xd1, 0xff, 0xfe}, 3, TFS_MP_INT, -2},
 		{{0xd2, 0x80, 0, 0, 0}, 5, TFS_MP_INT, INT32_MIN},
-		{{0xd3, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfd}, 9,
-		 TFS_MP_INT, -3},
+		{{0xd3, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfd},
+		 9,
+		 TFS_MP_INT,
+		 -3},
 		{{0xc0}, 1, TFS_MP_NIL, 0},
 		{{0xc2}, 1, TFS_MP_BOOL, 0},
 		{{0xc3}, 1, TFS_MP_BOOL, 1},
@@ -96,21 +98,49 @@ START_TEST(payloads)
 		uint64_t n, at; /* payload length and offset from BASE */
 		int8_t ext;
 	} v[] = {
-		{"\xa3" "abc", 4, TFS_MP_STR, 3, 1, 0},
-		{"\xd9\x02" "ab", 4, TFS_MP_STR, 2, 2, 0},
-		{"\xda\x00\x01" "a", 4, TFS_MP_STR, 1, 3, 0},
-		{"\xdb\x00\x00\x00\x01" "a", 6, TFS_MP_STR, 1, 5, 0},
-		{"\xc4\x02" "\x01\x02", 4, TFS_MP_BIN, 2, 2, 0},
-		{"\xc5\x00\x01" "\x01", 4, TFS_MP_BIN, 1, 3, 0},
+		{"\xa3"
+		 "abc",
+		 4, TFS_MP_STR, 3, 1, 0},
+		{"\xd9\x02"
+		 "ab",
+		 4, TFS_MP_STR, 2, 2, 0},
+		{"\xda\x00\x01"
+		 "a",
+		 4, TFS_MP_STR, 1, 3, 0},
+		{"\xdb\x00\x00\x00\x01"
+		 "a",
+		 6, TFS_MP_STR, 1, 5, 0},
+		{"\xc4\x02"
+		 "\x01\x02",
+		 4, TFS_MP_BIN, 2, 2, 0},
+		{"\xc5\x00\x01"
+		 "\x01",
+		 4, TFS_MP_BIN, 1, 3, 0},
 		{"\xc6\x00\x00\x00\x00", 5, TFS_MP_BIN, 0, 5, 0},
-		{"\xd4\x01" "z", 3, TFS_MP_EXT, 1, 2, 1},
-		{"\xd5\xfe" "zz", 4, TFS_MP_EXT, 2, 2, -2},
-		{"\xd6\x03" "zzzz", 6, TFS_MP_EXT, 4, 2, 3},
-		{"\xd7\x01" "zzzzzzzz", 10, TFS_MP_EXT, 8, 2, 1},
-		{"\xd8\x01" "zzzzzzzzzzzzzzzz", 18, TFS_MP_EXT, 16, 2, 1},
-		{"\xc7\x03\x01" "zzz", 6, TFS_MP_EXT, 3, 3, 1},
-		{"\xc8\x00\x01\x04" "z", 5, TFS_MP_EXT, 1, 4, 4},
-		{"\xc9\x00\x00\x00\x01\x09" "z", 7, TFS_MP_EXT, 1, 6, 9},
+		{"\xd4\x01"
+		 "z",
+		 3, TFS_MP_EXT, 1, 2, 1},
+		{"\xd5\xfe"
+		 "zz",
+		 4, TFS_MP_EXT, 2, 2, -2},
+		{"\xd6\x03"
+		 "zzzz",
+		 6, TFS_MP_EXT, 4, 2, 3},
+		{"\xd7\x01"
+		 "zzzzzzzz",
+		 10, TFS_MP_EXT, 8, 2, 1},
+		{"\xd8\x01"
+		 "zzzzzzzzzzzzzzzz",
+		 18, TFS_MP_EXT, 16, 2, 1},
+		{"\xc7\x03\x01"
+		 "zzz",
+		 6, TFS_MP_EXT, 3, 3, 1},
+		{"\xc8\x00\x01\x04"
+		 "z",
+		 5, TFS_MP_EXT, 1, 4, 4},
+		{"\xc9\x00\x00\x00\x01\x09"
+		 "z",
+		 7, TFS_MP_EXT, 1, 6, 9},
 	};
 	struct tfs_mp_obj o;
 	struct tfs_diag d;
@@ -150,13 +180,16 @@ START_TEST(containers)
 	ck_assert_int_eq(next("\x93\x01\x02", 3, &o, &d), -EBADMSG);
 	ck_assert_ptr_nonnull(strstr(d.msg, "array items"));
 	ck_assert_int_eq(next("\x82\x01\x02\x03", 4, &o, &d), -EBADMSG);
-	ck_assert_int_eq(next("\xdd\xff\xff\xff\xff\x00", 6, &o, &d),
-			 -EBADMSG);
+	ck_assert_int_eq(next("\xdd\xff\xff\xff\xff\x00", 6, &o, &d), -EBADMSG);
 	ck_assert_uint_eq(d.offset, BASE);
 	/* skip: a whole object, and the depth limit */
 	tfs_diag_clear(&d);
-	tfs_mp_init(&m, "\x82\xa1" "a\x91\xc0\xa1" "b\xc4\x01" "x\x05", 11,
-		    BASE, &d);
+	tfs_mp_init(&m,
+		    "\x82\xa1"
+		    "a\x91\xc0\xa1"
+		    "b\xc4\x01"
+		    "x\x05",
+		    11, BASE, &d);
 	ck_assert_int_eq(tfs_mp_skip(&m, "x", 2, NULL, NULL), 0);
 	ck_assert_uint_eq(tfs_cursor_offset(&m.c), BASE + 10);
 	tfs_mp_init(&m, "\x91\x91\x91\xc0", 4, BASE, &d);
@@ -175,15 +208,18 @@ START_TEST(kinds)
 	struct tfs_mp m;
 
 	tfs_diag_clear(&d);
-	tfs_mp_init(&m, "\xa2" "hi\xc4\x01" "z", 6, BASE, &d);
-	ck_assert_int_eq(tfs_mp_bytes(&m, "k", TFS_MP_KSTR, &s, &n, &start,
-				      &at),
-			 0);
+	tfs_mp_init(&m,
+		    "\xa2"
+		    "hi\xc4\x01"
+		    "z",
+		    6, BASE, &d);
+	ck_assert_int_eq(
+		tfs_mp_bytes(&m, "k", TFS_MP_KSTR, &s, &n, &start, &at), 0);
 	ck_assert_uint_eq(n, 2);
 	ck_assert_uint_eq(at, BASE + 1);
-	ck_assert_int_eq(tfs_mp_bytes(&m, "k", TFS_MP_KSTR, &s, &n, &start,
-				      &at),
-			 -EBADMSG);
+	ck_assert_int_eq(
+		tfs_mp_bytes(&m, "k", TFS_MP_KSTR, &s, &n, &start, &at),
+		-EBADMSG);
 	ck_assert_str_eq(d.msg, "k: expected str (0xa0-0xbf, 0xd9-0xdb), "
 				"found type byte 0xc4");
 	ck_assert_uint_eq(d.offset, BASE + 3);
