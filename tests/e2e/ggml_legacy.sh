@@ -109,6 +109,13 @@ else
 	echo "SKIP: $REAL/for-tests-silero-v5.1.2-ggml.bin is missing"
 fi
 
+# -o npy,as=float32: F16 converted, an old Q4_0 block left as its records
+M=$(mount_container "$FIX/llama-ggjt-v1-q4_0-synth.bin" -o npy,as=float32) || fail "mount -o npy,as=float32"
+check "as=float32: float16 shown as <f4" sh -c "head -c 128 '$M/layers/0/attention_norm/weight.npy' | grep -aqF \"'descr': '<f4'\""
+check "as=float32: q4_0_v1 kept as 20-byte records" sh -c "head -c 128 '$M/output/weight.npy' | grep -aqF \"'descr': '|V20', 'fortran_order': False, 'shape': (4, 1)\""
+eq "q4_0_v1 dtype" "$(xa "$M/output/weight.npy" dtype)" q4_0_v1
+unmount "$M"
+
 # tensorfs info: the generation and the hparams
 check "info: summary of a ggjt v1 file" sh -c \
 	"'$TENSORFS' info '$FIX/llama-ggjt-v1-q4_0-synth.bin' | grep -q '^summary: llama.cpp ggjt v1, quantization generation 0, 32-byte aligned: n_vocab=4 '"
