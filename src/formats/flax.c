@@ -12,8 +12,8 @@
  * dotted names; an Orbax tuple (ext 4) and a msgpack array are read like a
  * map keyed by position.  Arrays above 1 GiB were written as a map
  * {"__msgpack_chunked_array__": true, "shape": {...}, "chunks": {...}} of
- * 1-D pieces: listed as one tensor with its full shape, checked, and
- * unreadable for now (its bytes are not one extent).
+ * 1-D pieces: one tensor with its full shape whose bytes are the chunks'
+ * payloads in order, served piece by piece (struct tfs_segment).
  *
  * The reader is the MessagePack pull reader (src/parse/msgpack.h): nothing
  * is allocated per object but a map's keys (sorted to refuse duplicates),
@@ -444,19 +444,54 @@ static int index_key(struct fx *x, uint64_t i, const char *what)
 }
 
 /*
+ * chunk @i (the ndarray @a) as the next piece of the file, grown as the
+ * chunks are read (their count is only bounded by the bytes left), and
+ * as {"offset", "nbytes"} in @chunks (manifest.json)
+ */
+static int push_segment(struct fx *x, struct tfs_segment **segs, size_t *cap,
+			uint64_t i, const struct fx_array *a, json_t *chunks)
+{
+	struct tfs_segment *p;
+	size_t n;
+
+	if (i >= TFS_MAX_SEGMENTS)
+		return tfs_diag_at(x->d, -E2BIG, a->at,
+				   "chunked array: more than %u chunks",
+				   TFS_MAX_SEGMENTS);
+	if (i == *cap) {
+		n = *cap ? 2 * *cap : 8;
+		p = reallocarray(*segs, n, sizeof(*p));
+		if (!p)
+			return tfs_diag_oom(x->d);
+		*segs = p;
+		*cap = n;
+	}
+	(*segs)[i] =
+		(struct tfs_segment){.offset = a->data, .length = a->nbytes};
+	if (json_array_append_new(chunks,
+				  json_pack("{s:I,s:I}", "offset",
+					    (json_int_t)a->data, "nbytes",
+					    (json_int_t)a->nbytes)))
+		return tfs_diag_oom(x->d);
+	return 0;
+}
+
+/*
  * {"__msgpack_chunked_array__": true, "shape": {"0": d0, ...},
  *  "chunks": {"0": ndarray, ...}}, its first key read
  */
 static int read_chunked(struct fx *x, const struct tfs_mp_obj *map)
 {
-	char nb[TFS_PRINTABLE_MAX], why[160];
+	char nb[TFS_PRINTABLE_MAX];
 	const char *f = field(x, nb, sizeof(nb));
 	uint64_t shape[FX_MAX_DIMS], count, bytes, sum = 0, i;
 	struct tfs_tensor_spec s = {0};
+	struct tfs_segment *segs = NULL;
 	struct tfs_mp_obj o, sm, cm;
 	struct fx_array a, first;
 	struct tfs_span k;
 	json_t *chunks, *extra;
+	size_t cap = 0;
 	uint32_t h;
 	int ret;
 
@@ -537,11 +572,8 @@ static int read_chunked(struct fx *x, const struct tfs_mp_obj *map)
 			ret = tfs_mp_fail(&x->m, -EBADMSG, o.start, f,
 					  "chunked array: the chunks' bytes "
 					  "overflow");
-		else if (json_array_append_new(
-				 chunks, json_pack("{s:I,s:I}", "offset",
-						   (json_int_t)a.data, "nbytes",
-						   (json_int_t)a.nbytes)))
-			ret = tfs_diag_oom(x->d);
+		else
+			ret = push_segment(x, &segs, &cap, i, &a, chunks);
 	}
 	if (!ret && (!tfs_shape_product(shape, sm.n, &count) ||
 		     tfs_dtype_bytes(first.dtype, count, &bytes)))
@@ -553,34 +585,31 @@ static int read_chunked(struct fx *x, const struct tfs_mp_obj *map)
 				  "chunked array: the chunks hold %" PRIu64
 				  " bytes, the shape and %s need %" PRIu64,
 				  sum, first.dtype_name, bytes);
-	if (ret) {
-		json_decref(chunks);
-		return ret;
-	}
-	snprintf(why, sizeof(why),
-		 "a chunked array (" FX_CHUNKED ") of %" PRIu64
-		 " chunks: tensors of several extents are not supported yet",
-		 cm.n);
+	if (ret)
+		goto out;
+	/* one file: the chunks' bytes in order, each a piece of the file */
 	s.name = x->name;
 	s.name_len = x->len;
 	s.dtype = first.dtype;
 	s.ndim = sm.n;
 	s.shape = shape;
+	s.segs = segs;
+	s.nsegs = (size_t)cm.n;
 	s.size = sum;
 	s.encoding = TFS_ENCODING_RAW;
 	s.desc_offset = map->start;
-	s.unreadable = why;
 	x->tensors++;
 	x->chunked++;
 	ret = tfs_builder_add_tensor(x->b, &s, &h, x->d);
-	if (ret) {
-		json_decref(chunks);
-		return ret;
-	}
+	if (ret)
+		goto out;
 	extra = tfs_builder_manifest_extra(x->b, h);
-	if (!extra || json_object_set_new(extra, "chunks", chunks))
-		return tfs_diag_oom(x->d);
-	return 0;
+	if (!extra || json_object_set(extra, "chunks", chunks))
+		ret = tfs_diag_oom(x->d);
+out:
+	json_decref(chunks);
+	free(segs);
+	return ret;
 }
 
 static int read_map(struct fx *x, const struct tfs_mp_obj *o, unsigned depth)
