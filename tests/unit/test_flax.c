@@ -4,8 +4,8 @@
  * written by flax's own algorithm with python3-msgpack) against their
  * expected.json (names, dtypes, shapes, offsets, sha256 of the bytes
  * served, the leaves in metadata.json, a chunked array served whole
- * from its chunks), the rejects with the field and the byte offset worked out from
- * the fixtures' bytes, and files written here for the rest of the spec
+ * from its chunks), the rejects with the field and the byte offset worked out
+ * from the fixtures' bytes, and files written here for the rest of the spec
  * (tuples, lists, escaped keys, duplicates, every refusal).
  */
 #include <errno.h>
@@ -67,9 +67,8 @@ static void check_tensor(struct tfs_image *img, json_t *man, const json_t *t)
 			json_object_get(manifest_entry(man, name), "chunks"),
 			chunks));
 	} else {
-		ck_assert_uint_eq(x->offset,
-				  json_integer_value(
-					  json_object_get(t, "offset")));
+		ck_assert_uint_eq(x->offset, json_integer_value(json_object_get(
+						     t, "offset")));
 	}
 	ck_assert_ptr_null(x->unreadable);
 	b = tu_read_node(img, x->node, &len);
@@ -368,6 +367,67 @@ START_TEST(probe)
 }
 END_TEST
 
+/*
+ * {"c": {"__msgpack_chunked_array__": @flag, "shape": {"0": 4},
+ *  "chunks": {"0": int8 [2], @key1: @dtype1 [2]}}}; *@second: the offset
+ * of the second chunk's key
+ */
+static void chunked(struct tu_buf *b, uint8_t flag, const char *key1,
+		    const char *dtype1, uint64_t *second)
+{
+	static const uint8_t d2[] = {2};
+
+	memset(b, 0, sizeof(*b));
+	byte(b, 0x81);
+	str(b, "c");
+	byte(b, 0x83);
+	str(b, "__msgpack_chunked_array__");
+	byte(b, flag);
+	str(b, "shape");
+	byte(b, 0x81);
+	str(b, "0");
+	byte(b, 4);
+	str(b, "chunks");
+	byte(b, 0x82);
+	str(b, "0");
+	ndarray(b, 1, d2, 1, "int8", 2, 1);
+	*second = b->len;
+	str(b, key1);
+	ndarray(b, 1, d2, 1, dtype1, 2 * (strcmp(dtype1, "int8") ? 2 : 1), 2);
+}
+
+START_TEST(chunked_arrays)
+{
+	struct tfs_image *img;
+	struct tu_buf b;
+	uint64_t second;
+	uint8_t *data;
+	size_t len;
+
+	chunked(&b, 0xc3, "1", "int8", &second);
+	img = tu_load_ok(b.p, b.len);
+	tu_expect_xattr(img, "c", "shape", "[4]");
+	data = tu_read_node(img, tu_tensor(img, "c")->node, &len);
+	ck_assert_uint_eq(len, 4);
+	ck_assert_mem_eq(data, "\x01\x01\x02\x02", 4);
+	free(data);
+	tfs_image_close(img);
+	free(b.p);
+	/* the chunks' keys are "0".."n-1" in order */
+	chunked(&b, 0xc3, "2", "int8", &second);
+	tu_expect_reject(b.p, b.len, -EBADMSG, "key 1 is not \"1\"", second);
+	free(b.p);
+	/* one dtype */
+	chunked(&b, 0xc3, "1", "int16", &second);
+	tu_expect_reject(b.p, b.len, -EBADMSG, "not 1-D int8", second + 2);
+	free(b.p);
+	/* the marker must be true */
+	chunked(&b, 0xc2, "1", "int8", &second);
+	tu_expect_reject(b.p, b.len, -EBADMSG, "a chunked array is a map", 3);
+	free(b.p);
+}
+END_TEST
+
 static Suite *flax_suite(void)
 {
 	Suite *s = suite_create("flax");
@@ -378,6 +438,7 @@ static Suite *flax_suite(void)
 	tcase_add_test(tc, tree);
 	tcase_add_test(tc, refusals);
 	tcase_add_test(tc, probe);
+	tcase_add_test(tc, chunked_arrays);
 	suite_add_tcase(s, tc);
 	return s;
 }
