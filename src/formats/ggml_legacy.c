@@ -560,8 +560,7 @@ static int add_tensor(struct gl_ctx *g, const struct gl_rec *r)
 {
 	struct tfs_tensor_spec s = {0};
 	uint64_t shape[GL_MAX_DIMS];
-	char ne[64];
-	size_t o = 0;
+	char ne[96];
 	uint32_t i, h;
 	int ret;
 
@@ -579,12 +578,7 @@ static int add_tensor(struct gl_ctx *g, const struct gl_rec *r)
 	ret = tfs_builder_add_tensor(g->b, &s, &h, g->d);
 	if (ret)
 		return ret;
-	/* at most 4 numbers below 2^31: fits */
-	o += (size_t)snprintf(ne, sizeof(ne), "[");
-	for (i = 0; i < r->n_dims; i++)
-		o += (size_t)snprintf(ne + o, sizeof(ne) - o, "%s%" PRIu64,
-				      i ? "," : "", r->ne[i]);
-	snprintf(ne + o, sizeof(ne) - o, "]");
+	tfs_ggml_ne_text(ne, sizeof(ne), r->ne, r->n_dims);
 	if (tfs_builder_set_xattr_str(g->b, h, "ggml.ne", ne) ||
 	    tfs_builder_set_xattr_str(g->b, h, "ggml.type", r->gt->name))
 		return tfs_diag_oom(g->d);

@@ -647,20 +647,6 @@ static int read_info(struct gguf_ctx *z, uint64_t idx, struct gguf_info *t)
 	return 0;
 }
 
-/* ggml's ne as compact JSON: at most 4 x 20 digits fit @buf's 128 bytes */
-static void json_ne(char *buf, size_t len, const struct gguf_info *t)
-{
-	size_t o = 0;
-	uint32_t k;
-
-	o += (size_t)snprintf(buf, len, "[");
-	for (k = 0; k < t->n_dims && o < len; k++)
-		o += (size_t)snprintf(buf + o, len - o, "%s%" PRIu64,
-				      k ? "," : "", t->ne[k]);
-	if (o < len)
-		snprintf(buf + o, len - o, "]");
-}
-
 static int add_tensor(struct gguf_ctx *z, const struct gguf_info *t,
 		      uint64_t data_start)
 {
@@ -686,7 +672,7 @@ static int add_tensor(struct gguf_ctx *z, const struct gguf_info *t,
 	ret = tfs_builder_add_tensor(z->b, &s, &h, z->d);
 	if (ret)
 		return ret;
-	json_ne(ne, sizeof(ne), t);
+	tfs_ggml_ne_text(ne, sizeof(ne), t->ne, t->n_dims);
 	if (tfs_builder_set_xattr_str(z->b, h, "gguf.ne", ne) ||
 	    tfs_builder_set_xattr_str(z->b, h, "gguf.type", t->gt->name))
 		return tfs_diag_oom(z->d);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* ggml's tensor type ids: see ggml_types.h. */
+#include <inttypes.h>
 #include <stdio.h>
 
 #include "ggml_types.h"
@@ -85,6 +86,20 @@ const struct tfs_ggml_type *tfs_ggml_legacy_type(unsigned gen, uint32_t id)
 		/* Q8_1 was never stored in files; Q4_2 and Q4_3 removed */
 		return id == 9 ? NULL : tfs_ggml_type(id);
 	return legacy_types[gen][id].name ? &legacy_types[gen][id] : NULL;
+}
+
+void tfs_ggml_ne_text(char *buf, size_t len, const uint64_t *ne,
+		      unsigned n_dims)
+{
+	size_t o = 0;
+	unsigned k;
+
+	o += (size_t)snprintf(buf, len, "[");
+	for (k = 0; k < n_dims && o < len; k++)
+		o += (size_t)snprintf(buf + o, len - o, "%s%" PRIu64,
+				      k ? "," : "", ne[k]);
+	if (o < len)
+		snprintf(buf + o, len - o, "]");
 }
 
 json_t *tfs_ggml_string_json(const uint8_t *s, uint64_t len)

@@ -15,6 +15,7 @@
 #define TFS_FORMATS_GGML_TYPES_H
 
 #include <jansson.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "tensorfs/dtype.h"
@@ -35,6 +36,13 @@ const struct tfs_ggml_type *tfs_ggml_type(uint32_t id);
  * unknown in that generation, or never stored in files (Q8_1, Q8_K)
  */
 const struct tfs_ggml_type *tfs_ggml_legacy_type(unsigned gen, uint32_t id);
+
+/*
+ * ggml's dimensions @ne[0..@n_dims) as compact JSON ("[4096,32000]",
+ * ne[0] first) into @buf: 4 x 20 digits need at most 86 bytes
+ */
+void tfs_ggml_ne_text(char *buf, size_t len, const uint64_t *ne,
+		      unsigned n_dims);
 
 /*
  * A string of the file as JSON: UTF-8 as is, anything else as
