@@ -11,8 +11,9 @@
  * type is a block of 32 or 256 elements with its scales (q4_0: 32 in 18
  * bytes).  So one rule sizes them all: bytes = count / block_elems x
  * block_bytes, with count a multiple of block_elems (tfs_dtype_bytes).
- * Opaque types (qfloat, void records) have no fixed unit: their size is not
- * checked against a shape.
+ * Opaque types have no numeric meaning tensorfs knows; some have no fixed
+ * unit (qfloat, void records: their size is not checked against a shape),
+ * others do (the pre-GGUF ggml blocks q4_0_v1...: sized like the rest).
  */
 #ifndef TENSORFS_DTYPE_H
 #define TENSORFS_DTYPE_H
@@ -83,6 +84,23 @@ enum tfs_dtype {
 	TFS_DTYPE_UINT4,
 	TFS_DTYPE_INT2,
 	TFS_DTYPE_UINT2,
+	/*
+	 * pre-GGUF ggml blocks (specs/ggml-legacy.md section 4): the same
+	 * ids as today's, other bit layouts (gen 0: ggjt v1 and older, gen 1:
+	 * ggjt v2); a fixed unit but no numeric meaning tensorfs decodes
+	 */
+	TFS_DTYPE_Q4_0_V1,
+	TFS_DTYPE_Q4_1_V1,
+	TFS_DTYPE_Q4_2_V1,
+	TFS_DTYPE_Q4_3_V1,
+	TFS_DTYPE_Q5_0_V1,
+	TFS_DTYPE_Q5_1_V1,
+	TFS_DTYPE_Q8_0_V1,
+	TFS_DTYPE_Q4_0_V2,
+	TFS_DTYPE_Q4_1_V2,
+	TFS_DTYPE_Q5_0_V2,
+	TFS_DTYPE_Q5_1_V2,
+	TFS_DTYPE_Q8_0_V2,
 	/* opaque: no fixed unit */
 	TFS_DTYPE_QFLOAT, /* Burnpack's quantized float */
 	TFS_DTYPE_VOID,	  /* fixed-size records of a size the reader gives */
@@ -100,7 +118,7 @@ enum tfs_dtype_kind {
 	TFS_KIND_BOOL,
 	TFS_KIND_COMPLEX,
 	TFS_KIND_QUANT,	 /* blocks of scaled small integers (ggml) */
-	TFS_KIND_OPAQUE, /* no numeric meaning known */
+	TFS_KIND_OPAQUE, /* no numeric meaning known (a unit, or none) */
 };
 
 struct tfs_dtype_info {

@@ -663,6 +663,11 @@ static void print_summary(const struct tfs_tree *t, const bool *repeat,
 		tfs_cli_say(stdout, "architecture: %.*s\n", (int)arch->len,
 			    arch->value);
 	print_info_xattrs(t);
+	/* a reader's one line about the model (pre-GGUF ggml: hparams) */
+	arch = tfs_tree_xattr(t, TFS_ROOT_NODE, TFS_XATTR_PREFIX "summary");
+	if (arch)
+		tfs_cli_say(stdout, "summary: %.*s\n", (int)arch->len,
+			    arch->value);
 	if (!v)
 		return;
 	for (i = 0; i < t->ntensors; i++) {

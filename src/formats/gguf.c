@@ -30,6 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/ggml_types.h"
+#include "common/spans.h"
 #include "tensorfs/builder.h"
 #include "tensorfs/checked.h"
 #include "tensorfs/cursor.h"
@@ -78,58 +80,11 @@ static const char *const vtype_names[GV_COUNT] = {
 static const uint8_t vtype_size[GV_COUNT] = {1, 1, 2, 2, 4, 4, 4,
 					     1, 0, 0, 8, 8, 8};
 
-/* ggml type ids (ggml.h), removed ids have no dtype */
-static const struct {
-	enum tfs_dtype dtype;
-	const char *name;
-} ggml_types[] = {
-	[0] = {TFS_DTYPE_FLOAT32, "F32"},
-	[1] = {TFS_DTYPE_FLOAT16, "F16"},
-	[2] = {TFS_DTYPE_Q4_0, "Q4_0"},
-	[3] = {TFS_DTYPE_Q4_1, "Q4_1"},
-	[6] = {TFS_DTYPE_Q5_0, "Q5_0"},
-	[7] = {TFS_DTYPE_Q5_1, "Q5_1"},
-	[8] = {TFS_DTYPE_Q8_0, "Q8_0"},
-	[9] = {TFS_DTYPE_Q8_1, "Q8_1"},
-	[10] = {TFS_DTYPE_Q2_K, "Q2_K"},
-	[11] = {TFS_DTYPE_Q3_K, "Q3_K"},
-	[12] = {TFS_DTYPE_Q4_K, "Q4_K"},
-	[13] = {TFS_DTYPE_Q5_K, "Q5_K"},
-	[14] = {TFS_DTYPE_Q6_K, "Q6_K"},
-	[15] = {TFS_DTYPE_Q8_K, "Q8_K"},
-	[16] = {TFS_DTYPE_IQ2_XXS, "IQ2_XXS"},
-	[17] = {TFS_DTYPE_IQ2_XS, "IQ2_XS"},
-	[18] = {TFS_DTYPE_IQ3_XXS, "IQ3_XXS"},
-	[19] = {TFS_DTYPE_IQ1_S, "IQ1_S"},
-	[20] = {TFS_DTYPE_IQ4_NL, "IQ4_NL"},
-	[21] = {TFS_DTYPE_IQ3_S, "IQ3_S"},
-	[22] = {TFS_DTYPE_IQ2_S, "IQ2_S"},
-	[23] = {TFS_DTYPE_IQ4_XS, "IQ4_XS"},
-	[24] = {TFS_DTYPE_INT8, "I8"},
-	[25] = {TFS_DTYPE_INT16, "I16"},
-	[26] = {TFS_DTYPE_INT32, "I32"},
-	[27] = {TFS_DTYPE_INT64, "I64"},
-	[28] = {TFS_DTYPE_FLOAT64, "F64"},
-	[29] = {TFS_DTYPE_IQ1_M, "IQ1_M"},
-	[30] = {TFS_DTYPE_BFLOAT16, "BF16"},
-	[34] = {TFS_DTYPE_TQ1_0, "TQ1_0"},
-	[35] = {TFS_DTYPE_TQ2_0, "TQ2_0"},
-	[39] = {TFS_DTYPE_MXFP4, "MXFP4"},
-	[40] = {TFS_DTYPE_NVFP4, "NVFP4"},
-	[41] = {TFS_DTYPE_Q1_0, "Q1_0"},
-	[42] = {TFS_DTYPE_Q2_0, "Q2_0"},
-};
-#define GGML_TYPE_COUNT (sizeof(ggml_types) / sizeof(ggml_types[0]))
-
-struct gguf_key {
-	const uint8_t *p;
-	uint64_t len, at;
-};
-
 struct gguf_info {
 	const uint8_t *name;
 	uint64_t name_len, at;
 	uint32_t n_dims, type;
+	const struct tfs_ggml_type *gt; /* of @type */
 	uint64_t ne[GGUF_MAX_DIMS];
 	uint64_t offset, nbytes;
 };
@@ -152,7 +107,7 @@ struct gguf_ctx {
 	struct tfs_diag *d;
 	struct tfs_cursor c;
 	struct gguf_head h;
-	struct gguf_key *keys;
+	struct tfs_span *keys;
 	struct gguf_info *infos;
 };
 
@@ -197,21 +152,6 @@ static int read_string(struct gguf_ctx *z, const char *what, const uint8_t **p,
 				   " bytes, but only %" PRIu64 " are left",
 				   what, *len, tfs_cursor_remaining(&z->c));
 	return 0;
-}
-
-/* a string value as JSON: UTF-8 as is, anything else as its hex bytes */
-static json_t *string_json(const uint8_t *s, uint64_t len)
-{
-	char hex[2 * 64 + 1];
-	uint64_t k;
-
-	if (tfs_utf8_valid(s, (size_t)len))
-		return json_stringn_nocheck((const char *)s, (size_t)len);
-	for (k = 0; k < len && k < 64; k++)
-		snprintf(hex + 2 * k, 3, "%02x", s[k]);
-	hex[2 * k] = '\0';
-	return json_pack("{s:s,s:I}", "not_utf8_hex", hex, "length",
-			 (json_int_t)len);
 }
 
 /* the payload of a fixed-size value as JSON (@v: its little-endian bits) */
@@ -304,7 +244,7 @@ static int read_value(struct gguf_ctx *z, uint32_t type, uint64_t type_at,
 				   "%s: value type %u is unknown", key, type);
 	if (type == GV_STRING) {
 		ret = read_string(z, key, &s, &len);
-		if (!ret && out && !(*out = string_json(s, len)))
+		if (!ret && out && !(*out = tfs_ggml_string_json(s, len)))
 			ret = tfs_diag_oom(z->d);
 		return ret;
 	}
@@ -384,7 +324,7 @@ static void real_text(char *buf, size_t len, double v, bool single)
  * (keys that cannot be xattr names and strings above the xattr size limit
  * are only in metadata.json).
  */
-static int kv_xattr(struct gguf_ctx *z, const struct gguf_key *k, uint32_t type,
+static int kv_xattr(struct gguf_ctx *z, const struct tfs_span *k, uint32_t type,
 		    const json_t *v)
 {
 	char xname[GGUF_XATTR_KEY_MAX + 8], num[40];
@@ -426,13 +366,13 @@ static int kv_xattr(struct gguf_ctx *z, const struct gguf_key *k, uint32_t type,
 		       : 0;
 }
 
-static bool key_is(const struct gguf_key *k, const char *name)
+static bool key_is(const struct tfs_span *k, const char *name)
 {
 	return k->len == strlen(name) && memcmp(k->p, name, k->len) == 0;
 }
 
 /* the keys general.alignment, general.architecture and split.* */
-static int kv_special(struct gguf_ctx *z, const struct gguf_key *k,
+static int kv_special(struct gguf_ctx *z, const struct tfs_span *k,
 		      uint32_t type, uint64_t type_at, const json_t *v)
 {
 	json_int_t n = json_is_integer(v) ? json_integer_value(v) : -1;
@@ -475,19 +415,6 @@ static int kv_special(struct gguf_ctx *z, const struct gguf_key *k,
 	return 0;
 }
 
-static int cmp_keys(const void *pa, const void *pb)
-{
-	const struct gguf_key *a = pa, *b = pb;
-	uint64_t n = a->len < b->len ? a->len : b->len;
-	int c = memcmp(a->p, b->p, (size_t)n);
-
-	if (c)
-		return c;
-	if (a->len != b->len)
-		return a->len < b->len ? -1 : 1;
-	return a->at < b->at ? -1 : 1;
-}
-
 /*
  * Check every key/value; scalars and strings become root xattrs, arrays
  * are only walked (metadata.json gets them later, kvs_json).
@@ -497,7 +424,8 @@ static int read_kvs(struct gguf_ctx *z)
 	char kb[TFS_PRINTABLE_MAX], label[TFS_PRINTABLE_MAX + 8];
 	uint64_t i, type_at;
 	uint32_t type;
-	struct gguf_key *k;
+	struct tfs_span *k;
+	const struct tfs_span *dup;
 	json_t *v;
 	int ret;
 
@@ -540,18 +468,13 @@ static int read_kvs(struct gguf_ctx *z)
 	}
 	z->h.kv_end = tfs_cursor_offset(&z->c);
 	/* keys are unique */
-	qsort(z->keys, z->h.n_kv, sizeof(*z->keys), cmp_keys);
-	for (i = 1; i < z->h.n_kv; i++)
-		if (z->keys[i].len == z->keys[i - 1].len &&
-		    memcmp(z->keys[i].p, z->keys[i - 1].p,
-			   (size_t)z->keys[i].len) == 0) {
-			tfs_name_printable(kb, sizeof(kb),
-					   (const char *)z->keys[i].p,
-					   (size_t)z->keys[i].len);
-			return tfs_diag_at(z->d, -EBADMSG, z->keys[i].at,
-					   "kv '%s': the key is given twice",
-					   kb);
-		}
+	dup = tfs_span_twice(z->keys, (size_t)z->h.n_kv, NULL);
+	if (dup) {
+		tfs_name_printable(kb, sizeof(kb), (const char *)dup->p,
+				   (size_t)dup->len);
+		return tfs_diag_at(z->d, -EBADMSG, dup->at,
+				   "kv '%s': the key is given twice", kb);
+	}
 	return 0;
 }
 
@@ -697,19 +620,19 @@ static int read_info(struct gguf_ctx *z, uint64_t idx, struct gguf_info *t)
 	at = tfs_cursor_offset(&z->c);
 	if (u32_at(z, "type", &t->type))
 		return -EBADMSG;
-	if (t->type >= GGML_TYPE_COUNT || !ggml_types[t->type].name)
+	t->gt = tfs_ggml_type(t->type);
+	if (!t->gt)
 		return tfs_diag_at(z->d, -EBADMSG, at,
 				   "tensor '%s': type %u is not a ggml type "
 				   "(unknown or removed)",
 				   nb, t->type);
-	di = tfs_dtype_info(ggml_types[t->type].dtype);
+	di = tfs_dtype_info(t->gt->dtype);
 	if (t->ne[0] % di->block_elems)
 		return tfs_diag_at(z->d, -EBADMSG, at,
 				   "tensor '%s': ne[0] = %" PRIu64
 				   " is not a multiple of %s's block of %u",
-				   nb, t->ne[0], ggml_types[t->type].name,
-				   di->block_elems);
-	if (tfs_dtype_bytes(ggml_types[t->type].dtype, count, &t->nbytes))
+				   nb, t->ne[0], t->gt->name, di->block_elems);
+	if (tfs_dtype_bytes(t->gt->dtype, count, &t->nbytes))
 		return tfs_diag_at(z->d, -EBADMSG, at,
 				   "tensor '%s': the byte size overflows", nb);
 	pos = tfs_cursor_offset(&z->c);
@@ -722,20 +645,6 @@ static int read_info(struct gguf_ctx *z, uint64_t idx, struct gguf_info *t)
 			" is not a multiple of the alignment %" PRIu64,
 			nb, t->offset, z->h.alignment);
 	return 0;
-}
-
-/* ggml's ne as compact JSON: at most 4 x 20 digits fit @buf's 128 bytes */
-static void json_ne(char *buf, size_t len, const struct gguf_info *t)
-{
-	size_t o = 0;
-	uint32_t k;
-
-	o += (size_t)snprintf(buf, len, "[");
-	for (k = 0; k < t->n_dims && o < len; k++)
-		o += (size_t)snprintf(buf + o, len - o, "%s%" PRIu64,
-				      k ? "," : "", t->ne[k]);
-	if (o < len)
-		snprintf(buf + o, len - o, "]");
 }
 
 static int add_tensor(struct gguf_ctx *z, const struct gguf_info *t,
@@ -751,7 +660,7 @@ static int add_tensor(struct gguf_ctx *z, const struct gguf_info *t,
 		shape[k] = t->ne[t->n_dims - 1 - k]; /* row-major */
 	s.name = (const char *)t->name;
 	s.name_len = (size_t)t->name_len;
-	s.dtype = ggml_types[t->type].dtype;
+	s.dtype = t->gt->dtype;
 	s.ndim = t->n_dims;
 	s.shape = shape;
 	/* an offset that overflows is refused by the builder's range check */
@@ -763,10 +672,9 @@ static int add_tensor(struct gguf_ctx *z, const struct gguf_info *t,
 	ret = tfs_builder_add_tensor(z->b, &s, &h, z->d);
 	if (ret)
 		return ret;
-	json_ne(ne, sizeof(ne), t);
+	tfs_ggml_ne_text(ne, sizeof(ne), t->ne, t->n_dims);
 	if (tfs_builder_set_xattr_str(z->b, h, "gguf.ne", ne) ||
-	    tfs_builder_set_xattr_str(z->b, h, "gguf.type",
-				      ggml_types[t->type].name))
+	    tfs_builder_set_xattr_str(z->b, h, "gguf.type", t->gt->name))
 		return tfs_diag_oom(z->d);
 	return 0;
 }

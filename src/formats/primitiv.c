@@ -44,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "parse/msgpack.h"
 #include "tensorfs/builder.h"
 #include "tensorfs/checked.h"
 #include "tensorfs/cursor.h"
@@ -88,23 +89,8 @@ static const uint8_t pv_prefix[PV_HEADER_SIZE] = {
 };
 #define PV_PREFIX_TYPE_BYTE 13
 
-/* the length-prefixed kinds: accepted type bytes (spec section 1) */
-enum pv_kind { PV_STR, PV_BIN, PV_ARRAY, PV_MAP };
-
-static const struct pv_form {
-	const char *expect;   /* for messages */
-	uint8_t fix_base;     /* fixstr/fixarray/fixmap: base | n */
-	uint8_t fix_count;    /* 0: no fix form */
-	uint8_t b8, b16, b32; /* 8/16/32-bit length forms (0: none) */
-} pv_forms[] = {
-	[PV_STR] = {"str (0xa0-0xbf, 0xd9-0xdb)", 0xa0, 32, 0xd9, 0xda, 0xdb},
-	[PV_BIN] = {"bin (0xc4-0xc6)", 0, 0, 0xc4, 0xc5, 0xc6},
-	[PV_ARRAY] = {"array (0x90-0x9f, 0xdc, 0xdd)", 0x90, 16, 0, 0xdc, 0xdd},
-	[PV_MAP] = {"map (0x80-0x8f, 0xde, 0xdf)", 0x80, 16, 0, 0xde, 0xdf},
-};
-
 struct pv {
-	struct tfs_cursor c;
+	struct tfs_mp m; /* the cursor and the diagnostic */
 	struct tfs_builder *b;
 	struct tfs_diag *d;
 };
@@ -137,42 +123,9 @@ static int pv_probe(const struct tfs_source *src)
 	return 0;
 }
 
-static int pv_fail(struct pv *p, int err, uint64_t off, const char *field,
-		   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-
-/* record "<field>: <message>" at @off */
-static int pv_fail(struct pv *p, int err, uint64_t off, const char *field,
-		   const char *fmt, ...)
-{
-	char msg[TFS_DIAG_MSG_MAX];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	return tfs_diag_at(p->d, err, off, "%s: %s", field, msg);
-}
-
 static int pv_nomem(struct pv *p)
 {
 	return tfs_diag_oom(p->d);
-}
-
-static unsigned long long pv_left(const struct pv *p)
-{
-	return (unsigned long long)tfs_cursor_remaining(&p->c);
-}
-
-/* the next object's type byte; *start gets its offset */
-static int pv_type(struct pv *p, const char *field, const char *expect,
-		   uint8_t *type, uint64_t *start)
-{
-	*start = tfs_cursor_offset(&p->c);
-	if (tfs_cursor_u8(&p->c, type))
-		return pv_fail(p, -EBADMSG, *start, field,
-			       "expected %s, found the end of the file",
-			       expect);
-	return 0;
 }
 
 /*
@@ -193,21 +146,8 @@ static const char *pv_type_hint(uint8_t want, uint8_t type)
 static int pv_wrong_type(struct pv *p, uint64_t start, const char *field,
 			 const char *expect, uint8_t want, uint8_t type)
 {
-	return pv_fail(p, -EBADMSG, start, field,
-		       "expected %s, found type byte 0x%02x%s", expect, type,
-		       pv_type_hint(want, type));
-}
-
-/* the big-endian payload of a number or length after its type byte */
-static int pv_payload(struct pv *p, uint64_t start, const char *field,
-		      const char *what, unsigned width, uint64_t *v)
-{
-	if (tfs_cursor_be(&p->c, width, v))
-		return pv_fail(p, -EBADMSG, start, field,
-			       "%s runs past the end of the file (needs %u "
-			       "bytes after the type byte, %llu left)",
-			       what, width, pv_left(p));
-	return 0;
+	return tfs_mp_wrong_type(&p->m, start, field, expect, type,
+				 pv_type_hint(want, type));
 }
 
 /* one object with a fixed type byte and a 4-byte payload */
@@ -218,13 +158,13 @@ static int pv_word(struct pv *p, const char *field, uint8_t want,
 	uint8_t t;
 	int ret;
 
-	ret = pv_type(p, field, expect, &t, start);
+	ret = tfs_mp_type(&p->m, field, expect, &t, start);
 	if (ret)
 		return ret;
 	if (t != want)
 		return pv_wrong_type(p, *start, field, expect, want, t);
-	ret = pv_payload(p, *start, field,
-			 want == PV_UINT32 ? "uint32" : "float", 4, &v);
+	ret = tfs_mp_payload(&p->m, *start, field,
+			     want == PV_UINT32 ? "uint32" : "float", 4, &v);
 	if (!ret)
 		*out = (uint32_t)v;
 	return ret;
@@ -246,72 +186,6 @@ static int pv_f32(struct pv *p, const char *field, float *out, uint64_t *start)
 	return ret;
 }
 
-/* the header of a str/bin/array/map: its length or count in *n */
-static int pv_len(struct pv *p, const char *field, enum pv_kind kind,
-		  uint64_t *n, uint64_t *start)
-{
-	const struct pv_form *f = &pv_forms[kind];
-	unsigned width;
-	uint8_t t;
-	int ret;
-
-	ret = pv_type(p, field, f->expect, &t, start);
-	if (ret)
-		return ret;
-	if (f->fix_count && t >= f->fix_base &&
-	    t - f->fix_base < f->fix_count) {
-		*n = (uint64_t)(t - f->fix_base);
-		return 0;
-	}
-	if (f->b8 && t == f->b8)
-		width = 1;
-	else if (t == f->b16)
-		width = 2;
-	else if (t == f->b32)
-		width = 4;
-	else
-		return pv_wrong_type(p, *start, field, f->expect, 0, t);
-	return pv_payload(p, *start, field,
-			  kind == PV_STR || kind == PV_BIN ? "its length"
-							   : "its count",
-			  width, n);
-}
-
-/* a str or bin: *bytes points into the mapping, *at is its payload offset */
-static int pv_bytes(struct pv *p, const char *field, enum pv_kind kind,
-		    const uint8_t **bytes, uint64_t *len, uint64_t *start,
-		    uint64_t *at)
-{
-	int ret = pv_len(p, field, kind, len, start);
-
-	if (ret)
-		return ret;
-	*at = tfs_cursor_offset(&p->c);
-	if (tfs_cursor_bytes(&p->c, *len, bytes))
-		return pv_fail(p, -EBADMSG, *start, field,
-			       "%s of %llu bytes runs past the end of the "
-			       "file (%llu bytes left)",
-			       kind == PV_STR ? "str" : "bin",
-			       (unsigned long long)*len, pv_left(p));
-	return 0;
-}
-
-/* refuse @n items of at least @min_each bytes that cannot fit */
-static int pv_count_fits(struct pv *p, const char *field, uint64_t start,
-			 uint64_t n, uint64_t min_each, const char *what)
-{
-	uint64_t need;
-
-	if (tfs_mul_u64(n, min_each, &need) &&
-	    need <= tfs_cursor_remaining(&p->c))
-		return 0;
-	return pv_fail(p, -EBADMSG, start, field,
-		       "%llu %s need at least %llu bytes each, only %llu "
-		       "remain before the end of the file",
-		       (unsigned long long)n, what,
-		       (unsigned long long)min_each, pv_left(p));
-}
-
 /*
  * A key string (stat key, Model key element, config key): it names a path
  * component, an xattr or a JSON member, so it must be UTF-8 (as msgpack
@@ -321,17 +195,17 @@ static int pv_key(struct pv *p, const char *field, const uint8_t **s,
 		  uint64_t *len, uint64_t *start)
 {
 	uint64_t at;
-	int ret = pv_bytes(p, field, PV_STR, s, len, start, &at);
+	int ret = tfs_mp_bytes(&p->m, field, TFS_MP_KSTR, s, len, start, &at);
 
 	if (ret)
 		return ret;
 	if (!tfs_utf8_valid(*s, (size_t)*len))
-		return pv_fail(p, -EBADMSG, *start, field,
-			       "the string is not valid UTF-8");
+		return tfs_mp_fail(&p->m, -EBADMSG, *start, field,
+				   "the string is not valid UTF-8");
 	if (memchr(*s, 0, *len))
-		return pv_fail(p, -ENOTSUP, *start, field,
-			       "the string holds a NUL byte, which no file "
-			       "name or xattr name can hold");
+		return tfs_mp_fail(&p->m, -ENOTSUP, *start, field,
+				   "the string holds a NUL byte, which no file "
+				   "name or xattr name can hold");
 	return 0;
 }
 
@@ -400,15 +274,15 @@ static int pv_read_tensor(struct pv *p, const char *name, struct pv_tensor *t)
 	uint32_t v;
 	int ret;
 
-	t->desc_offset = tfs_cursor_offset(&p->c);
+	t->desc_offset = tfs_cursor_offset(&p->m.c);
 	snprintf(field, sizeof(field), "%s.shape.dims", name);
-	ret = pv_len(p, field, PV_ARRAY, &n, &start);
+	ret = tfs_mp_len(&p->m, field, TFS_MP_KARRAY, &n, &start);
 	if (ret)
 		return ret;
 	if (n > PV_MAX_DIMS)
-		return pv_fail(p, -EBADMSG, start, field,
-			       "%llu dims, a primitiv Shape has at most %d",
-			       (unsigned long long)n, PV_MAX_DIMS);
+		return tfs_mp_fail(&p->m, -EBADMSG, start, field,
+				   "%llu dims, a primitiv Shape has at most %d",
+				   (unsigned long long)n, PV_MAX_DIMS);
 	for (i = 0; i < n; i++) {
 		snprintf(field, sizeof(field), "%s.shape.dims[%llu]", name,
 			 (unsigned long long)i);
@@ -416,8 +290,8 @@ static int pv_read_tensor(struct pv *p, const char *name, struct pv_tensor *t)
 		if (ret)
 			return ret;
 		if (v == 0)
-			return pv_fail(
-				p, -EBADMSG, start, field,
+			return tfs_mp_fail(
+				&p->m, -EBADMSG, start, field,
 				"dim is 0, every dim must be at least 1");
 		t->shape[i] = v;
 	}
@@ -427,26 +301,28 @@ static int pv_read_tensor(struct pv *p, const char *name, struct pv_tensor *t)
 	if (ret)
 		return ret;
 	if (v == 0)
-		return pv_fail(p, -EBADMSG, start, field,
-			       "batch is 0, it must be at least 1");
+		return tfs_mp_fail(&p->m, -EBADMSG, start, field,
+				   "batch is 0, it must be at least 1");
 	if (v > 1)
 		t->shape[t->ndim++] = v;
 	snprintf(field, sizeof(field), "%s.data", name);
-	ret = pv_bytes(p, field, PV_BIN, &data, &len, &start, &t->data_offset);
+	ret = tfs_mp_bytes(&p->m, field, TFS_MP_KBIN, &data, &len, &start,
+			   &t->data_offset);
 	if (ret)
 		return ret;
 	t->data_length = len;
 	if (!tfs_shape_product(t->shape, t->ndim, &count) ||
 	    !tfs_mul_u64(count, PV_ELEM_SIZE, &bytes))
-		return pv_fail(p, -EBADMSG, start, field,
-			       "the shape's element count overflows 64 bits");
+		return tfs_mp_fail(
+			&p->m, -EBADMSG, start, field,
+			"the shape's element count overflows 64 bits");
 	if (bytes != len)
-		return pv_fail(p, -EBADMSG, start, field,
-			       "bin length %llu does not match the shape: "
-			       "%llu elements (dims x batch) x 4 bytes = %llu",
-			       (unsigned long long)len,
-			       (unsigned long long)count,
-			       (unsigned long long)bytes);
+		return tfs_mp_fail(
+			&p->m, -EBADMSG, start, field,
+			"bin length %llu does not match the shape: "
+			"%llu elements (dims x batch) x 4 bytes = %llu",
+			(unsigned long long)len, (unsigned long long)count,
+			(unsigned long long)bytes);
 	return 0;
 }
 
@@ -509,7 +385,8 @@ static int pv_read_stats(struct pv *p, const char *prefix, uint32_t group,
 	snprintf(field, sizeof(field), "%sstat_count", prefix);
 	ret = pv_u32(p, field, &n, &start);
 	if (!ret)
-		ret = pv_count_fits(p, field, start, n, PV_MIN_STAT, "stats");
+		ret = tfs_mp_count_fits(&p->m, field, start, n, PV_MIN_STAT,
+					"stats");
 	if (!ret)
 		*count = n;
 	for (i = 0; !ret && i < n; i++) {
@@ -523,17 +400,18 @@ static int pv_read_stats(struct pv *p, const char *prefix, uint32_t group,
 			break;
 		}
 		if (ret) {
-			ret = pv_fail(p, -EBADMSG, start, field,
-				      "duplicate stat key '%.*s' (first at "
-				      "offset %llu)",
-				      (int)(len < 64 ? len : 64), s,
-				      (unsigned long long)first);
+			ret = tfs_mp_fail(&p->m, -EBADMSG, start, field,
+					  "duplicate stat key '%.*s' (first at "
+					  "offset %llu)",
+					  (int)(len < 64 ? len : 64), s,
+					  (unsigned long long)first);
 			break;
 		}
 		if (len == 5 && memcmp(s, "value", 5) == 0) {
-			ret = pv_fail(p, -ENOTSUP, start, field,
-				      "a stat named 'value' would take the "
-				      "place of the parameter's value file");
+			ret = tfs_mp_fail(
+				&p->m, -ENOTSUP, start, field,
+				"a stat named 'value' would take the "
+				"place of the parameter's value file");
 			break;
 		}
 		role = strndup((const char *)s, (size_t)len);
@@ -636,19 +514,21 @@ static int pv_read_model_key(struct pv *p, const char *prefix,
 	int ret;
 
 	snprintf(field, sizeof(field), "%skey", prefix);
-	ret = pv_len(p, field, PV_ARRAY, &n, key_start);
+	ret = tfs_mp_len(&p->m, field, TFS_MP_KARRAY, &n, key_start);
 	if (ret)
 		return ret;
 	if (n == 0)
-		return pv_fail(p, -EBADMSG, *key_start, field,
-			       "empty key: a parameter needs at least a name");
-	ret = pv_count_fits(p, field, *key_start, n, 1, "key elements");
+		return tfs_mp_fail(
+			&p->m, -EBADMSG, *key_start, field,
+			"empty key: a parameter needs at least a name");
+	ret = tfs_mp_count_fits(&p->m, field, *key_start, n, 1, "key elements");
 	if (ret)
 		return ret;
 	if (n > PV_MAX_KEY_DEPTH)
-		return pv_fail(p, -E2BIG, *key_start, field,
-			       "%llu key elements, tensorfs allows at most %d",
-			       (unsigned long long)n, PV_MAX_KEY_DEPTH);
+		return tfs_mp_fail(
+			&p->m, -E2BIG, *key_start, field,
+			"%llu key elements, tensorfs allows at most %d",
+			(unsigned long long)n, PV_MAX_KEY_DEPTH);
 	k->elems = calloc((size_t)n, sizeof(*k->elems));
 	k->json = json_array();
 	if (!k->elems || !k->json)
@@ -687,9 +567,10 @@ static int pv_read_model_entry(struct pv *p, uint32_t idx, void **keys)
 	}
 	if (ret) {
 		snprintf(field, sizeof(field), "%skey", prefix);
-		ret = pv_fail(p, -EBADMSG, key_start, field,
-			      "duplicate key '%.64s' (first at offset %llu)",
-			      k.name, (unsigned long long)first);
+		ret = tfs_mp_fail(
+			&p->m, -EBADMSG, key_start, field,
+			"duplicate key '%.64s' (first at offset %llu)", k.name,
+			(unsigned long long)first);
 		goto out;
 	}
 	snprintf(field, sizeof(field), "%svalue", prefix);
@@ -728,8 +609,8 @@ static int pv_read_model(struct pv *p, json_t *meta)
 
 	ret = pv_u32(p, "parameter_count", &n, &start);
 	if (!ret)
-		ret = pv_count_fits(p, "parameter_count", start, n,
-				    PV_MIN_MODEL_ENTRY, "parameters");
+		ret = tfs_mp_count_fits(&p->m, "parameter_count", start, n,
+					PV_MIN_MODEL_ENTRY, "parameters");
 	if (!ret)
 		json_object_set_new(meta, "parameter_count", json_integer(n));
 	for (i = 0; !ret && i < n; i++)
@@ -789,10 +670,10 @@ static int pv_read_config_map(struct pv *p, const char *name, bool is_float,
 
 	if (!obj)
 		return pv_nomem(p);
-	ret = pv_len(p, name, PV_MAP, &n, &start);
+	ret = tfs_mp_len(&p->m, name, TFS_MP_KMAP, &n, &start);
 	if (!ret)
-		ret = pv_count_fits(p, name, start, n, PV_MIN_CONFIG,
-				    "entries");
+		ret = tfs_mp_count_fits(&p->m, name, start, n, PV_MIN_CONFIG,
+					"entries");
 	for (i = 0; !ret && i < n; i++) {
 		snprintf(field, sizeof(field), "%s[%llu].key", name,
 			 (unsigned long long)i);
@@ -807,13 +688,14 @@ static int pv_read_config_map(struct pv *p, const char *name, bool is_float,
 		if (ret) {
 			bool other = float_start && first < float_start;
 
-			ret = pv_fail(p, other ? -ENOTSUP : -EBADMSG, start,
-				      field, "%s '%.*s' (first at offset %llu)",
-				      other ? "the uint_configs already have "
-					      "a key"
-					    : "duplicate key",
-				      (int)(len < 64 ? len : 64), s,
-				      (unsigned long long)first);
+			ret = tfs_mp_fail(
+				&p->m, other ? -ENOTSUP : -EBADMSG, start,
+				field, "%s '%.*s' (first at offset %llu)",
+				other ? "the uint_configs already have "
+					"a key"
+				      : "duplicate key",
+				(int)(len < 64 ? len : 64), s,
+				(unsigned long long)first);
 			break;
 		}
 		key = strndup((const char *)s, (size_t)len);
@@ -856,7 +738,7 @@ static int pv_read_optimizer(struct pv *p, json_t *meta)
 	ret = pv_read_config_map(p, "uint_configs", false, meta, &keys, 0);
 	if (!ret)
 		ret = pv_read_config_map(p, "float_configs", true, meta, &keys,
-					 tfs_cursor_offset(&p->c));
+					 tfs_cursor_offset(&p->m.c));
 	pv_keyset_free(&keys);
 	return ret;
 }
@@ -894,33 +776,33 @@ static int pv_read_header(struct pv *p, size_t *type)
 	if (ret)
 		return ret;
 	if (major != 0)
-		return pv_fail(p, -ENOTSUP, start, "ver_major",
-			       "version %u.x is not supported (only 0.1)",
-			       major);
+		return tfs_mp_fail(&p->m, -ENOTSUP, start, "ver_major",
+				   "version %u.x is not supported (only 0.1)",
+				   major);
 	ret = pv_u32(p, "ver_minor", &minor, &start);
 	if (ret)
 		return ret;
 	if (minor != 1)
-		return pv_fail(p, -ENOTSUP, start, "ver_minor",
-			       "version 0.%u is not supported (only 0.1)",
-			       minor);
+		return tfs_mp_fail(&p->m, -ENOTSUP, start, "ver_minor",
+				   "version 0.%u is not supported (only 0.1)",
+				   minor);
 	ret = pv_u32(p, "data_type", &dt, &start);
 	if (ret)
 		return ret;
 	if (dt == PV_SHAPE)
-		return pv_fail(p, -ENOTSUP, start, "data_type",
-			       "0x000 (a Shape file) holds no tensor; "
-			       "primitiv has no writer or loader for it");
+		return tfs_mp_fail(&p->m, -ENOTSUP, start, "data_type",
+				   "0x000 (a Shape file) holds no tensor; "
+				   "primitiv has no writer or loader for it");
 	for (i = 0; i < sizeof(pv_types) / sizeof(pv_types[0]); i++) {
 		if (pv_types[i].code == dt) {
 			*type = i;
 			return 0;
 		}
 	}
-	return pv_fail(p, -EBADMSG, start, "data_type",
-		       "0x%x is not a primitiv data type (0x100 Tensor, "
-		       "0x200 Parameter, 0x300 Model, 0x400 Optimizer)",
-		       dt);
+	return tfs_mp_fail(&p->m, -EBADMSG, start, "data_type",
+			   "0x%x is not a primitiv data type (0x100 Tensor, "
+			   "0x200 Parameter, 0x300 Model, 0x400 Optimizer)",
+			   dt);
 }
 
 static int pv_load(const struct tfs_source *src, struct tfs_builder *b,
@@ -932,7 +814,7 @@ static int pv_load(const struct tfs_source *src, struct tfs_builder *b,
 	size_t type = 0;
 	int ret;
 
-	tfs_cursor_init(&p.c, src->data, src->size, 0);
+	tfs_mp_init(&p.m, src->data, src->size, 0, d);
 	ret = pv_read_header(&p, &type);
 	if (ret)
 		return ret;
@@ -951,13 +833,13 @@ static int pv_load(const struct tfs_source *src, struct tfs_builder *b,
 	 * The reference reader never looks past the body.  We accept what it
 	 * accepts, but say so: metadata.json records the extra bytes.
 	 */
-	trailing = tfs_cursor_remaining(&p.c);
+	trailing = tfs_cursor_remaining(&p.m.c);
 	if (trailing) {
 		json_object_set_new(meta, "trailing_bytes",
 				    json_integer((json_int_t)trailing));
 		json_object_set_new(
 			meta, "trailing_offset",
-			json_integer((json_int_t)tfs_cursor_offset(&p.c)));
+			json_integer((json_int_t)tfs_cursor_offset(&p.m.c)));
 	}
 	return 0;
 }

@@ -39,6 +39,15 @@ def main():
             print("not a .npy path:", a["path"])
             bad += 1
             continue
+        if "unreadable" in b:
+            # listed but not served (builder.h): every read fails
+            try:
+                open(os.path.join(plain_root, b["path"]), "rb").read()
+                print(f"{b['path']}: unreadable, yet it reads")
+                bad += 1
+            except OSError:
+                pass
+            continue
         raw = open(os.path.join(plain_root, b["path"]), "rb").read()
         arr = np.load(os.path.join(npy_root, a["path"]), mmap_mode="r")
         path = os.path.join(plain_root, b["path"])

@@ -364,3 +364,22 @@ void tu_check_rejects(const char *dir, const char *ext,
 	tu_each_fixture(tu_testdata(dir), reject_listed, &w);
 	ck_assert_uint_eq(w.seen, n);
 }
+
+json_t *tu_meta_json(struct tfs_image *img, const char *file)
+{
+	char path[128];
+	json_error_t err;
+	uint8_t *b;
+	size_t len;
+	uint32_t n;
+	json_t *j;
+
+	snprintf(path, sizeof(path), ".tensorfs/%s", file);
+	n = tfs_tree_resolve(img->tree, path);
+	ck_assert_msg(n != TFS_NO_NODE, "no %s", path);
+	b = tu_read_node(img, n, &len);
+	j = json_loadb((const char *)b, len, JSON_ALLOW_NUL, &err);
+	ck_assert_msg(j != NULL, "%s: %s", file, err.text);
+	free(b);
+	return j;
+}

@@ -93,5 +93,10 @@ int tu_run(Suite *s);
 /* the same for a suite that reads ../shared/fixtures: 77 (skipped, with a
  * line saying why) when they are missing */
 int tu_run_with_fixtures(Suite *s);
+/*
+ * .tensorfs/@file of @img ("metadata.json", "manifest.json"), parsed (a
+ * NUL inside a string allowed); fails the test when missing or not JSON
+ */
+json_t *tu_meta_json(struct tfs_image *img, const char *file);
 
 #endif
