@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The fractal heap (FRHP, FHIB, FHDB; specs/hdf5.md section 11.3): where
+ * dense groups keep their link messages and dense attribute storage its
+ * attribute messages.  A managed object's heap offset is found by walking
+ * the doubling table down from the root block; tiny objects live in the
+ * heap ID itself; huge objects and filtered heaps are refused.  Header and
+ * indirect blocks are checksummed; direct blocks' checksums (computed by
+ * libhdf5 with the field zeroed) are not checked.
+ */
+#include <errno.h>
+
+#include "parse/hdf5/h5.h"
+#include "tensorfs/checked.h"
+#include "tensorfs/diag.h"
+
+#define FH_MAX_ROWS 64
+#define FH_MAX_BLOCK (1ull << 31)
+#define FH_MAX_NEST 16
+
+static bool pow2(uint64_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+static unsigned log2u(uint64_t v)
+{
+	unsigned n = 0;
+
+	while (v > 1) {
+		v >>= 1;
+		n++;
+	}
+	return n;
+}
+
+int h5_fheap_open(struct h5_file *f, uint64_t addr, struct h5_fheap *h)
+{
+	struct tfs_cursor c;
+	uint64_t hlen = 14 + 10ull * f->sl + 2ull * f->so + 2 + 2ull * f->sl +
+			2 + 2 + f->so + 2;
+	uint16_t flen = 0, start_rows;
+	uint8_t ver = 0;
+	int ret;
+
+	h->addr = addr;
+	ret = h5_span(f, addr, hlen + 4, "fractal heap header",
+		      h5_abs(f, addr), &c);
+	if (ret)
+		return ret;
+	if (!tfs_cursor_match(&c, "FRHP", 4))
+		return tfs_diag_at(f->d, -EBADMSG, c.base,
+				   "fractal heap %llu: no FRHP signature",
+				   (unsigned long long)addr);
+	tfs_cursor_skip(&c, 4);
+	tfs_cursor_u8(&c, &ver);
+	tfs_cursor_u16le(&c, &h->id_len);
+	tfs_cursor_u16le(&c, &flen);
+	tfs_cursor_u8(&c, &h->flags);
+	if (ver != 0)
+		return tfs_diag_at(f->d, -EBADMSG, c.base + 4,
+				   "fractal heap %llu: version %u (0)",
+				   (unsigned long long)addr, ver);
+	if (flen)
+		return tfs_diag_at(f->d, -ENOTSUP, c.base + 7,
+				   "fractal heap %llu: filtered heaps are not "
+				   "supported",
+				   (unsigned long long)addr);
+	ret = h5_checksum(f, c.base - f->origin, hlen, "fractal heap header");
+	if (ret)
+		return ret;
+	tfs_cursor_skip(&c, 4 + 10ull * f->sl + 2ull * f->so);
+	tfs_cursor_u16le(&c, &h->width);
+	h5_len(f, &c, &h->start);
+	h5_len(f, &c, &h->max_direct);
+	tfs_cursor_u16le(&c, &h->max_bits);
+	tfs_cursor_u16le(&c, &start_rows);
+	h5_addr(f, &c, &h->root);
+	tfs_cursor_u16le(&c, &h->cur_rows);
+	if (h->id_len < 2 || h->id_len > 64 || !pow2(h->width) ||
+	    !pow2(h->start) ||
+	    h->start > FH_MAX_BLOCK || !pow2(h->max_direct) ||
+	    h->max_direct > FH_MAX_BLOCK || h->max_direct < h->start ||
+	    h->max_bits == 0 || h->max_bits > 64 ||
+	    h->cur_rows > FH_MAX_ROWS)
+		return tfs_diag_at(f->d, -EBADMSG, c.base + 4,
+				   "fractal heap %llu: parameters out of "
+				   "range (ID length %u, width %u, start %llu, "
+				   "max direct %llu, max bits %u, rows %u)",
+				   (unsigned long long)addr, h->id_len,
+				   h->width, (unsigned long long)h->start,
+				   (unsigned long long)h->max_direct,
+				   h->max_bits, h->cur_rows);
+	h->off_bytes = (h->max_bits + 7) / 8;
+	h->len_bytes = h5_enc_size(h->max_direct);
+	if (h->len_bytes > (unsigned)h->id_len - 1 - h->off_bytes)
+		h->len_bytes = h->id_len - 1 - h->off_bytes;
+	if (h->off_bytes >= h->id_len)
+		return tfs_diag_at(f->d, -EBADMSG, c.base + 5,
+				   "fractal heap %llu: ID length %u too short",
+				   (unsigned long long)addr, h->id_len);
+	h->max_direct_rows = log2u(h->max_direct) - log2u(h->start) + 2;
+	return 0;
+}
+
+static uint64_t row_size(const struct h5_fheap *h, unsigned r)
+{
+	return r < 2 ? h->start : h->start << (r - 1);
+}
+
+/* the object at heap offset @off in the direct block at @addr */
+static int fh_direct(struct h5_file *f, const struct h5_fheap *h,
+		     uint64_t addr, uint64_t boff, uint64_t bsize,
+		     uint64_t off, uint64_t len, uint64_t at,
+		     const uint8_t **p, uint64_t *pat)
+{
+	struct tfs_cursor c;
+	uint64_t hdr = 5 + f->so + h->off_bytes + (h->flags & 2 ? 4 : 0);
+	int ret;
+
+	ret = h5_span(f, addr, bsize, "fractal heap direct block", at, &c);
+	if (ret)
+		return ret;
+	if (!tfs_cursor_match(&c, "FHDB", 4))
+		return tfs_diag_at(f->d, -EBADMSG, c.base,
+				   "fractal heap direct block %llu: no FHDB "
+				   "signature",
+				   (unsigned long long)addr);
+	if (off - boff < hdr || len > bsize - (off - boff))
+		return tfs_diag_at(f->d, -EBADMSG, at,
+				   "fractal heap %llu: object at offset %llu "
+				   "(%llu bytes) is outside its direct block",
+				   (unsigned long long)h->addr,
+				   (unsigned long long)off,
+				   (unsigned long long)len);
+	*p = c.p + (off - boff);
+	*pat = c.base + (off - boff);
+	return 0;
+}
+
+static int fh_indirect(struct h5_file *f, const struct h5_fheap *h,
+		       uint64_t addr, unsigned nrows, uint64_t iboff,
+		       uint64_t off, uint64_t len, uint64_t at, unsigned nest,
+		       const uint8_t **p, uint64_t *pat)
+{
+	struct tfs_cursor c;
+	uint64_t n = (uint64_t)nrows * h->width, hdr, boff = iboff;
+	unsigned r, k;
+	int ret;
+
+	if (nest > FH_MAX_NEST || nrows > FH_MAX_ROWS)
+		return tfs_diag_at(f->d, -EBADMSG, at,
+				   "fractal heap %llu: indirect blocks nested "
+				   "too deep",
+				   (unsigned long long)h->addr);
+	hdr = 5 + f->so + h->off_bytes;
+	ret = h5_span(f, addr, hdr + n * f->so + 4,
+		      "fractal heap indirect block", at, &c);
+	if (ret)
+		return ret;
+	if (!tfs_cursor_match(&c, "FHIB", 4))
+		return tfs_diag_at(f->d, -EBADMSG, c.base,
+				   "fractal heap indirect block %llu: no FHIB "
+				   "signature",
+				   (unsigned long long)addr);
+	ret = h5_checksum(f, c.base - f->origin, hdr + n * f->so,
+			  "fractal heap indirect block");
+	if (ret)
+		return ret;
+	tfs_cursor_skip(&c, hdr);
+	for (r = 0; r < nrows && r < 34; r++) {
+		uint64_t bs = row_size(h, r);
+
+		for (k = 0; k < h->width; k++, boff += bs) {
+			uint64_t child, cat = tfs_cursor_offset(&c);
+
+			h5_addr(f, &c, &child);
+			if (off < boff || off - boff >= bs)
+				continue;
+			if (child == H5_UNDEF)
+				break;
+			if (r < h->max_direct_rows)
+				return fh_direct(f, h, child, boff, bs, off,
+						 len, cat, p, pat);
+			if (log2u(bs) < log2u(h->start * h->width))
+				break;
+			return fh_indirect(f, h, child,
+					   log2u(bs) -
+						   log2u(h->start * h->width) +
+						   1,
+					   boff, off, len, cat, nest + 1, p,
+					   pat);
+		}
+		if (k < h->width)
+			break;
+	}
+	return tfs_diag_at(f->d, -EBADMSG, at,
+			   "fractal heap %llu: offset %llu is in no block",
+			   (unsigned long long)h->addr,
+			   (unsigned long long)off);
+}
+
+int h5_fheap_get(struct h5_file *f, const struct h5_fheap *h,
+		 const uint8_t *id, uint64_t id_at, const uint8_t **p,
+		 uint64_t *len, uint64_t *at)
+{
+	unsigned kind = (id[0] >> 4) & 3;
+	uint64_t off;
+
+	if (id[0] & 0xc0)
+		return tfs_diag_at(f->d, -EBADMSG, id_at,
+				   "fractal heap ID: version %u (0)",
+				   id[0] >> 6);
+	if (kind == 2) { /* tiny: the bytes are in the ID */
+		*len = (id[0] & 15) + 1u;
+		if (*len > h->id_len - 1u)
+			return tfs_diag_at(f->d, -EBADMSG, id_at,
+					   "fractal heap ID: tiny object of "
+					   "%llu bytes in a %u-byte ID",
+					   (unsigned long long)*len,
+					   h->id_len);
+		*p = id + 1;
+		*at = id_at + 1;
+		return 0;
+	}
+	if (kind != 0)
+		return tfs_diag_at(f->d, -ENOTSUP, id_at,
+				   "fractal heap ID: %s objects are not "
+				   "supported",
+				   kind == 1 ? "huge" : "unknown");
+	off = tfs_load_le(id + 1, h->off_bytes);
+	*len = tfs_load_le(id + 1 + h->off_bytes, h->len_bytes);
+	if (h->root == H5_UNDEF)
+		return tfs_diag_at(f->d, -EBADMSG, id_at,
+				   "fractal heap %llu: an object in an empty "
+				   "heap",
+				   (unsigned long long)h->addr);
+	if (h->cur_rows == 0) {
+		if (off >= h->start)
+			return tfs_diag_at(f->d, -EBADMSG, id_at,
+					   "fractal heap %llu: offset %llu "
+					   "past the root block",
+					   (unsigned long long)h->addr,
+					   (unsigned long long)off);
+		return fh_direct(f, h, h->root, 0, h->start, off, *len, id_at,
+				 p, at);
+	}
+	return fh_indirect(f, h, h->root, h->cur_rows, 0, off, *len, id_at, 0,
+			   p, at);
+}
