@@ -78,6 +78,7 @@ struct hx_ctx {
 	uint64_t objects;
 	uint64_t meta_bytes;
 	json_t *attrs, *links, *not_exposed, *vlen, *summary_filters;
+	json_t *group_paths; /* "<object header address>": "/path" */
 	uint64_t datasets, params;
 	uint64_t unreadable;
 	int verr;		     /* a failure inside hx_value */
@@ -820,7 +821,7 @@ static int hx_storage(struct hx_ctx *z, struct hx_ds *x, uint64_t nbytes,
 			/* one unfiltered chunk that is the dataset */
 			s->offset = h5_abs(f, ch.c[0].addr);
 			s->length = nbytes;
-		} else if (nbytes) {
+		} else if (nbytes && !why[0]) {
 			snprintf(why, wlen,
 				 "chunked storage (%zu of its chunks stored, "
 				 "%s index%s%s): chunk tables are not served "
@@ -1097,6 +1098,8 @@ static int hx_group(struct hx_ctx *z, const struct h5_ohdr *oh)
 	int ret;
 
 	ret = hx_attrs(z, oh, &attrs);
+	if (!ret && attrs && z->depth == 0)
+		ret = hx_attr_xattrs(z, TFS_BUILDER_ROOT, attrs);
 	if (!ret)
 		ret = h5_group_links(&z->f, oh, hx_collect, &x, &dense);
 	if (ret)
@@ -1161,6 +1164,22 @@ out:
 	return ret;
 }
 
+/* remember group @addr at the current path; 0 or -ENOMEM */
+static int hx_group_visit(struct hx_ctx *z, uint64_t addr)
+{
+	char key[24], *p;
+	int ret;
+
+	snprintf(key, sizeof(key), "%" PRIu64, addr);
+	if (h5_set_add(&z->groups, addr) < 0)
+		return -ENOMEM;
+	if (asprintf(&p, "/%s", z->path_len ? z->path : "") < 0)
+		return -ENOMEM;
+	ret = json_object_set_new(z->group_paths, key, json_string(p));
+	free(p);
+	return ret ? -ENOMEM : 0;
+}
+
 /* the object at @addr, reached at the current path; @shown: its name */
 static int hx_object(struct hx_ctx *z, uint64_t addr, const char *shown)
 {
@@ -1178,10 +1197,14 @@ static int hx_object(struct hx_ctx *z, uint64_t addr, const char *shown)
 		return tfs_diag_at(z->d, -E2BIG, h5_abs(&z->f, addr),
 				   "more than %u objects", HX_MAX_OBJECTS);
 	if (h5_set_has(&z->groups, addr)) {
-		json_t *v = json_pack("{s:s,s:I}", "type",
-				      "hard link to a group already visited "
-				      "(not descended)",
-				      "object_header", (json_int_t)addr);
+		char key[24];
+		json_t *v;
+
+		snprintf(key, sizeof(key), "%" PRIu64, addr);
+		v = json_pack("{s:s,s:O?}", "type",
+			      "hard link to a group already visited (not "
+			      "descended)",
+			      "target", json_object_get(z->group_paths, key));
 
 		if (!v || json_object_set_new(z->links, hx_path(z), v))
 			return tfs_diag_oom(z->d);
@@ -1194,8 +1217,8 @@ static int hx_object(struct hx_ctx *z, uint64_t addr, const char *shown)
 	if (h5_ohdr_find(&oh, 0x08)) {
 		ret = hx_dataset(z, &oh, shown);
 	} else if (h5_is_group(&oh)) {
-		ret = h5_set_add(&z->groups, addr) < 0 ? tfs_diag_oom(z->d)
-						       : hx_group(z, &oh);
+		ret = hx_group_visit(z, addr) ? tfs_diag_oom(z->d)
+					      : hx_group(z, &oh);
 	} else {
 		ret = hx_not_exposed(z, "neither a dataset nor a group (a "
 					"committed datatype)");
@@ -1316,7 +1339,8 @@ static int hx_load(const struct tfs_source *src, struct tfs_builder *b,
 	z.not_exposed = json_object();
 	z.vlen = json_object();
 	z.summary_filters = json_array();
-	if (!z.attrs || !z.links || !z.not_exposed || !z.vlen ||
+	z.group_paths = json_object();
+	if (!z.group_paths || !z.attrs || !z.links || !z.not_exposed || !z.vlen ||
 	    !z.summary_filters) {
 		ret = tfs_diag_oom(d);
 		goto out;
@@ -1345,7 +1369,7 @@ static int hx_load(const struct tfs_source *src, struct tfs_builder *b,
 		h5_ohdr_free(&oh);
 		goto out;
 	}
-	if (h5_set_add(&z.groups, z.f.root) < 0)
+	if (hx_group_visit(&z, z.f.root))
 		ret = tfs_diag_oom(d);
 	else
 		ret = hx_group(&z, &oh);
@@ -1360,6 +1384,7 @@ out:
 	json_decref(z.not_exposed);
 	json_decref(z.vlen);
 	json_decref(z.summary_filters);
+	json_decref(z.group_paths);
 	h5_set_free(&z.groups);
 	free(z.path);
 	return ret;
