@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 /* HDF5 chunk filters: LZF, shuffle, fletcher32 (h5filters.h). */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "codec/h5filters.h"
 
@@ -78,4 +80,104 @@ uint32_t tfs_h5_fletcher32(const uint8_t *p, size_t n)
 		s2 = (s2 + s1) % 65535;
 	}
 	return (uint32_t)(s2 << 16 | s1);
+}
+
+/* a zlib stream (RFC 1950) into dst[0, cap): exactly the stream's bytes */
+static int h5_inflate(const uint8_t *src, size_t n, uint8_t *dst, size_t cap,
+		      size_t *out)
+{
+	z_stream zs;
+	int r;
+
+	memset(&zs, 0, sizeof(zs));
+	if (inflateInit(&zs) != Z_OK)
+		return -ENOMEM;
+	zs.next_in = (Bytef *)src;
+	zs.avail_in = (uInt)n;
+	zs.next_out = dst;
+	zs.avail_out = (uInt)cap;
+	r = inflate(&zs, Z_FINISH);
+	*out = cap - zs.avail_out;
+	inflateEnd(&zs);
+	if (r == Z_STREAM_END)
+		return 0;
+	return r == Z_BUF_ERROR && zs.avail_out == 0 ? -E2BIG : -EBADMSG;
+}
+
+int tfs_h5_unfilter(const struct tfs_h5_filter *f, unsigned n, uint32_t mask,
+		    const uint8_t *in, size_t in_len, uint8_t *out,
+		    size_t out_len, const char **why)
+{
+	size_t cap = in_len > out_len ? in_len : out_len, len = in_len, at;
+	uint8_t *a = malloc(cap ? cap : 1), *b = malloc(cap ? cap : 1), *t;
+	unsigned i;
+	int ret = 0;
+
+	*why = NULL;
+	if (!a || !b) {
+		ret = -ENOMEM;
+		*why = "out of memory";
+		goto out;
+	}
+	if (in_len > (size_t)UINT32_MAX) {
+		ret = -EBADMSG;
+		*why = "stored chunk above 4 GiB";
+		goto out;
+	}
+	memcpy(a, in, in_len);
+	for (i = n; i-- > 0;) {
+		if (i < 32 && (mask >> i) & 1)
+			continue;
+		switch (f[i].id) {
+		case 1:
+			ret = h5_inflate(a, len, b, cap, &len);
+			*why = ret == -E2BIG ? "deflate: more bytes than the chunk"
+					     : "deflate: a broken zlib stream";
+			break;
+		case 2:
+			tfs_unshuffle(a, len, f[i].elem_size, b);
+			break;
+		case 3:
+			if (len < 4 ||
+			    tfs_h5_fletcher32(a, len - 4) !=
+				    (uint32_t)(a[len - 4] | a[len - 3] << 8 |
+					       a[len - 2] << 16 |
+					       (uint32_t)a[len - 1] << 24)) {
+				ret = -EBADMSG;
+				*why = "fletcher32: checksum mismatch";
+				break;
+			}
+			len -= 4;
+			memcpy(b, a, len);
+			break;
+		case 32000:
+			ret = tfs_lzf_decode(a, len, b, cap, &len, &at);
+			*why = ret == -E2BIG ? "lzf: more bytes than the chunk"
+					     : "lzf: a broken stream";
+			break;
+		default:
+			ret = -ENOTSUP;
+			*why = "a filter that is not supported";
+			break;
+		}
+		if (ret) {
+			if (ret == -E2BIG)
+				ret = -EBADMSG;
+			goto out;
+		}
+		*why = NULL;
+		t = a;
+		a = b;
+		b = t;
+	}
+	if (len != out_len) {
+		ret = -EBADMSG;
+		*why = "the chunk decodes to a size other than its own";
+		goto out;
+	}
+	memcpy(out, a, len);
+out:
+	free(a);
+	free(b);
+	return ret;
 }

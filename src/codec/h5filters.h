@@ -32,4 +32,22 @@ void tfs_unshuffle(const uint8_t *src, size_t n, uint32_t elem_size,
  * the value stored little-endian after a chunk's data */
 uint32_t tfs_h5_fletcher32(const uint8_t *p, size_t n);
 
+/* one filter of a dataset's pipeline, in the order they were applied */
+struct tfs_h5_filter {
+	uint16_t id;	    /* 1 deflate, 2 shuffle, 3 fletcher32, 32000 lzf */
+	uint32_t elem_size; /* shuffle: bytes per element */
+};
+
+/*
+ * Undo @n filters (in reverse; bit i of @mask set: filter i was skipped)
+ * on the stored chunk in[0, in_len): exactly @out_len bytes into @out.
+ * 0, or -EBADMSG (a broken stream, a fletcher32 mismatch, a size other
+ * than @out_len), -ENOTSUP (a filter not listed above), -ENOMEM; *why
+ * (static text) says which.  Intermediate buffers are bounded by
+ * max(in_len, out_len).
+ */
+int tfs_h5_unfilter(const struct tfs_h5_filter *f, unsigned n, uint32_t mask,
+		    const uint8_t *in, size_t in_len, uint8_t *out,
+		    size_t out_len, const char **why);
+
 #endif
