@@ -438,6 +438,47 @@ START_TEST(strip_suffix_only_without_clash)
 }
 END_TEST
 
+/*
+ * tests/fixtures/hdf5/generate.py: 100 links in a dense group whose name
+ * index is a v2 B-tree of depth 1, 12 dense attributes
+ */
+START_TEST(deep_v2_btree_group)
+{
+	struct tfs_image *img;
+	struct tfs_diag d;
+	json_t *meta, *a;
+	unsigned i;
+
+	ck_assert_int_eq(tu_load_file(tu_testdata("hdf5/links100_latest.h5"),
+				      &img, &d),
+			 0);
+	ck_assert_uint_eq(img->tree->ntensors, 100);
+	for (i = 0; i < 100; i++) {
+		char name[32], path[32];
+		const struct tfs_tensor *x;
+		uint8_t *b;
+		size_t len;
+
+		snprintf(name, sizeof(name), "big/w%03u:0", i);
+		snprintf(path, sizeof(path), "big/w%03u", i);
+		x = tu_tensor(img, name);
+		ck_assert_ptr_nonnull(x);
+		ck_assert_str_eq(x->path, path);
+		b = tu_read_node(img, x->node, &len);
+		ck_assert_uint_eq(len, 4);
+		ck_assert_uint_eq(b[0] | b[1] << 8, i);
+		ck_assert_uint_eq(b[2] | b[3] << 8, i + 1);
+		free(b);
+	}
+	meta = metadata(img);
+	a = json_object_get(json_object_get(meta, "attributes"), "big");
+	ck_assert_uint_eq(json_object_size(a), 12);
+	ck_assert_int_eq(json_integer_value(json_object_get(a, "a11")), 11);
+	json_decref(meta);
+	tfs_image_close(img);
+}
+END_TEST
+
 struct reject_row {
 	const char *file;
 	int err;
@@ -602,6 +643,7 @@ int main(void)
 	tcase_add_test(tc, every_valid_fixture);
 	tcase_add_test(tc, keras_layouts);
 	tcase_add_test(tc, strip_suffix_only_without_clash);
+	tcase_add_test(tc, deep_v2_btree_group);
 	tcase_add_test(tc, every_reject);
 	tcase_add_test(tc, unknown_filter_hides_one_dataset);
 	tcase_add_test(tc, every_truncation);
