@@ -1050,16 +1050,14 @@ static int hx_link_cmp(const void *a, const void *b)
 static bool hx_strip_ok(const struct hx_links *x, size_t i)
 {
 	const struct hx_link *k = &x->v[i];
-	size_t j, base;
+	struct hx_link key;
 
 	if (k->len < 3 || strcmp(k->name + k->len - 2, ":0"))
 		return false;
-	base = k->len - 2;
-	for (j = 0; j < x->n; j++)
-		if (j != i && x->v[j].len == base &&
-		    !memcmp(x->v[j].name, k->name, base))
-			return false;
-	return true;
+	/* the links are sorted by name: look the base name up */
+	key.name = k->name;
+	key.len = k->len - 2;
+	return !bsearch(&key, x->v, x->n, sizeof(*x->v), hx_link_cmp);
 }
 
 static int hx_object(struct hx_ctx *z, uint64_t addr, const char *shown);
