@@ -29,25 +29,12 @@ static int bt1_node(struct bt1_ctx *z, uint64_t addr, int want_level,
 	uint64_t per, i;
 	int ret;
 
-	ret = h5_span(f, addr, 8 + 2ull * f->so, "v1 B-tree node", at, &c);
+	ret = h5_struct(f, addr, 8 + 2ull * f->so, "TREE", false,
+			"v1 B-tree node", at, &c);
+	if (!ret)
+		ret = h5_visit(f, &z->seen, addr, at, "v1 B-tree");
 	if (ret)
 		return ret;
-	ret = h5_set_add(&z->seen, addr);
-	if (ret < 0)
-		return tfs_diag_oom(f->d);
-	if (ret == 0)
-		return tfs_diag_at(f->d, -EBADMSG, at,
-				   "v1 B-tree: node %llu is reached twice (a "
-				   "cycle)",
-				   (unsigned long long)addr);
-	if (z->seen.n > H5_MAX_NODES)
-		return tfs_diag_at(f->d, -E2BIG, at,
-				   "v1 B-tree: more than %u nodes",
-				   H5_MAX_NODES);
-	if (!tfs_cursor_match(&c, "TREE", 4))
-		return tfs_diag_at(f->d, -EBADMSG, c.base,
-				   "v1 B-tree node %llu: no TREE signature",
-				   (unsigned long long)addr);
 	tfs_cursor_skip(&c, 4);
 	tfs_cursor_u8(&c, &type);
 	tfs_cursor_u8(&c, &level);

@@ -81,7 +81,7 @@ static int bt2_node(struct bt2_ctx *z, uint64_t addr, unsigned depth,
 {
 	struct h5_file *f = z->f;
 	struct tfs_cursor c;
-	uint64_t len, i, start;
+	uint64_t len, i;
 	const char *sig = depth ? "BTIN" : "BTLF";
 	int ret;
 
@@ -94,29 +94,12 @@ static int bt2_node(struct bt2_ctx *z, uint64_t addr, unsigned depth,
 	len = 6 + nrec * z->rec_size;
 	if (depth)
 		len += (nrec + 1) * bt2_ptr_size(z, depth);
-	ret = h5_span(f, addr, len + 4, "v2 B-tree node", at, &c);
-	if (ret)
-		return ret;
-	ret = h5_set_add(&z->seen, addr);
-	if (ret < 0)
-		return tfs_diag_oom(f->d);
-	if (ret == 0)
-		return tfs_diag_at(f->d, -EBADMSG, at,
-				   "v2 B-tree: node %llu is reached twice (a "
-				   "cycle)",
-				   (unsigned long long)addr);
-	if (z->seen.n > H5_MAX_NODES)
-		return tfs_diag_at(f->d, -E2BIG, at,
-				   "v2 B-tree: more than %u nodes",
-				   H5_MAX_NODES);
-	if (!tfs_cursor_match(&c, sig, 4))
-		return tfs_diag_at(f->d, -EBADMSG, c.base,
-				   "v2 B-tree node %llu: no %s signature",
-				   (unsigned long long)addr, sig);
-	start = c.base - f->origin;
-	ret = h5_checksum(f, start, len,
-			  depth ? "v2 B-tree internal node"
-				: "v2 B-tree leaf node");
+	ret = h5_visit(f, &z->seen, addr, at, "v2 B-tree");
+	if (!ret)
+		ret = h5_struct(f, addr, len, sig, true,
+				depth ? "v2 B-tree internal node"
+				      : "v2 B-tree leaf node",
+				at, &c);
 	if (ret)
 		return ret;
 	if (c.p[4] != 0 || c.p[5] != z->type)
@@ -161,15 +144,8 @@ int h5_btree2_walk(struct h5_file *f, uint64_t addr, unsigned type,
 	uint64_t total;
 	int ret;
 
-	ret = h5_span(f, addr, hlen + 4, "v2 B-tree header", h5_abs(f, addr),
-		      &c);
-	if (ret)
-		return ret;
-	if (!tfs_cursor_match(&c, "BTHD", 4))
-		return tfs_diag_at(f->d, -EBADMSG, c.base,
-				   "v2 B-tree header %llu: no BTHD signature",
-				   (unsigned long long)addr);
-	ret = h5_checksum(f, c.base - f->origin, hlen, "v2 B-tree header");
+	ret = h5_struct(f, addr, hlen, "BTHD", true, "v2 B-tree header",
+			h5_abs(f, addr), &c);
 	if (ret)
 		return ret;
 	tfs_cursor_skip(&c, 4);

@@ -213,14 +213,8 @@ static int ck_farray(struct ck_ctx *z)
 	unsigned k;
 	int ret;
 
-	ret = h5_span(f, z->l->idx_addr, hlen + 4, "fixed array header",
-		      z->l->at, &c);
-	if (ret)
-		return ret;
-	if (!tfs_cursor_match(&c, "FAHD", 4))
-		return tfs_diag_at(f->d, -EBADMSG, c.base,
-				   "fixed array header: no FAHD signature");
-	ret = h5_checksum(f, c.base - f->origin, hlen, "fixed array header");
+	ret = h5_struct(f, z->l->idx_addr, hlen, "FAHD", true,
+			"fixed array header", z->l->at, &c);
 	if (ret)
 		return ret;
 	esize = c.p[6];
@@ -246,16 +240,8 @@ static int ck_farray(struct ck_ctx *z)
 				   "entries, pages of 2^%u) are not supported",
 				   (unsigned long long)n, pbits);
 	hlen = 6 + f->so + n * esize; /* n <= 2^pbits < file bytes */
-	ret = h5_span(f, dblk, hlen + 4, "fixed array data block",
-		      c.base + 8 + f->sl, &c);
-	if (ret)
-		return ret;
-	if (!tfs_cursor_match(&c, "FADB", 4))
-		return tfs_diag_at(f->d, -EBADMSG, c.base,
-				   "fixed array data block: no FADB "
-				   "signature");
-	ret = h5_checksum(f, c.base - f->origin, hlen,
-			  "fixed array data block");
+	ret = h5_struct(f, dblk, hlen, "FADB", true, "fixed array data block",
+			c.base + 8 + f->sl, &c);
 	if (ret)
 		return ret;
 	tfs_cursor_skip(&c, 6 + f->so);
@@ -303,16 +289,8 @@ static int ck_earray(struct ck_ctx *z)
 			order[j] = k;
 			grid[j++] = z->grid[k];
 		}
-	ret = h5_span(f, z->l->idx_addr, hlen + 4,
-		      "extensible array header", z->l->at, &c);
-	if (ret)
-		return ret;
-	if (!tfs_cursor_match(&c, "EAHD", 4))
-		return tfs_diag_at(f->d, -EBADMSG, c.base,
-				   "extensible array header: no EAHD "
-				   "signature");
-	ret = h5_checksum(f, c.base - f->origin, hlen,
-			  "extensible array header");
+	ret = h5_struct(f, z->l->idx_addr, hlen, "EAHD", true,
+			"extensible array header", z->l->at, &c);
 	if (ret)
 		return ret;
 	esize = c.p[6];
@@ -346,16 +324,9 @@ static int ck_earray(struct ck_ctx *z)
 	ndblk = 2ull * (smin - 1);
 	nsblk = nsblks > first ? nsblks - first : 0;
 	hlen = 6 + f->so + (uint64_t)ibe * esize + (ndblk + nsblk) * f->so;
-	ret = h5_span(f, iblk, hlen + 4, "extensible array index block",
-		      c.base + 12 + 6ull * f->sl, &c);
-	if (ret)
-		return ret;
-	if (!tfs_cursor_match(&c, "EAIB", 4))
-		return tfs_diag_at(f->d, -EBADMSG, c.base,
-				   "extensible array index block: no EAIB "
-				   "signature");
-	ret = h5_checksum(f, c.base - f->origin, hlen,
-			  "extensible array index block");
+	ret = h5_struct(f, iblk, hlen, "EAIB", true,
+			"extensible array index block",
+			c.base + 12 + 6ull * f->sl, &c);
 	if (ret)
 		return ret;
 	tfs_cursor_skip(&c, 6 + f->so);

@@ -44,14 +44,10 @@ int h5_fheap_open(struct h5_file *f, uint64_t addr, struct h5_fheap *h)
 	int ret;
 
 	h->addr = addr;
-	ret = h5_span(f, addr, hlen + 4, "fractal heap header",
-		      h5_abs(f, addr), &c);
+	ret = h5_struct(f, addr, hlen, "FRHP", false, "fractal heap header",
+			h5_abs(f, addr), &c);
 	if (ret)
 		return ret;
-	if (!tfs_cursor_match(&c, "FRHP", 4))
-		return tfs_diag_at(f->d, -EBADMSG, c.base,
-				   "fractal heap %llu: no FRHP signature",
-				   (unsigned long long)addr);
 	tfs_cursor_skip(&c, 4);
 	tfs_cursor_u8(&c, &ver);
 	tfs_cursor_u16le(&c, &h->id_len);
@@ -118,14 +114,10 @@ static int fh_direct(struct h5_file *f, const struct h5_fheap *h,
 	uint64_t hdr = 5 + f->so + h->off_bytes + (h->flags & 2 ? 4 : 0);
 	int ret;
 
-	ret = h5_span(f, addr, bsize, "fractal heap direct block", at, &c);
+	ret = h5_struct(f, addr, bsize, "FHDB", false,
+			"fractal heap direct block", at, &c);
 	if (ret)
 		return ret;
-	if (!tfs_cursor_match(&c, "FHDB", 4))
-		return tfs_diag_at(f->d, -EBADMSG, c.base,
-				   "fractal heap direct block %llu: no FHDB "
-				   "signature",
-				   (unsigned long long)addr);
 	if (off - boff < hdr || len > bsize - (off - boff))
 		return tfs_diag_at(f->d, -EBADMSG, at,
 				   "fractal heap %llu: object at offset %llu "
@@ -154,17 +146,8 @@ static int fh_indirect(struct h5_file *f, const struct h5_fheap *h,
 				   "too deep",
 				   (unsigned long long)h->addr);
 	hdr = 5 + f->so + h->off_bytes;
-	ret = h5_span(f, addr, hdr + n * f->so + 4,
-		      "fractal heap indirect block", at, &c);
-	if (ret)
-		return ret;
-	if (!tfs_cursor_match(&c, "FHIB", 4))
-		return tfs_diag_at(f->d, -EBADMSG, c.base,
-				   "fractal heap indirect block %llu: no FHIB "
-				   "signature",
-				   (unsigned long long)addr);
-	ret = h5_checksum(f, c.base - f->origin, hdr + n * f->so,
-			  "fractal heap indirect block");
+	ret = h5_struct(f, addr, hdr + n * f->so, "FHIB", true,
+			"fractal heap indirect block", at, &c);
 	if (ret)
 		return ret;
 	tfs_cursor_skip(&c, hdr);

@@ -63,21 +63,16 @@ static int grp_snod(void *arg, const uint8_t *key, uint64_t addr,
 	int ret;
 
 	(void)key;
-	ret = h5_span(f, addr, 8, "symbol table node", at, &c);
+	ret = h5_struct(f, addr, 8, "SNOD", false, "symbol table node", at,
+			&c);
+	if (!ret)
+		ret = h5_visit(f, &z->snods, addr, at, "symbol table");
 	if (ret)
 		return ret;
-	ret = h5_set_add(&z->snods, addr);
-	if (ret < 0)
-		return tfs_diag_oom(f->d);
-	if (ret == 0)
-		return tfs_diag_at(f->d, -EBADMSG, at,
-				   "symbol table node %llu: listed twice",
-				   (unsigned long long)addr);
-	if (!tfs_cursor_match(&c, "SNOD", 4) || c.p[4] != 1)
-		return tfs_diag_at(f->d, -EBADMSG, c.base,
-				   "symbol table node %llu: no SNOD version 1 "
-				   "signature",
-				   (unsigned long long)addr);
+	if (c.p[4] != 1)
+		return tfs_diag_at(f->d, -EBADMSG, c.base + 4,
+				   "symbol table node %llu: version %u (1)",
+				   (unsigned long long)addr, c.p[4]);
 	n = (uint16_t)tfs_load_le(c.p + 6, 2);
 	if (n > 2 * f->leaf_k)
 		return tfs_diag_at(f->d, -EBADMSG, c.base + 6,

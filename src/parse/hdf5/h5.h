@@ -87,6 +87,13 @@ int h5_addr(struct h5_file *f, struct tfs_cursor *c, uint64_t *v);
 int h5_len(struct h5_file *f, struct tfs_cursor *c, uint64_t *v);
 /* a truncated structure: the message at the cursor's place */
 int h5_short(struct h5_file *f, const struct tfs_cursor *c, const char *what);
+/*
+ * The structure with signature @sig at @addr: a cursor over its @len bytes
+ * (as h5_span), the signature checked and, with @sum, the lookup3 of the
+ * @len bytes in the 4 that follow.  @what names it in messages.
+ */
+int h5_struct(struct h5_file *f, uint64_t addr, uint64_t len, const char *sig,
+	      bool sum, const char *what, uint64_t at, struct tfs_cursor *c);
 /* the absolute container offset of relative address @addr */
 uint64_t h5_abs(const struct h5_file *f, uint64_t addr);
 /* bytes needed to hold @v (1 for 0) */
@@ -101,6 +108,9 @@ struct h5_set {
 /* 1 when @x was added, 0 when it was there, -ENOMEM */
 int h5_set_add(struct h5_set *s, uint64_t x);
 bool h5_set_has(const struct h5_set *s, uint64_t x);
+/* add node @addr of a walk over @what: a node reached twice is a cycle */
+int h5_visit(struct h5_file *f, struct h5_set *s, uint64_t addr,
+	     uint64_t at, const char *what);
 void h5_set_free(struct h5_set *s);
 
 /* ---- ohdr.c */

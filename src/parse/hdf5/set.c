@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "parse/hdf5/h5.h"
+#include "tensorfs/diag.h"
 
 static size_t set_slot(uint64_t x, size_t cap)
 {
@@ -63,6 +64,23 @@ int h5_set_add(struct h5_set *s, uint64_t x)
 	s->v[i] = x;
 	s->n++;
 	return 1;
+}
+
+int h5_visit(struct h5_file *f, struct h5_set *s, uint64_t addr,
+	     uint64_t at, const char *what)
+{
+	int ret = h5_set_add(s, addr);
+
+	if (ret < 0)
+		return tfs_diag_oom(f->d);
+	if (ret == 0)
+		return tfs_diag_at(f->d, -EBADMSG, at,
+				   "%s: node %llu is reached twice (a cycle)",
+				   what, (unsigned long long)addr);
+	if (s->n > H5_MAX_NODES)
+		return tfs_diag_at(f->d, -E2BIG, at, "%s: more than %u nodes",
+				   what, H5_MAX_NODES);
+	return 0;
 }
 
 void h5_set_free(struct h5_set *s)

@@ -62,6 +62,21 @@ int h5_span(struct h5_file *f, uint64_t addr, uint64_t len, const char *what,
 	return 0;
 }
 
+int h5_struct(struct h5_file *f, uint64_t addr, uint64_t len, const char *sig,
+	      bool sum, const char *what, uint64_t at, struct tfs_cursor *c)
+{
+	int ret = h5_span(f, addr, len + (sum ? 4 : 0), what, at, c);
+
+	if (ret)
+		return ret;
+	if (len < 4 || !tfs_cursor_match(c, sig, 4))
+		return tfs_diag_at(f->d, -EBADMSG, c->base,
+				   "%s %llu: no %s signature", what,
+				   (unsigned long long)addr, sig);
+	c->len = len;
+	return sum ? h5_checksum(f, c->base - f->origin, len, what) : 0;
+}
+
 int h5_short(struct h5_file *f, const struct tfs_cursor *c, const char *what)
 {
 	return tfs_diag_at(f->d, -EBADMSG, tfs_cursor_offset(c),
