@@ -841,6 +841,72 @@ static int hx_storage(struct hx_ctx *z, struct hx_ds *x, uint64_t nbytes,
 	}
 }
 
+/* the index of string @s in the JSON array @a, or -1 */
+static int hx_index_of(const json_t *a, const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < json_array_size(a); i++) {
+		const json_t *v = json_array_get(a, i);
+
+		if (json_is_string(v) && json_string_length(v) == n &&
+		    !memcmp(json_string_value(v), s, n))
+			return (int)i;
+	}
+	return -1;
+}
+
+/*
+ * Keras 2: the dataset's place in layer_names and its layer's weight_names
+ * (the order Keras loads them in) as manifest.json "keras_order": [layer,
+ * weight].  Nothing for other files.
+ */
+static int hx_keras_order(struct hx_ctx *z, uint32_t h)
+{
+	static const char *const bases[] = {"", "model_weights"};
+	const char *path = z->path;
+	unsigned k;
+
+	for (k = 0; k < 2; k++) {
+		const char *base = bases[k], *layer, *slash;
+		size_t bl = strlen(base);
+		json_t *names, *ga;
+		int li, wi;
+
+		names = json_object_get(json_object_get(z->attrs,
+							bl ? base : "/"),
+					"layer_names");
+		if (!names || strncmp(path, base, bl) ||
+		    (bl && path[bl] != '/'))
+			continue;
+		layer = path + bl + (bl ? 1 : 0);
+		slash = strchr(layer, '/');
+		if (!slash)
+			continue;
+		li = hx_index_of(names, layer, (size_t)(slash - layer));
+		if (li < 0)
+			continue;
+		{
+			char *gp = strndup(path, (size_t)(slash - path));
+
+			if (!gp)
+				return tfs_diag_oom(z->d);
+			ga = json_object_get(z->attrs, gp);
+			free(gp);
+		}
+		wi = hx_index_of(json_object_get(ga, "weight_names"), slash + 1,
+				 strlen(slash + 1));
+		if (wi < 0)
+			continue;
+		if (json_object_set_new(tfs_builder_manifest_extra(z->b, h),
+					"keras_order",
+					json_pack("[i,i]", li, wi)))
+			return tfs_diag_oom(z->d);
+		return 0;
+	}
+	return 0;
+}
+
 static int hx_dataset(struct hx_ctx *z, const struct h5_ohdr *oh,
 		      const char *shown)
 {
@@ -975,8 +1041,18 @@ static int hx_dataset(struct hx_ctx *z, const struct h5_ohdr *oh,
 	      (x.pl.n && tfs_builder_set_xattr_str(
 				 z->b, h, "hdf5.filters",
 				 hx_filters_text(&x.pl, filt, sizeof(filt))));
-	if (!ret && x.attrs)
+	if (!ret && x.attrs) {
+		char *j = json_dumps(x.attrs, JSON_COMPACT);
+
 		ret = hx_attr_xattrs(z, h, x.attrs);
+		/* all of them as JSON, bounded */
+		if (!ret && j && strlen(j) <= 4096)
+			ret = tfs_builder_set_xattr_str(z->b, h, "hdf5.attrs",
+							j);
+		free(j);
+	}
+	if (!ret)
+		ret = hx_keras_order(z, h);
 	if (ret)
 		ret = ret < 0 ? ret : tfs_diag_oom(z->d);
 out:

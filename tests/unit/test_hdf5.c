@@ -390,6 +390,40 @@ START_TEST(keras_layouts)
 	ck_assert_ptr_nonnull(tu_tensor(img, "dense/dense/kernel:0"));
 	tu_expect_xattr(img, "", "hdf5.attr.backend", "tensorflow");
 	json_decref(meta);
+	/* Keras' load order in manifest.json: [layer_names, weight_names] */
+	{
+		uint32_t n = tfs_tree_resolve(img->tree,
+					      ".tensorfs/manifest.json");
+		size_t len, i, seen = 0;
+		uint8_t *b = tu_read_node(img, n, &len);
+		json_t *man = json_loadb((const char *)b, len, 0, NULL);
+		json_t *t = json_object_get(man, "tensors");
+
+		for (i = 0; i < json_array_size(t); i++) {
+			json_t *x = json_array_get(t, i);
+			const char *nm =
+				json_string_value(json_object_get(x, "name"));
+			char *o = json_dumps(json_object_get(x, "keras_order"),
+					     JSON_COMPACT | JSON_ENCODE_ANY);
+
+			if (!strcmp(nm, "dense/dense/kernel:0")) {
+				ck_assert_str_eq(o, "[0,0]");
+				seen++;
+			}
+			if (!strcmp(nm, "dense/dense/bias:0")) {
+				ck_assert_str_eq(o, "[0,1]");
+				seen++;
+			}
+			if (!strcmp(nm, "dense_1/dense_1/bias:0")) {
+				ck_assert_str_eq(o, "[3,1]");
+				seen++;
+			}
+			free(o);
+		}
+		ck_assert_uint_eq(seen, 3);
+		json_decref(man);
+		free(b);
+	}
 	tfs_image_close(img);
 
 	ck_assert_int_eq(tu_load_file(tu_fixture("hdf5/keras2_model_save.h5"),
