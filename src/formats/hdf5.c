@@ -1178,7 +1178,8 @@ static int hx_group(struct hx_ctx *z, const struct h5_ohdr *oh)
 		ret = h5_group_links(&z->f, oh, hx_collect, &x, &dense);
 	if (ret)
 		goto out;
-	qsort(x.v, x.n, sizeof(*x.v), hx_link_cmp);
+	if (x.n) /* qsort's base must not be NULL */
+		qsort(x.v, x.n, sizeof(*x.v), hx_link_cmp);
 	for (i = 0; !ret && i < x.n; i++) {
 		struct hx_link *k = &x.v[i];
 		char nb[TFS_PRINTABLE_MAX];
