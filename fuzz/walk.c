@@ -27,6 +27,7 @@
 #include "tensorfs/checked.h"
 #include "fuzz.h"
 #include "tensorfs/names.h"
+#include "tensorfs/text.h"
 #include "tensorfs/values.h"
 
 #define META_DIR ".tensorfs"
@@ -55,6 +56,13 @@ void tfs_fuzz_check_refusal(int ret, const struct tfs_diag *d)
 	if (!d->msg[0])
 		tfs_fuzz_fail("load refused (%s) without a diagnostic message",
 			      strerror(-ret));
+	/* the message reaches a terminal: one printable line */
+	if (!tfs_text_is_safe(d->msg, strlen(d->msg)))
+		tfs_fuzz_fail("refusal message is not one printable line");
+	if ((ret == -EBADMSG || ret == -E2BIG) && !d->has_offset)
+		tfs_fuzz_fail("malformed input refused without a byte offset: "
+			      "%s",
+			      d->msg);
 }
 
 static void touch(const void *p, size_t len)
@@ -363,7 +371,8 @@ static void check_xattrs(const struct tfs_tree *t)
 		/* listxattr: NUL-separated names, each one gettable */
 		listed = 0;
 		for (o = 0; o < n->xattr_names_len; o += l + 1) {
-			l = strnlen(tfs_node_xattr_names(n) + o, n->xattr_names_len - o);
+			l = strnlen(tfs_node_xattr_names(n) + o,
+				    n->xattr_names_len - o);
 			if (o + l >= n->xattr_names_len)
 				tfs_fuzz_fail("node '%s': listxattr buffer not "
 					      "NUL-terminated",
@@ -372,7 +381,8 @@ static void check_xattrs(const struct tfs_tree *t)
 			if (!xa || xa != &n->xattrs[listed])
 				tfs_fuzz_fail("node '%s': listed xattr '%s' "
 					      "not found in order",
-					      n->name, tfs_node_xattr_names(n) + o);
+					      n->name,
+					      tfs_node_xattr_names(n) + o);
 			listed++;
 		}
 		if (listed != n->nxattrs)
@@ -586,6 +596,11 @@ void tfs_fuzz_walk(struct tfs_image *img, const char *format, uint64_t size)
 	if (!t->format || strcmp(t->format, format) != 0)
 		tfs_fuzz_fail("tree format '%s', loaded by '%s'",
 			      t->format ? t->format : "(null)", format);
+	for (uint32_t i = 0; i < t->nwarnings; i++)
+		if (!tfs_text_is_safe(t->warnings[i].msg,
+				      strlen(t->warnings[i].msg)))
+			tfs_fuzz_fail("warning %u is not one printable line",
+				      i);
 	check_nodes(t);
 	check_tensors(t, size);
 	check_xattrs(t);

@@ -35,6 +35,7 @@
 
 struct tfs_builder;
 struct tfs_diag;
+struct tfs_format;
 struct tfs_source;
 
 #define TFS_BUILDER_ROOT 0u
@@ -71,6 +72,26 @@ struct tfs_tensor_spec {
 	const uint64_t *shape;
 	uint64_t offset; /* stored bytes: absolute offset, length */
 	uint64_t length;
+	/*
+	 * Where @offset/@length lie: 0, the container being described, or a
+	 * handle from tfs_builder_open_companion() (a file beside it).
+	 */
+	uint32_t source;
+	/*
+	 * Stored bytes in memory (a reader converted them: varint-packed
+	 * fields, a header's compact data): @length bytes here, copied;
+	 * @offset/@source unused.  Raw tensors only.
+	 */
+	const void *mem;
+	/*
+	 * Stored bytes in several pieces (a weight spanning two shard
+	 * files): @nsegs of them in order, each with its own handle or
+	 * memory (struct tfs_segment, tree.h), copied; @offset, @length,
+	 * @source and @mem unused.  Raw tensors only (at most
+	 * TFS_MAX_SEGMENTS).
+	 */
+	const struct tfs_segment *segs;
+	size_t nsegs;
 	enum tfs_encoding encoding;
 	uint64_t size;	      /* decoded size (must equal length when raw) */
 	const char *digest;   /* or NULL */
@@ -174,6 +195,49 @@ json_t *tfs_builder_manifest_extra(struct tfs_builder *b, uint32_t handle);
 /* Add .tensorfs/@name with @len bytes (copied). */
 int tfs_builder_add_meta_file(struct tfs_builder *b, const char *name,
 			      const void *data, size_t len);
+
+/*
+ * Companion files: a file next to the container, by a name relative to
+ * its directory ("model.onnx_data", "variables/variables.data-00000-of-
+ * 00001"), for a local file or a remote URL alike.  The name must stay
+ * inside the container's directory: absolute names, backslashes, empty
+ * and ".." components are refused, and no symlink may lead out (openat2's
+ * RESOLVE_BENEATH).  The same name again gives the same handle.  *@source
+ * is the handle to put in a spec's @source or a segment.  0 or -errno with
+ * @d naming the file (-ENOENT when it is missing: a reader may then make
+ * the tensors in it unreadable instead of refusing the container).  At most
+ * TFS_MAX_COMPANIONS per container.
+ */
+#define TFS_MAX_COMPANIONS 1024
+#define TFS_MAX_SEGMENTS (1u << 20)
+int tfs_builder_open_companion(struct tfs_builder *b, const char *name,
+			       uint32_t *source, struct tfs_diag *d);
+
+/* the bytes of a handle tfs_builder_open_companion() gave (0: the
+ * container), for a reader that must parse a companion; NULL if none */
+const struct tfs_source *tfs_builder_source(struct tfs_builder *b,
+					    uint32_t source);
+
+/*
+ * A container inside the container (a stored zip member, an uncompressed
+ * tar member): bytes [@offset, +@length) of it, read zero-copy as a file
+ * of its own (a slice) by reader @fmt (NULL: detected), as if its tensors
+ * were the container's.  Its tree goes under directory @dir ("" or NULL:
+ * the root) and its metadata under metadata member @dir (NULL: the
+ * container's metadata).  @name names it in messages.  0 or -errno with
+ * @d filled by the inner reader (its offsets are inside the slice).
+ */
+int tfs_builder_load_slice(struct tfs_builder *b, uint64_t offset,
+			   uint64_t length, const char *name, const char *dir,
+			   const struct tfs_format *fmt, struct tfs_diag *d);
+
+/*
+ * The companion files and slices the readers opened, moved to *@out (@n of
+ * them, malloc'd; NULL, 0 when none), in handle order: the image appends
+ * them to its sources after the containers.  0 or -ENOMEM.
+ */
+int tfs_builder_take_companions(struct tfs_builder *b,
+				struct tfs_source **out, uint32_t *n);
 
 /*
  * Map names to paths, build the tree and the JSON files.  @format is the

@@ -79,6 +79,57 @@ struct tfs_gather_params {
 };
 
 /*
+ * TFS_ENCODING_CHUNKED: an N-dimensional grid of chunks (HDF5 chunked
+ * datasets), each stored by itself through a filter pipeline, served as
+ * the row-major array of @shape.  Chunks are listed in row-major order of
+ * the grid (ceil(shape[k] / chunk[k]) along dimension k); each is
+ * Π chunk × @itemsize bytes once decoded (edge chunks are full-size,
+ * their outside part dropped).  A chunk's @offset is relative to the
+ * tensor's stored extent; @length 0: never written, read as @fill.
+ * @filters are listed in the order they were applied when writing (they
+ * are undone in reverse); bit k of a chunk's @mask: filter k was skipped.
+ */
+enum tfs_filter {
+	TFS_FILTER_DEFLATE,    /* a zlib stream (RFC 1950) */
+	TFS_FILTER_SHUFFLE,    /* byte planes of @arg-byte elements */
+	TFS_FILTER_FLETCHER32, /* HDF5's checksum, 4 bytes at the end */
+	TFS_FILTER_LZF,	       /* LZF without a header (h5py's) */
+};
+#define TFS_CHUNK_MAX_FILTERS 8
+struct tfs_chunk {
+	uint64_t offset;
+	uint64_t length;
+	uint32_t mask;
+};
+struct tfs_chunk_params {
+	uint32_t itemsize;
+	uint32_t ndim; /* 1..TFS_GATHER_MAX_DIMS */
+	uint64_t shape[TFS_GATHER_MAX_DIMS];
+	uint64_t chunk[TFS_GATHER_MAX_DIMS];
+	uint32_t nfilters;
+	struct {
+		enum tfs_filter id;
+		uint32_t arg;
+	} filters[TFS_CHUNK_MAX_FILTERS];
+	uint8_t fill[16]; /* one element (@itemsize bytes), or zeros */
+	bool has_fill;
+	uint64_t nchunks; /* Π ceil(shape / chunk) */
+	struct tfs_chunk *chunks;
+};
+
+/* free a chunk grid the builder copied (NULL: nothing) */
+void tfs_chunk_params_free(struct tfs_chunk_params *c);
+
+/*
+ * Check @c against @stored stored bytes: dims, chunk sizes (one decoded
+ * chunk at most 4 GiB, one slab of the grid at most 1 GiB), chunk count,
+ * every written chunk inside the stored bytes; the decoded size into
+ * *@size.  0, -EINVAL (naming nothing: the reader names the tensor).
+ */
+int tfs_chunk_params_check(const struct tfs_chunk_params *c, uint64_t stored,
+			   uint64_t *size);
+
+/*
  * The stored bytes a gather needs: (the furthest element's index + 1) x
  * itemsize into *span (0 for an empty view), and the output bytes into
  * *size.  -EINVAL for a bad itemsize or ndim, -EOVERFLOW.

@@ -12,7 +12,8 @@
 
 /*
  * Escape @len bytes into one path component (malloc'd, NUL-terminated):
- * '%', '/', NUL, control bytes (0x01-0x1f, 0x7f) and bytes that are not part
+ * '%', '/', NUL, control bytes (0x01-0x1f, 0x7f), C1 controls (U+0080..U+009F,
+ * each of their two bytes) and bytes that are not part
  * of valid UTF-8 become "%XX"; "" becomes "%", "." "%2E", ".." "%2E%2E";
  * longer than @max bytes: cut at a character boundary and "~" + 16 hex
  * digits of a 64-bit FNV-1a hash of the full escaped text appended.

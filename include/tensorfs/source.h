@@ -49,6 +49,9 @@ struct tfs_source {
 	char *path;	       /* owned copy of the path, or NULL */
 	const struct tfs_source_ops *ops; /* NULL: a file or memory */
 	void *impl;			  /* the ops' object */
+	uint64_t base;	  /* file offset of data[0] (a slice), else 0 */
+	uint64_t map_off; /* file offset of the mapping's first byte */
+	size_t map_len;	  /* the mapping's length */
 };
 
 /*
@@ -80,6 +83,26 @@ bool tfs_source_is_url(const char *path);
  * fills @d and returns -errno.
  */
 int tfs_source_open(struct tfs_source *s, const char *path, struct tfs_diag *d);
+
+/*
+ * Open @name, a file beside @of ("model.onnx_data"), relative to @of's
+ * directory: a local directory (openat2 with RESOLVE_BENEATH: no absolute
+ * name, no "..", no symlink out of it) or a remote one (the URL's path up
+ * to its last '/').  Absolute names, backslashes, empty and ".." components
+ * are refused (-EPERM) naming @name; a missing file is -ENOENT.
+ */
+int tfs_source_open_companion(struct tfs_source *s, const struct tfs_source *of,
+			      const char *name, struct tfs_diag *d);
+
+/*
+ * A window [@off, +@len) of @parent as a source of its own (a container
+ * inside an archive), named "PARENT/@name": a mapping of its own of the
+ * same file (so @parent may be closed first), or a window of a memory
+ * source.  Remote parents are refused (-ENOTSUP).
+ */
+int tfs_source_slice(struct tfs_source *s, const struct tfs_source *parent,
+		     uint64_t off, uint64_t len, const char *name,
+		     struct tfs_diag *d);
 
 /* Wrap a caller-owned buffer (tests, fuzzing); the buffer must outlive @s. */
 void tfs_source_init_memory(struct tfs_source *s, const void *data,

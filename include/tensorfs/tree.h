@@ -48,6 +48,11 @@ enum tfs_encoding {
 	 * bytes (its layout: tfs_codec_params.gather)
 	 */
 	TFS_ENCODING_GATHER,
+	/*
+	 * a grid of separately stored, filtered chunks (its layout:
+	 * tfs_codec_params.chunks)
+	 */
+	TFS_ENCODING_CHUNKED,
 };
 
 /*
@@ -63,6 +68,22 @@ struct tfs_codec_params {
 	uint32_t crc32;
 	/* TFS_ENCODING_GATHER: the view's layout (codec.h), else NULL */
 	struct tfs_gather_params *gather;
+	/* TFS_ENCODING_CHUNKED: the chunk grid (codec.h), else NULL */
+	struct tfs_chunk_params *chunks;
+};
+
+/*
+ * One piece of a tensor's stored bytes.  In the tree, @source indexes the
+ * image's sources (the containers, then the companion files and slices the
+ * readers opened); in a reader's spec (builder.h) it is a builder handle.
+ * @mem non-NULL: the piece is @length bytes held in memory (the tree's
+ * copy), @source and @offset unused.
+ */
+struct tfs_segment {
+	uint64_t offset;
+	uint64_t length;
+	const uint8_t *mem;
+	uint32_t source;
 };
 
 struct tfs_xattr {
@@ -84,6 +105,13 @@ struct tfs_tensor {
 	uint64_t *shape;
 	uint64_t offset; /* stored extent, absolute in the container */
 	uint64_t stored_length;
+	/*
+	 * nsegs > 0: the stored bytes are these pieces, in order (raw
+	 * tensors only: a companion's several ranges, bytes in memory);
+	 * @offset is the first piece's, @stored_length their sum.  0: the
+	 * one extent @offset/@stored_length of image source @source.
+	 */
+	struct tfs_segment *segs;
 	uint64_t size; /* the tensor's bytes: decoded byte count */
 	/*
 	 * Bytes the file shows before the tensor's (the -o npy header), or
@@ -113,8 +141,9 @@ struct tfs_tensor {
 	enum tfs_dtype view;
 	enum tfs_encoding encoding;
 	uint32_t source; /* which container (image->srcs index) */
-	uint32_t node;	 /* its node */
-	uint32_t group;	 /* the tensor's group node, or TFS_NO_NODE */
+	uint32_t nsegs;
+	uint32_t node;	/* its node */
+	uint32_t group; /* the tensor's group node, or TFS_NO_NODE */
 	bool has_digest_extent;
 	bool digest_decoded; /* @digest covers the decoded bytes, not the
 				stored ones (encoded tensors only) */

@@ -125,6 +125,15 @@ void tfs_cli_remote_mounted(void);
 /* @path as it may be printed: a URL without its query or password */
 const char *tfs_cli_shown(const char *path, char *buf, size_t n);
 
+/*
+ * The CLI's one printer of text that may hold container bytes or user
+ * input (names, paths, messages): the formatted text goes out through
+ * tfs_text_safe(), so it is one printable line; a final '\n' of @fmt is
+ * kept.  Returns what fputs returned.
+ */
+int tfs_cli_say(FILE *f, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 /* the whole help text */
 void tfs_usage(FILE *f);
 

@@ -5,6 +5,7 @@
  * they print is what the mount shows.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <locale.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "tensorfs/codec.h"
 #include "tensorfs/format.h"
 #include "tensorfs/names.h"
+#include "tensorfs/text.h"
 #include "tensorfs/tree.h"
 
 int tfs_exit_for(int err)
@@ -34,6 +36,30 @@ int tfs_exit_for(int err)
 	default:
 		return TFS_EXIT_IO;
 	}
+}
+
+int tfs_cli_say(FILE *f, const char *fmt, ...)
+{
+	va_list ap;
+	char *raw, *safe;
+	bool nl;
+	int n;
+
+	va_start(ap, fmt);
+	n = vasprintf(&raw, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return EOF;
+	nl = n > 0 && raw[n - 1] == '\n';
+	safe = tfs_text_safe_dup(raw, (size_t)n - nl);
+	free(raw);
+	if (!safe)
+		return EOF;
+	n = fputs(safe, f);
+	if (nl && n != EOF)
+		n = fputc('\n', f);
+	free(safe);
+	return n;
 }
 
 int tfs_cli_open_inputs(char *const *inputs, int n,
@@ -56,15 +82,16 @@ int tfs_cli_open_inputs(char *const *inputs, int n,
 					   (size_t)n, opts, &d);
 	if (ret) {
 		tfs_diag_format(&d, line, sizeof(line));
-		fprintf(stderr, "%s: %s: %s\n", tfs_progname,
-			tfs_cli_shown(path, shown, sizeof(shown)), line);
+		tfs_cli_say(stderr, "%s: %s: %s\n", tfs_progname,
+			    tfs_cli_shown(path, shown, sizeof(shown)), line);
 		return tfs_exit_for(ret);
 	}
 	/* a directory mount goes on without the containers that failed */
 	for (i = 0; i < (*img)->nskipped; i++)
-		fprintf(stderr, "%s: warning: %s/%s: left out: %s\n",
-			tfs_progname, path, (*img)->skipped[i].path,
-			(*img)->skipped[i].why);
+		tfs_cli_say(stderr, "%s: warning: %s/%s: left out: %s\n",
+			    tfs_progname,
+			    tfs_cli_shown(path, shown, sizeof(shown)),
+			    (*img)->skipped[i].path, (*img)->skipped[i].why);
 	return 0;
 }
 
@@ -238,34 +265,44 @@ static void print_padded(const char *s, int w)
 
 /* what ls shows of a tensor record */
 struct ls_row {
-	char name[TFS_PRINTABLE_MAX + 64];
+	char *name; /* malloc'd */
 	char shape[256];
 	const char *dtype;
 	uint64_t bytes;
 };
 
-static void ls_row(const struct tfs_tree *t, const struct tfs_tensor *x,
-		   struct ls_row *r)
+static int ls_row(const struct tfs_tree *t, const struct tfs_tensor *x,
+		  struct ls_row *r)
 {
 	const struct tfs_xattr *g = NULL;
-	size_t o;
+	const char *name = x->name;
+	size_t len = x->name_len;
+	char *safe;
 
-	/* the stored name, escaped where unprintable; a component of a
-	 * group is its group's name and its role */
+	/* the stored name as stored, but for what a terminal would obey; a
+	 * component of a group is its group's name and its role */
 	if (x->group != TFS_NO_NODE)
 		g = tfs_tree_xattr(t, x->group, TFS_XATTR_PREFIX "name");
-	if (g)
-		tfs_name_printable(r->name, TFS_PRINTABLE_MAX, g->value,
-				   g->len);
-	else
-		tfs_name_printable(r->name, TFS_PRINTABLE_MAX, x->name,
-				   x->name_len);
-	o = strlen(r->name);
-	if (x->role)
-		snprintf(r->name + o, sizeof(r->name) - o, " [%s]", x->role);
+	if (g) {
+		name = g->value;
+		len = g->len;
+	}
+	safe = tfs_text_safe_dup(name, len);
+	if (!safe)
+		return -ENOMEM;
+	if (x->role) {
+		if (asprintf(&r->name, "%s [%s]", safe, x->role) < 0)
+			r->name = NULL;
+		free(safe);
+	} else {
+		r->name = safe;
+	}
+	if (!r->name)
+		return -ENOMEM;
 	tfs_cli_shape_str(r->shape, sizeof(r->shape), x);
 	r->dtype = x->view ? tfs_dtype_name(x->view) : x->dtype;
 	r->bytes = x->view ? x->view_size : x->size;
+	return 0;
 }
 
 static bool ls_option(void *ctx, const char *opt)
@@ -311,7 +348,8 @@ int tfs_cmd_ls(int argc, char **argv)
 	/* UTF-8 names are measured in terminal columns */
 	setlocale(LC_CTYPE, "C.UTF-8");
 	for (k = 0; k < nt; k++) {
-		ls_row(img->tree, v[k], &rows[k]);
+		if (ls_row(img->tree, v[k], &rows[k]))
+			break;
 		len = display_width(rows[k].name);
 		wn = len > wn ? len : wn;
 		len = (int)strlen(rows[k].dtype);
@@ -322,8 +360,21 @@ int tfs_cmd_ls(int argc, char **argv)
 			       (unsigned long long)rows[k].bytes);
 		wb = len > wb ? len : wb;
 	}
-	/* a 250-byte name must not push every other line off the screen */
-	wn = wn > 64 ? 64 : wn;
+	if (k < nt) {
+		while (k--)
+			free(rows[k].name);
+		free(rows);
+		free(v);
+		tfs_image_close(img);
+		return TFS_EXIT_USAGE;
+	}
+	/*
+	 * On a terminal a 250-byte name must not push every other line off
+	 * the screen (it overflows its column); into a pipe every line is
+	 * aligned
+	 */
+	if (isatty(STDOUT_FILENO) && wn > 64)
+		wn = 64;
 	for (k = 0; k < nt; k++) {
 		print_padded(rows[k].name, wn);
 		printf("  %-*s  %-*s  %*llu", wd, rows[k].dtype, ws,
@@ -331,6 +382,7 @@ int tfs_cmd_ls(int argc, char **argv)
 		if (paths)
 			printf("  %s", v[k]->path);
 		putchar('\n');
+		free(rows[k].name);
 	}
 	free(rows);
 	free(v);
@@ -373,7 +425,7 @@ static int write_all(int fd, const void *p, size_t len)
 void tfs_cli_log_stderr(void *arg, const char *line)
 {
 	(void)arg;
-	fprintf(stderr, "%s: %s\n", tfs_progname, line);
+	tfs_cli_say(stderr, "%s: %s\n", tfs_progname, line);
 }
 
 int tfs_cmd_cat(int argc, char **argv)
@@ -398,9 +450,10 @@ int tfs_cmd_cat(int argc, char **argv)
 	tfs_image_configure(img, &io);
 	n = tfs_cli_find_node(img->tree, what);
 	if (n == TFS_NO_NODE || img->tree->nodes[n].kind == TFS_NODE_DIR) {
-		fprintf(stderr, "%s: %s: %s: %s\n", tfs_progname, argv[i], what,
-			n == TFS_NO_NODE ? "no such tensor or path"
-					 : "is a directory");
+		tfs_cli_say(stderr, "%s: %s: %s: %s\n", tfs_progname, argv[i],
+			    what,
+			    n == TFS_NO_NODE ? "no such tensor or path"
+					     : "is a directory");
 		tfs_image_close(img);
 		return TFS_EXIT_NOTFOUND;
 	}
@@ -414,8 +467,8 @@ int tfs_cmd_cat(int argc, char **argv)
 		off += v.len;
 		tfs_view_release(img, &v);
 		if (ret) {
-			fprintf(stderr, "%s: %s: %s: %s\n", tfs_progname,
-				argv[i], what, strerror(-ret));
+			tfs_cli_say(stderr, "%s: %s: %s: %s\n", tfs_progname,
+				    argv[i], what, strerror(-ret));
 			tfs_image_close(img);
 			return TFS_EXIT_IO;
 		}
@@ -456,7 +509,8 @@ static void print_summary(const struct tfs_tree *t)
 	arch = tfs_tree_xattr(t, TFS_ROOT_NODE,
 			      TFS_XATTR_PREFIX "architecture");
 	if (arch)
-		printf("architecture: %.*s\n", (int)arch->len, arch->value);
+		tfs_cli_say(stdout, "architecture: %.*s\n", (int)arch->len,
+			    arch->value);
 	if (!v)
 		return;
 	for (i = 0; i < t->ntensors; i++) {
@@ -486,6 +540,30 @@ static void print_summary(const struct tfs_tree *t)
 	free(v);
 }
 
+/*
+ * JSON text to a terminal: jansson escapes C0 controls but writes DEL and
+ * the C1 controls (U+0080..U+009F) as they are; they can only sit inside
+ * strings, where "\\u00XX" says the same thing
+ */
+static void print_json_safe(const char *s, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i, from = 0;
+
+	for (i = 0; i < len; i++) {
+		bool c1 = u[i] == 0xc2 && i + 1 < len && u[i + 1] >= 0x80 &&
+			  u[i + 1] < 0xa0;
+
+		if (u[i] != 0x7f && !c1 && (u[i] >= 0x20 || u[i] == '\n'))
+			continue;
+		fwrite(s + from, 1, i - from, stdout);
+		printf("\\u%04x", c1 ? u[i + 1] : u[i]);
+		i += c1;
+		from = i + 1;
+	}
+	fwrite(s + from, 1, len - from, stdout);
+}
+
 /* metadata.json above this size is not printed by info */
 #define INFO_METADATA_MAX (64u << 10)
 
@@ -496,6 +574,7 @@ int tfs_cmd_info(int argc, char **argv)
 		.tail = "",
 		.what = "Format, size, tensor count and the container's metadata."};
 	const struct tfs_node *meta;
+	char shown[1024];
 	uint64_t size;
 	uint32_t n, k;
 	int i, ni, ret;
@@ -503,7 +582,8 @@ int tfs_cmd_info(int argc, char **argv)
 	ret = tfs_cli_open_cmd(argc, argv, &a, NULL, &img, &i, &ni);
 	if (ret)
 		return TFS_CLI_OPENED(ret);
-	printf("file:     %s\n", argv[i]);
+	tfs_cli_say(stdout, "file:     %s\n",
+		    tfs_cli_shown(argv[i], shown, sizeof(shown)));
 	if (img->format)
 		printf("format:   %s (%s)\n", tfs_format_shown(img->format),
 		       img->format->description);
@@ -528,18 +608,39 @@ int tfs_cmd_info(int argc, char **argv)
 			       argv[i]);
 		} else {
 			printf("metadata: ");
-			fwrite(meta->mem, 1, meta->mem_len, stdout);
+			print_json_safe(meta->mem, meta->mem_len);
 		}
 	}
 	tfs_image_close(img);
 	return TFS_EXIT_OK;
 }
 
+/*
+ * An xattr's value between getfattr's quotes: '"' and '\\' escaped, and
+ * every byte tfs_text_safe() would escape written as \\ooo (octal)
+ */
+static void print_value_escaped(const char *val, size_t len)
+{
+	size_t j = 0, k;
+
+	while (j < len) {
+		k = tfs_text_safe_len(val + j, len - j);
+		if (k == 0) {
+			printf("\\%03o", (unsigned char)val[j++]);
+			continue;
+		}
+		if (k == 1 && (val[j] == '"' || val[j] == '\\'))
+			putchar('\\');
+		fwrite(val + j, 1, k, stdout);
+		j += k;
+	}
+}
+
 /* name="value" lines, getfattr -d style, the value's bytes escaped */
 static int print_xattrs(const struct tfs_tree *t, uint32_t node)
 {
 	char *names = NULL, *val = NULL, *name;
-	ssize_t len, vlen, j;
+	ssize_t len, vlen;
 	int ret = -ENOMEM;
 
 	len = tfs_tree_listxattr(t, node, NULL, 0);
@@ -554,17 +655,8 @@ static int print_xattrs(const struct tfs_tree *t, uint32_t node)
 		if (!val || tfs_tree_getxattr(t, node, name, val,
 					      (size_t)vlen + 1) != vlen)
 			goto out;
-		printf("%s=\"", name);
-		for (j = 0; j < vlen; j++) {
-			unsigned char c = (unsigned char)val[j];
-
-			if (c == '"' || c == '\\')
-				printf("\\%c", c);
-			else if (c < 0x20 || c == 0x7f)
-				printf("\\%03o", c);
-			else
-				putchar(c);
-		}
+		tfs_cli_say(stdout, "%s=\"", name);
+		print_value_escaped(val, (size_t)vlen);
 		printf("\"\n");
 	}
 	ret = 0;
@@ -593,15 +685,15 @@ int tfs_cmd_xattr(int argc, char **argv)
 	path = argc - i == 2 ? argv[i + 1] : "";
 	n = tfs_cli_find_node(img->tree, path);
 	if (n == TFS_NO_NODE) {
-		fprintf(stderr, "%s: %s: %s: no such tensor or path\n",
-			tfs_progname, argv[i], path);
+		tfs_cli_say(stderr, "%s: %s: %s: no such tensor or path\n",
+			    tfs_progname, argv[i], path);
 		tfs_image_close(img);
 		return TFS_EXIT_NOTFOUND;
 	}
 	ret = print_xattrs(img->tree, n);
 	if (ret)
-		fprintf(stderr, "%s: %s: %s\n", tfs_progname, path,
-			strerror(-ret));
+		tfs_cli_say(stderr, "%s: %s: %s\n", tfs_progname, path,
+			    strerror(-ret));
 	tfs_image_close(img);
 	return ret ? TFS_EXIT_USAGE : TFS_EXIT_OK;
 }
@@ -658,7 +750,8 @@ static unsigned print_warnings(const struct tfs_image *img)
 	uint32_t i;
 
 	for (i = 0; i < img->tree->nwarnings; i++)
-		printf("warning  %s\n", img->tree->warnings[i].msg);
+		tfs_cli_say(stdout, "warning  %s\n",
+			    img->tree->warnings[i].msg);
 	return img->tree->nwarnings;
 }
 
@@ -674,6 +767,7 @@ int tfs_cmd_verify(int argc, char **argv)
 			"tensor; exit 2 on a failure."};
 	unsigned failed = 0, digests = 0, unknown = 0, decoded = 0, skipped = 0,
 		 warnings;
+	char shown[1024];
 	uint64_t total;
 	uint32_t k, idx;
 	int i, ni, ret;
@@ -705,10 +799,12 @@ int tfs_cmd_verify(int argc, char **argv)
 			decoded++;
 		if (r.skipped) {
 			skipped++;
-			printf("skipped  %s: %s\n", v[k]->path, r.msg);
+			tfs_cli_say(stdout, "skipped  %s: %s\n", v[k]->path,
+				    r.msg);
 		} else if (r.err) {
 			failed++;
-			printf("FAILED   %s: %s\n", v[k]->path, r.msg);
+			tfs_cli_say(stdout, "FAILED   %s: %s\n", v[k]->path,
+				    r.msg);
 		} else {
 			printf("ok       %s (%s%s%s", v[k]->path,
 			       r.digest_checked ? tfs_digest_alg_name(r.digest)
@@ -730,13 +826,16 @@ int tfs_cmd_verify(int argc, char **argv)
 		tfs_progress_show(&p, false);
 	}
 	tfs_progress_clear(&p);
-	printf("%s: %u %s, %u ok, %u failed, %u skipped; %u %s checked, %u "
-	       "with an unknown algorithm (not checked), %u decoded; %u %s\n",
-	       argv[i], img->tree->ntensors,
-	       img->tree->ntensors == 1 ? "tensor" : "tensors",
-	       img->tree->ntensors - failed - skipped, failed, skipped, digests,
-	       digests == 1 ? "digest" : "digests", unknown, decoded, warnings,
-	       warnings == 1 ? "warning" : "warnings");
+	tfs_cli_say(stdout,
+		    "%s: %u %s, %u ok, %u failed, %u skipped; %u %s checked, "
+		    "%u with an unknown algorithm (not checked), %u decoded; "
+		    "%u %s\n",
+		    tfs_cli_shown(argv[i], shown, sizeof(shown)),
+		    img->tree->ntensors,
+		    img->tree->ntensors == 1 ? "tensor" : "tensors",
+		    img->tree->ntensors - failed - skipped, failed, skipped,
+		    digests, digests == 1 ? "digest" : "digests", unknown,
+		    decoded, warnings, warnings == 1 ? "warning" : "warnings");
 	free(v);
 	tfs_image_close(img);
 	return failed ? TFS_EXIT_MALFORMED : TFS_EXIT_OK;

@@ -275,8 +275,9 @@ int tfs_cmd_stats(int argc, char **argv)
 	}
 	for (k = 0; k < (uint32_t)nnames; k++)
 		if (!used[k]) {
-			fprintf(stderr, "%s: %s: %s: no such tensor or path\n",
-				tfs_progname, argv[i], argv[i + 1 + k]);
+			tfs_cli_say(stderr,
+				    "%s: %s: %s: no such tensor or path\n",
+				    tfs_progname, argv[i], argv[i + 1 + k]);
 			status = TFS_EXIT_NOTFOUND;
 			goto out;
 		}

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "tensorfs/text.h"
 #include "config.h"
 #include "tensorfs/image.h"
 #include "tensorfs/source.h"
@@ -98,18 +99,5 @@ void tfs_cli_remote_mounted(void)
 
 const char *tfs_cli_shown(const char *path, char *buf, size_t n)
 {
-	const char *host, *at;
-	size_t end;
-
-	if (!tfs_source_is_url(path))
-		return path;
-	/* no query (a signature), no user:password@ */
-	host = strstr(path, "://") + 3;
-	end = strcspn(host, "?#");
-	at = memchr(host, '@', end);
-	if (at && (size_t)(at - host) < strcspn(host, "/"))
-		host = at + 1;
-	snprintf(buf, n, "%.*s://%.*s", (int)(strstr(path, "://") - path), path,
-		 (int)strcspn(host, "?#"), host);
-	return buf;
+	return tfs_text_location(buf, n, path);
 }

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "codec/chunked.h"
 #include "codec/deflate.h"
 #include "codec/gather.h"
 #include "codec/zstd.h"
@@ -36,7 +37,7 @@ struct tfs_stream {
 static int zstd_new(void **st, const void *src, size_t len, bool stable,
 		    const struct tfs_codec_params *p)
 {
-	if (p && (p->skip || p->check_crc32 || p->gather))
+	if (p && (p->skip || p->check_crc32 || p->gather || p->chunks))
 		return -EINVAL;
 	return tfs_zstd_new((struct tfs_zstd **)st, src, len, stable);
 }
@@ -136,6 +137,15 @@ static const struct codec_ops codecs[] = {
 				 .finished = tfs_gather_finished,
 				 .consumed = tfs_gather_consumed,
 				 .message = tfs_gather_message},
+	[TFS_ENCODING_CHUNKED] = {.name = "chunked",
+				  .new = tfs_chunked_new,
+				  .free = tfs_chunked_free,
+				  .reset = tfs_chunked_reset,
+				  .decode = tfs_chunked_decode,
+				  .expect_end = tfs_chunked_expect_end,
+				  .finished = tfs_chunked_finished,
+				  .consumed = tfs_chunked_consumed,
+				  .message = tfs_chunked_message},
 };
 
 static const struct codec_ops *ops_of(enum tfs_encoding e)

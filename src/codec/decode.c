@@ -238,6 +238,35 @@ static int fail_tensor(struct tfs_image *img, uint32_t idx, const char *why)
 	return -EIO;
 }
 
+static int hash_piece(void *arg, const uint8_t *p, size_t n)
+{
+	return tfs_digest_update(arg, p, n);
+}
+
+/* the digest of @x's stored pieces against @want: 0, -EBADMSG, -EIO */
+static int stored_digest(const struct tfs_image *img,
+			 const struct tfs_tensor *x,
+			 const struct tfs_digest *want, struct tfs_digest *got)
+{
+	struct tfs_digest_ctx *c;
+	int ret = tfs_digest_begin(&c, want->alg);
+
+	if (ret)
+		return ret;
+	ret = tfs_stored_each(img, x, 0, x->stored_length, hash_piece, c);
+	if (ret) {
+		tfs_digest_abort(c);
+		return ret;
+	}
+	ret = tfs_digest_final(c, got);
+	if (ret)
+		return ret;
+	return got->len == want->len &&
+			       memcmp(got->value, want->value, got->len) == 0
+		       ? 0
+		       : -EBADMSG;
+}
+
 /*
  * Hash the stored bytes of tensor @idx and compare: 0, -EBADMSG on a
  * mismatch (reported, the tensor failed), -EIO when the bytes are gone.
@@ -254,13 +283,21 @@ static int digest_verify(struct tfs_image *img, uint32_t idx)
 	uint64_t len =
 		x->has_digest_extent ? x->digest_length : x->stored_length;
 
-	if (!tfs_source_live_range_ok(tfs_image_source(img, x), off, len))
-		return -EIO;
+	if (x->nsegs) { /* pieces: hashed one after the other */
+		ret = stored_digest(img, x, &state_of(rs, idx)->digest, &got);
+		if (ret == -EIO)
+			return ret;
+	} else {
+		if (!tfs_source_live_range_ok(tfs_image_source(img, x), off,
+					      len))
+			return -EIO;
+		ret = tfs_digest_check(&state_of(rs, idx)->digest,
+				       len ? tfs_image_source(img, x)->data +
+						       off
+					   : (const uint8_t *)"",
+				       (size_t)len, &got);
+	}
 	atomic_fetch_add(&rs->digest_checks, 1);
-	ret = tfs_digest_check(&state_of(rs, idx)->digest,
-			       len ? tfs_image_source(img, x)->data + off
-				   : (const uint8_t *)"",
-			       (size_t)len, &got);
 	if (ret != -EBADMSG)
 		return ret;
 	atomic_fetch_add(&rs->digest_failures, 1);
@@ -397,7 +434,7 @@ static int whole_step(struct tfs_image *img, uint32_t idx,
 	size_t from = atomic_load(&ws->decoded), pos = from;
 	int ret;
 
-	if (!stored_live(img, x))
+	if (!tfs_stored_live(img, x))
 		return -EIO;
 	ret = tfs_stream_decode(ws->z, e->data, e->len, &pos, target);
 	if (!ret && pos == e->len)
@@ -584,7 +621,7 @@ static int whole_begin(struct tfs_image *img, uint32_t idx,
 
 	if (failed(rs, idx))
 		return -EIO;
-	if (!stored_live(img, x))
+	if (!tfs_stored_live(img, x))
 		return -EIO;
 	ws = calloc(1, sizeof(*ws));
 	if (!ws)
@@ -687,7 +724,7 @@ static int window_decode(struct tfs_image *img, uint32_t idx, uint32_t k,
 	size_t pos = 0;
 	int ret;
 
-	if (!stored_live(img, x))
+	if (!tfs_stored_live(img, x))
 		return -EIO;
 	ret = tfs_stream_decode(ts->stream, dst, len, &pos, len);
 	if (!ret && pos < len)

@@ -56,7 +56,7 @@ int tfs_gather_new(void **st, const void *src, size_t len, bool stable,
 	uint64_t span, size;
 
 	(void)stable;
-	if (!p || !p->gather || p->skip || p->check_crc32)
+	if (!p || !p->gather || p->skip || p->check_crc32 || p->chunks)
 		return -EINVAL;
 	x = calloc(1, sizeof(*x));
 	if (!x)

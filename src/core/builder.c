@@ -33,111 +33,13 @@
 #include "tensorfs/diag.h"
 #include "tensorfs/source.h"
 #include "tensorfs/names.h"
+#include "tensorfs/text.h"
 #include "as_view.h"
 #include "preview.h"
 #include "npy_view.h"
 #include "manifest.h"
 #include "strmap.h"
-
-/*
- * ENTRY_DIR: the directory of one container in a multi-container mount (its
- * wanted path is the container's directory); the reader's root xattrs go
- * there.
- */
-enum entry_kind {
-	ENTRY_ROOT,
-	ENTRY_TENSOR,
-	ENTRY_GROUP,
-	ENTRY_COMPONENT,
-	ENTRY_DIR,
-};
-
-struct entry {
-	enum entry_kind kind;
-	char *name;
-	size_t name_len;
-	char **comps; /* escaped wanted path (leaves) or role */
-	size_t ncomps;
-	char *dtype; /* its name */
-	enum tfs_dtype dtype_id;
-	uint32_t record_size;
-	uint64_t desc_offset;
-	uint32_t source;     /* index into b->sources */
-	bool big, fortran;   /* byte_order=big / order=F, own or group's */
-	enum tfs_dtype view; /* -o as: the dtype shown, or INVALID */
-	uint64_t view_size;  /* -o as: the converted bytes */
-	uint32_t ndim;
-	uint64_t *shape;
-	uint64_t offset, length, size;
-	enum tfs_encoding encoding;
-	struct tfs_codec_params codec;
-	char *digest;
-	bool has_digest_extent;
-	uint64_t digest_offset, digest_length;
-	char *npy_descr; /* -o npy: the header's descr literal, or NULL */
-	bool digest_decoded;
-	char *unreadable; /* spec->unreadable */
-	bool unreadable_is_fault;
-	uint32_t group;	   /* components: their group's handle */
-	uint32_t *members; /* groups: component handles */
-	uint32_t nmembers, members_cap;
-	struct tfs_xattr *xattrs;
-	uint32_t nxattrs, xattrs_cap;
-	json_t *extra;
-	char *path;    /* final path (finish) */
-	uint32_t node; /* its node (finish) */
-};
-
-struct meta_file {
-	char *name;
-	char *data;
-	size_t len;
-};
-
-/* One container of the mount (a single-container mount has one). */
-struct bsource {
-	const struct tfs_source *src;
-	char *label;   /* path relative to the mounted directory, or NULL */
-	char *shard;   /* user.tensorfs.shard of its tensors, or NULL */
-	char **prefix; /* escaped components of its directory */
-	size_t nprefix;
-	bool own_dir;	/* names are unique per container, not per mount */
-	uint32_t space; /* own_dir: its namespace, the first joined source */
-	uint32_t root;	/* the handle TFS_BUILDER_ROOT means for it */
-	enum tfs_overlap_rule overlap;
-	json_t *metadata; /* its metadata.json member (multi) */
-	/* what existed before it: tfs_builder_abort_source() goes back */
-	uint32_t first_entry, first_warning, first_file;
-};
-
-/* A metadata member made on first read (tfs_builder_defer_metadata). */
-struct deferred {
-	json_t *parent; /* a container's metadata object, or NULL: the root */
-	char *key;
-	json_t *(*make)(void *arg);
-	void *arg;
-	void (*free_arg)(void *arg);
-	uint32_t source;
-};
-
-struct tfs_builder {
-	const struct tfs_source *src; /* the current container's bytes */
-	struct tfs_build_options opts;
-	struct entry *e;
-	uint32_t n, cap;
-	json_t *metadata;
-	struct meta_file *files;
-	uint32_t nfiles;
-	struct bsource *sources;
-	uint32_t nsources, cur; /* cur: the container being described */
-	bool multi;		/* tfs_builder_begin_source() was used */
-	bool in_source;		/* between begin and end/abort */
-	json_t *containers;	/* multi: metadata by container label */
-	struct tfs_warning *warnings;
-	uint32_t nwarnings, warnings_cap;
-	struct deferred *deferred;
-	uint32_t ndeferred;
-};
+#include "builder_i.h"
 
 #define META_DIR ".tensorfs"
 #define TFS_PATH_MAX_DEPTH 64
@@ -198,7 +100,11 @@ static void entry_free(struct entry *e)
 	free(e->digest);
 	free(e->npy_descr);
 	free(e->codec.gather);
+	tfs_chunk_params_free(e->codec.chunks);
 	free(e->unreadable);
+	for (i = 0; i < e->nsegs; i++)
+		free((void *)e->segs[i].mem);
+	free(e->segs);
 	free(e->members);
 	for (i = 0; i < e->nxattrs; i++) {
 		free(e->xattrs[i].name);
@@ -243,6 +149,7 @@ void tfs_builder_free(struct tfs_builder *b)
 	for (i = 0; i < b->nsources; i++)
 		bsource_free(&b->sources[i]);
 	free(b->sources);
+	tfs_builder_free_companions(b);
 	json_decref(b->containers);
 	json_decref(b->metadata);
 	free(b);
@@ -287,6 +194,8 @@ uint32_t tfs_builder_count(const struct tfs_builder *b)
 
 json_t *tfs_builder_metadata(struct tfs_builder *b)
 {
+	if (b->slice_meta)
+		return b->slice_meta;
 	return b->in_source ? b->sources[b->cur].metadata : b->metadata;
 }
 
@@ -469,6 +378,7 @@ void tfs_builder_abort_source(struct tfs_builder *b)
 		free(b->files[b->nfiles].name);
 		free(b->files[b->nfiles].data);
 	}
+	tfs_builder_drop_companions(b, b->nsources - 1);
 	bsource_free(bs);
 	b->in_source = false;
 	b->nsources--;
@@ -506,7 +416,7 @@ static int vwarn(struct tfs_builder *b, uint64_t offset, const char *fmt,
 		 va_list ap)
 {
 	struct tfs_warning *nw;
-	char *msg;
+	char *msg, *full;
 
 	if (b->nwarnings == b->warnings_cap) {
 		uint32_t cap = b->warnings_cap ? b->warnings_cap * 2 : 8;
@@ -520,8 +430,6 @@ static int vwarn(struct tfs_builder *b, uint64_t offset, const char *fmt,
 	if (vasprintf(&msg, fmt, ap) < 0)
 		return -ENOMEM;
 	if (b->in_source && b->sources[b->cur].label) {
-		char *full;
-
 		/* several containers: say which */
 		if (asprintf(&full, "%s: %s", b->sources[b->cur].label, msg) <
 		    0) {
@@ -531,6 +439,12 @@ static int vwarn(struct tfs_builder *b, uint64_t offset, const char *fmt,
 		free(msg);
 		msg = full;
 	}
+	/* warnings are printed and logged: one printable line, made here */
+	full = tfs_text_safe_dup(msg, strlen(msg));
+	free(msg);
+	if (!full)
+		return -ENOMEM;
+	msg = full;
 	b->warnings[b->nwarnings].offset = offset;
 	b->warnings[b->nwarnings++].msg = msg;
 	return 0;
@@ -742,23 +656,39 @@ static int check_spec(struct tfs_builder *b, const struct tfs_tensor_spec *s,
 				   "tensor '%s': no dtype", nm);
 	if (s->unreadable) /* no bytes of this file are served */
 		return check_size(s, nm, d);
-	if (!tfs_source_range_ok(b->src, s->offset, s->length))
-		return tfs_diag_at(d, -EBADMSG, s->desc_offset,
-				   "tensor '%s': data [%llu, +%llu) extends "
-				   "past the end of the file (%llu bytes)",
-				   nm, (unsigned long long)s->offset,
-				   (unsigned long long)s->length,
-				   (unsigned long long)b->src->size);
 	if (!tfs_encoding_name(s->encoding))
 		return tfs_diag_at(d, -EINVAL, s->desc_offset,
 				   "tensor '%s': unknown encoding %d", nm,
 				   (int)s->encoding);
-	if (s->encoding == TFS_ENCODING_RAW && s->size != s->length)
+	if (s->encoding == TFS_ENCODING_RAW && !s->nsegs &&
+	    s->size != s->length)
 		return tfs_diag_at(d, -EBADMSG, s->desc_offset,
 				   "tensor '%s': size %llu differs from the "
 				   "stored length %llu",
 				   nm, (unsigned long long)s->size,
 				   (unsigned long long)s->length);
+	if (s->encoding == TFS_ENCODING_CHUNKED) {
+		uint64_t size;
+
+		if (!s->codec.chunks ||
+		    tfs_chunk_params_check(s->codec.chunks, s->length, &size))
+			return tfs_diag_at(d, -EBADMSG, s->desc_offset,
+					   "tensor '%s': its chunk grid does "
+					   "not fit its shape or its stored "
+					   "bytes",
+					   nm);
+		if (size != s->size)
+			return tfs_diag_at(d, -EBADMSG, s->desc_offset,
+					   "tensor '%s': its chunks make %llu "
+					   "bytes, not %llu",
+					   nm, (unsigned long long)size,
+					   (unsigned long long)s->size);
+	} else if (s->codec.chunks) {
+		return tfs_diag_at(d, -EINVAL, s->desc_offset,
+				   "tensor '%s': a chunk grid without the "
+				   "chunked encoding",
+				   nm);
+	}
 	if (s->encoding == TFS_ENCODING_RAW &&
 	    (s->codec.skip || s->codec.check_crc32 || s->codec.gather))
 		return tfs_diag_at(d, -EINVAL, s->desc_offset,
@@ -766,8 +696,10 @@ static int check_spec(struct tfs_builder *b, const struct tfs_tensor_spec *s,
 				   "tensor",
 				   nm);
 	if (s->has_digest_extent &&
-	    (s->encoding != TFS_ENCODING_RAW ||
-	     !tfs_source_range_ok(b->src, s->digest_offset, s->digest_length)))
+	    (s->encoding != TFS_ENCODING_RAW || s->nsegs || s->mem ||
+	     !tfs_source_range_ok(
+		     tfs_builder_handle_src(b, tfs_builder_handle(b, s->source)),
+		     s->digest_offset, s->digest_length)))
 		return tfs_diag_at(d, -EBADMSG, s->desc_offset,
 				   "tensor '%s': the digest's bytes [%llu, "
 				   "+%llu) are not inside the file, or the "
@@ -819,11 +751,30 @@ static int check_size(const struct tfs_tensor_spec *s, const char *nm,
 	return 0;
 }
 
+/* a copy of a reader's chunk grid (the tree owns it) */
+static struct tfs_chunk_params *copy_chunks(const struct tfs_chunk_params *c)
+{
+	struct tfs_chunk_params *n = malloc(sizeof(*n));
+
+	if (!n)
+		return NULL;
+	*n = *c;
+	n->chunks = malloc(c->nchunks ? c->nchunks * sizeof(*n->chunks) : 1);
+	if (!n->chunks) {
+		free(n);
+		return NULL;
+	}
+	if (c->nchunks)
+		memcpy(n->chunks, c->chunks, c->nchunks * sizeof(*n->chunks));
+	return n;
+}
+
 static int add_entry(struct tfs_builder *b, enum entry_kind kind,
 		     const struct tfs_tensor_spec *s, uint32_t *handle,
 		     struct tfs_diag *d)
 {
 	struct tfs_gather_params *gather = NULL;
+	struct tfs_chunk_params *chunks = NULL;
 	struct entry *e;
 	uint32_t idx;
 	int ret;
@@ -854,20 +805,40 @@ static int add_entry(struct tfs_builder *b, enum entry_kind kind,
 		else
 			ret = -ENOMEM;
 	}
+	if (!ret && s->codec.chunks && !s->unreadable &&
+	    !(chunks = copy_chunks(s->codec.chunks)))
+		ret = -ENOMEM;
 	if (!ret && s->unreadable && !(e->unreadable = strdup(s->unreadable)))
 		ret = -ENOMEM;
+	if (!ret && kind != ENTRY_GROUP && !s->unreadable) {
+		char nm[TFS_PRINTABLE_MAX];
+
+		tfs_name_printable(nm, sizeof(nm), s->name, s->name_len);
+		ret = tfs_builder_take_stored(b, e, s, nm, d);
+		if (ret) {
+			free(gather);
+			tfs_chunk_params_free(chunks);
+			pop_entry(b);
+			return ret;
+		}
+	}
 	if (ret) {
+		free(gather);
+		tfs_chunk_params_free(chunks);
 		pop_entry(b);
 		return ret == -ENOMEM
 			       ? tfs_diag_oom(d)
 			       : tfs_diag_set(d, ret, "%s", strerror(-ret));
 	}
-	e->offset = s->offset;
-	e->length = s->length;
+	if (!e->nsegs) {
+		e->offset = s->offset;
+		e->length = s->length;
+	}
 	e->size = s->size;
 	e->encoding = s->encoding;
 	e->codec = s->codec;
 	e->codec.gather = gather;
+	e->codec.chunks = chunks;
 	e->has_digest_extent = s->has_digest_extent;
 	e->digest_offset = s->digest_offset;
 	e->digest_length = s->digest_length;
@@ -1907,7 +1878,7 @@ static int fill_tensor(struct tfs_builder *b, struct tfs_tree *tree,
 			      : NULL;
 	t->dtype_id = e->dtype_id;
 	t->record_size = e->record_size;
-	t->source = e->source;
+	t->source = tfs_builder_source_index(b, e, e->sib);
 	t->ndim = e->ndim;
 	t->shape = tfs_tree_alloc(tree, e->ndim * sizeof(*t->shape));
 	if (!t->name || !t->path || (e->dtype && !t->dtype) || !t->shape)
@@ -1916,12 +1887,15 @@ static int fill_tensor(struct tfs_builder *b, struct tfs_tree *tree,
 		memcpy(t->shape, e->shape, e->ndim * sizeof(*t->shape));
 	t->offset = e->offset;
 	t->stored_length = e->length;
+	if (e->nsegs && tfs_builder_put_segments(b, e, tree, t))
+		return -ENOMEM;
 	t->size = e->size;
 	t->view = e->view;
 	t->view_size = e->view_size;
 	t->encoding = e->encoding;
 	t->codec = e->codec;
 	e->codec.gather = NULL; /* the tree frees it */
+	e->codec.chunks = NULL;
 	t->has_digest_extent = e->has_digest_extent;
 	t->digest_offset = e->digest_offset;
 	t->digest_length = e->digest_length;
@@ -2258,7 +2232,8 @@ static int check_overlaps(struct tfs_builder *b, uint32_t from,
 	for (i = from; i < b->n; i++)
 		if ((b->e[i].kind == ENTRY_TENSOR ||
 		     b->e[i].kind == ENTRY_COMPONENT) &&
-		    b->e[i].length && !b->e[i].unreadable &&
+		    b->e[i].length && !b->e[i].unreadable && !b->e[i].sib &&
+		    !b->e[i].nsegs &&
 		    b->sources[b->e[i].source].overlap != TFS_OVERLAP_ALLOW)
 			v[n++] = i;
 	qsort_r(v, n, sizeof(*v), cmp_extents, b->e);

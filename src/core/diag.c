@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "tensorfs/diag.h"
+#include "tensorfs/text.h"
 
 void tfs_diag_clear(struct tfs_diag *d)
 {
@@ -15,9 +16,22 @@ void tfs_diag_clear(struct tfs_diag *d)
 static int diag_vset(struct tfs_diag *d, int err, bool has_offset,
 		     uint64_t offset, const char *fmt, va_list ap)
 {
+	char raw[TFS_DIAG_MSG_MAX * 2];
+	int n;
+
 	if (!d || d->msg[0])
 		return err;
-	vsnprintf(d->msg, sizeof(d->msg), fmt, ap);
+	/*
+	 * Messages quote container bytes (names, dtype strings): made one
+	 * printable line here, once, for every reader
+	 */
+	n = vsnprintf(raw, sizeof(raw), fmt, ap);
+	if (n < 0)
+		n = 0;
+	tfs_text_safe(d->msg, sizeof(d->msg), raw,
+		      tfs_text_whole(raw, (size_t)n < sizeof(raw)
+						  ? (size_t)n
+						  : sizeof(raw) - 1));
 	d->has_offset = has_offset;
 	d->offset = offset;
 	d->err = err;

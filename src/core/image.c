@@ -85,9 +85,29 @@ out:
 int tfs_image_finish_load(struct tfs_image *img, struct tfs_builder *b,
 			  const char *format, struct tfs_diag *d)
 {
+	struct tfs_source *more, *all;
+	uint32_t n, i;
 	int ret = tfs_builder_finish(b, format, &img->tree, d);
 
-	return ret ? ret : tfs_rs_new(img, d);
+	if (ret)
+		return ret;
+	/* the companions' sources follow the containers' (companions.c) */
+	if (tfs_builder_take_companions(b, &more, &n))
+		return tfs_diag_oom(d);
+	if (n) {
+		all = reallocarray(img->srcs, img->nsrcs + n, sizeof(*all));
+		if (!all) {
+			for (i = 0; i < n; i++)
+				tfs_source_close(&more[i]);
+			free(more);
+			return tfs_diag_oom(d);
+		}
+		memcpy(all + img->nsrcs, more, n * sizeof(*all));
+		img->srcs = all;
+		img->nsrcs += n;
+		free(more);
+	}
+	return tfs_rs_new(img, d);
 }
 
 int tfs_image_open(struct tfs_image **out, const char *path,
@@ -159,13 +179,7 @@ static int read_tensor(struct tfs_image *img, uint32_t idx, uint64_t off,
 	ret = tfs_digest_gate(img, idx);
 	if (ret)
 		return ret;
-	/* a remote source fetches the range here (-ESTALE, -EAGAIN) */
-	ret = tfs_source_fetch(tfs_image_source(img, x), x->offset + off, len);
-	if (ret)
-		return ret;
-	v->data = tfs_image_source(img, x)->data + x->offset + off;
-	v->len = len;
-	return 0;
+	return tfs_stored_view(img, x, off, len, v);
 }
 
 /* bytes [off, off + len) of what the file shows after its prefix */
@@ -227,8 +241,9 @@ void tfs_image_drop_source_cache(struct tfs_image *img, uint32_t node,
 	if (node >= t->nnodes || t->nodes[node].kind != TFS_NODE_TENSOR)
 		return;
 	x = &t->tensors[t->nodes[node].tensor];
-	if (x->encoding != TFS_ENCODING_RAW || x->view || off + len < off ||
-	    off + len <= x->prefix_len)
+	/* pieces (companions, memory): left to the kernel for now */
+	if (x->encoding != TFS_ENCODING_RAW || x->view || x->nsegs ||
+	    off + len < off || off + len <= x->prefix_len)
 		return;			 /* decoded bytes, or only the header */
 	end = off + len - x->prefix_len; /* in the tensor's bytes */
 	if (end > x->stored_length)

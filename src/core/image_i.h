@@ -96,12 +96,26 @@ int tfs_decode_read(struct tfs_image *img, uint32_t idx, uint64_t off,
 /* the digest rule for tensor @idx's stored bytes before they are served */
 int tfs_digest_gate(struct tfs_image *img, uint32_t idx);
 
-static inline bool stored_live(const struct tfs_image *img,
-			       const struct tfs_tensor *x)
-{
-	return tfs_source_live_range_ok(tfs_image_source(img, x), x->offset,
-					x->stored_length);
-}
+/*
+ * The stored bytes of @x (src/core/stored.c), wherever they lie: @fn(@arg,
+ * bytes, n) for each piece of [@off, +@len), each made present first (a
+ * remote range is fetched, a local one checked against the file's live
+ * size); 0, -EIO (gone, or outside), or what @fn returned.
+ */
+int tfs_stored_each(const struct tfs_image *img, const struct tfs_tensor *x,
+		    uint64_t off, uint64_t len,
+		    int (*fn)(void *arg, const uint8_t *p, size_t n),
+		    void *arg);
+
+/*
+ * A view of @x's stored bytes [@off, +@len): a pointer into the mapping
+ * or memory when they lie in one piece, else a bounce buffer (pinned).
+ */
+int tfs_stored_view(const struct tfs_image *img, const struct tfs_tensor *x,
+		    uint64_t off, size_t len, struct tfs_view *v);
+
+/* every stored byte of @x still there (its files not truncated) */
+bool tfs_stored_live(const struct tfs_image *img, const struct tfs_tensor *x);
 
 /* tensor @idx's state, or NULL: a raw tensor without a digest has none */
 static inline struct tensor_state *state_of(const struct tfs_read_state *rs,

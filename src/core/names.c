@@ -98,6 +98,9 @@ char *tfs_name_escape(const char *s, size_t len, size_t max)
 	}
 	while (i < len) {
 		n = needs_escape(u[i]) ? 0 : tfs_utf8_seq(u + i, len - i);
+		/* C1 controls (U+0080..U+009F): control characters too */
+		if (n == 2 && u[i] == 0xc2 && u[i + 1] < 0xa0)
+			n = 0;
 		if (n == 0) {
 			o += (size_t)sprintf(out + o, "%%%02X", u[i]);
 			i++;

@@ -4,11 +4,15 @@
 #include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+#include <linux/openat2.h>
 
 #include "tensorfs/checked.h"
 #include "tensorfs/diag.h"
@@ -50,24 +54,14 @@ bool tfs_source_is_url(const char *path)
 	return n && strncmp(path + n, "://", 3) == 0;
 }
 
-int tfs_source_open(struct tfs_source *s, const char *path, struct tfs_diag *d)
+/* map the regular file open on @fd (taken) as @s, named @path */
+static int map_fd(struct tfs_source *s, int fd, const char *path,
+		  struct tfs_diag *d)
 {
 	struct stat st;
 	int ret;
 
-	tfs_diag_clear(d);
-	memset(s, 0, sizeof(*s));
-	if (tfs_source_is_url(path)) {
-		s->fd = -1;
-		if (url_opener)
-			return url_opener(s, path, d);
-		return tfs_diag_set(d, -EPROTONOSUPPORT,
-				    "URLs need a tensorfs built with libcurl");
-	}
-	s->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (s->fd < 0)
-		return tfs_diag_set(d, -errno, "cannot open: %s",
-				    strerror(errno));
+	s->fd = fd;
 	if (fstat(s->fd, &st) < 0) {
 		ret = tfs_diag_set(d, -errno, "cannot stat: %s",
 				   strerror(errno));
@@ -97,6 +91,7 @@ int tfs_source_open(struct tfs_source *s, const char *path, struct tfs_diag *d)
 			goto out_close;
 		}
 		s->data = s->map;
+		s->map_len = (size_t)s->size;
 	}
 	s->path = strdup(path);
 	if (!s->path) {
@@ -107,7 +102,7 @@ int tfs_source_open(struct tfs_source *s, const char *path, struct tfs_diag *d)
 
 out_unmap:
 	if (s->map)
-		munmap(s->map, (size_t)s->size);
+		munmap(s->map, s->map_len);
 out_close:
 	close(s->fd);
 	memset(s, 0, sizeof(*s));
@@ -115,12 +110,196 @@ out_close:
 	return ret;
 }
 
+int tfs_source_open(struct tfs_source *s, const char *path, struct tfs_diag *d)
+{
+	int fd;
+
+	tfs_diag_clear(d);
+	memset(s, 0, sizeof(*s));
+	if (tfs_source_is_url(path)) {
+		s->fd = -1;
+		if (url_opener)
+			return url_opener(s, path, d);
+		return tfs_diag_set(d, -EPROTONOSUPPORT,
+				    "URLs need a tensorfs built with libcurl");
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		s->fd = -1;
+		return tfs_diag_set(d, -errno, "cannot open: %s",
+				    strerror(errno));
+	}
+	return map_fd(s, fd, path, d);
+}
+
+/* a companion's name stays inside the container's directory */
+static int companion_name_ok(const char *name, struct tfs_diag *d)
+{
+	const char *c = name;
+	size_t n;
+
+	if (!*name || strlen(name) > 4095)
+		return tfs_diag_set(d, -EPERM,
+				    "companion file '%s': not a "
+				    "file name",
+				    name);
+	if (*name == '/' || strchr(name, '\\'))
+		return tfs_diag_set(d, -EPERM,
+				    "companion file '%s': refused: an absolute "
+				    "name or a backslash could leave the "
+				    "model's directory",
+				    name);
+	for (;;) {
+		n = strcspn(c, "/");
+		if (n == 0 || (n == 2 && c[0] == '.' && c[1] == '.'))
+			return tfs_diag_set(d, -EPERM,
+					    "companion file '%s': refused: an "
+					    "empty or '..' component",
+					    name);
+		if (!c[n])
+			return 0;
+		c += n + 1;
+	}
+}
+
+/* openat2(@dirfd, @name, RESOLVE_BENEATH): no way out of the directory */
+static int open_beneath(int dirfd, const char *name)
+{
+	struct open_how how = {
+		.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS,
+	};
+	long fd = syscall(SYS_openat2, dirfd, name, &how, sizeof(how));
+
+	return fd < 0 ? -errno : (int)fd;
+}
+
+int tfs_source_open_companion(struct tfs_source *s, const struct tfs_source *of,
+			      const char *name, struct tfs_diag *d)
+{
+	char *dir = NULL, *url = NULL;
+	const char *slash;
+	int ret, dirfd, fd;
+
+	tfs_diag_clear(d);
+	memset(s, 0, sizeof(*s));
+	s->fd = -1;
+	ret = companion_name_ok(name, d);
+	if (ret)
+		return ret;
+	if (!of->path)
+		return tfs_diag_set(d, -ENOENT,
+				    "companion file '%s': the container has "
+				    "no directory",
+				    name);
+	slash = strrchr(of->path, '/');
+	if (tfs_source_is_url(of->path)) {
+		/* beside the object: the URL's path up to its last '/' */
+		size_t q = strcspn(of->path, "?#");
+
+		while (slash && (size_t)(slash - of->path) > q)
+			slash = memrchr(of->path, '/',
+					(size_t)(slash - of->path));
+		if (asprintf(&url, "%.*s/%s", (int)(slash - of->path), of->path,
+			     name) < 0)
+			return tfs_diag_oom(d);
+		ret = tfs_source_open(s, url, d);
+		free(url);
+		return ret;
+	}
+	dir = slash ? strndup(of->path, (size_t)(slash - of->path) + 1)
+		    : strdup(".");
+	if (!dir)
+		return tfs_diag_oom(d);
+	dirfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	free(dir);
+	if (dirfd < 0)
+		return tfs_diag_set(d, -errno,
+				    "companion file '%s': cannot open its "
+				    "directory: %s",
+				    name, strerror(errno));
+	fd = open_beneath(dirfd, name);
+	close(dirfd);
+	if (fd == -EXDEV || fd == -ELOOP)
+		return tfs_diag_set(d, -EPERM,
+				    "companion file '%s': refused: it leads "
+				    "outside the model's directory",
+				    name);
+	if (fd < 0)
+		return tfs_diag_set(d, fd,
+				    "companion file '%s': cannot open: "
+				    "%s",
+				    name, strerror(-fd));
+	if (asprintf(&url, "%.*s%s", slash ? (int)(slash - of->path) + 1 : 0,
+		     of->path, name) < 0) {
+		close(fd);
+		return tfs_diag_oom(d);
+	}
+	ret = map_fd(s, fd, url, d);
+	free(url);
+	return ret;
+}
+
+int tfs_source_slice(struct tfs_source *s, const struct tfs_source *parent,
+		     uint64_t off, uint64_t len, const char *name,
+		     struct tfs_diag *d)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), at, delta;
+
+	tfs_diag_clear(d);
+	memset(s, 0, sizeof(*s));
+	s->fd = -1;
+	if (!tfs_source_range_ok(parent, off, len))
+		return tfs_diag_set(d, -EBADMSG,
+				    "%s: bytes [%llu, +%llu) are not inside "
+				    "the file",
+				    name, (unsigned long long)off,
+				    (unsigned long long)len);
+	if (parent->ops)
+		return tfs_diag_set(d, -ENOTSUP,
+				    "%s: a container inside a remote archive "
+				    "is not supported",
+				    name);
+	if (asprintf(&s->path, "%s/%s", parent->path ? parent->path : "",
+		     name) < 0) {
+		s->path = NULL;
+		return tfs_diag_oom(d);
+	}
+	s->size = len;
+	s->mtime = parent->mtime;
+	s->base = parent->base + off;
+	if (parent->fd < 0 || !len) { /* memory, or nothing to map */
+		s->data = len ? parent->data + off : NULL;
+		return 0;
+	}
+	/* a mapping of its own: the parent may be closed first */
+	s->fd = fcntl(parent->fd, F_DUPFD_CLOEXEC, 0);
+	if (s->fd < 0)
+		goto fail;
+	at = s->base & ~(page - 1);
+	delta = s->base - at;
+	s->map = mmap(NULL, (size_t)(len + delta), PROT_READ, MAP_SHARED, s->fd,
+		      (off_t)at);
+	if (s->map == MAP_FAILED) {
+		s->map = NULL;
+		goto fail;
+	}
+	s->map_len = (size_t)(len + delta);
+	s->map_off = at;
+	s->data = (const uint8_t *)s->map + delta;
+	return 0;
+fail:
+	tfs_diag_set(d, -errno, "%s: cannot map: %s", name, strerror(errno));
+	tfs_source_close(s);
+	return d ? d->err : -EIO;
+}
+
 void tfs_source_close(struct tfs_source *s)
 {
 	if (s->ops)
 		s->ops->close(s->impl);
 	if (s->map)
-		munmap(s->map, (size_t)s->size);
+		munmap(s->map, s->map_len);
 	if (s->fd >= 0)
 		close(s->fd);
 	free(s->path);
@@ -139,13 +318,14 @@ void tfs_source_drop_cache(const struct tfs_source *s, uint64_t off,
 	}
 	if (!s->map || s->fd < 0 || !tfs_source_range_ok(s, off, len))
 		return;
-	/* whole pages only: the neighbours may belong to other tensors */
-	first = (off + page - 1) & ~(page - 1);
-	end = (off + len) & ~(page - 1);
+	/* whole pages of the file only: the neighbours may belong to other
+	 * tensors (a slice starts anywhere in its file) */
+	first = (s->base + off + page - 1) & ~(page - 1);
+	end = (s->base + off + len) & ~(page - 1);
 	if (end <= first)
 		return;
 	/* our own mapping pins the pages: unmap them here first */
-	madvise((uint8_t *)s->map + first, (size_t)(end - first),
+	madvise((uint8_t *)s->map + (first - s->map_off), (size_t)(end - first),
 		MADV_DONTNEED);
 	posix_fadvise(s->fd, (off_t)first, (off_t)(end - first),
 		      POSIX_FADV_DONTNEED);
@@ -169,7 +349,7 @@ bool tfs_source_live_range_ok(const struct tfs_source *s, uint64_t off,
 		return false;
 	/* the mapping never grows: also stay inside what was mapped */
 	return tfs_range_ok(off, len, s->size) &&
-	       tfs_range_ok(off, len, (uint64_t)st.st_size);
+	       tfs_range_ok(s->base + off, len, (uint64_t)st.st_size);
 }
 
 int tfs_source_fetch(const struct tfs_source *s, uint64_t off, uint64_t len)

@@ -421,6 +421,7 @@ void tfs_tree_free(struct tfs_tree *t)
 	}
 	for (i = 0; t->tensors && i < t->ntensors; i++) {
 		free(t->tensors[i].codec.gather);
+		tfs_chunk_params_free(t->tensors[i].codec.chunks);
 		free(t->tensors[i].prefix);
 	}
 	free(t->tensors);

@@ -30,24 +30,39 @@ struct check_ctx {
 	void *arg;
 };
 
+static int hash_piece(void *arg, const uint8_t *p, size_t n)
+{
+	struct check_ctx *c = arg;
+
+	if (c->dg && !c->x->digest_decoded && tfs_digest_update(c->dg, p, n))
+		return -ENOMEM;
+	return 0;
+}
+
 /* hash stored bytes up to @upto (relative), with a live check per slice */
 static int check_hash_to(struct check_ctx *c, uint64_t upto)
 {
+	const struct tfs_source *src = tfs_image_source(c->img, c->x);
 	uint64_t n;
+	int ret;
 
 	while (c->hashed < upto) {
 		n = upto - c->hashed;
 		if (n > CHECK_SLICE)
 			n = CHECK_SLICE;
-		if (!tfs_source_live_range_ok(tfs_image_source(c->img, c->x),
-					      c->base + c->hashed, n))
-			return -EIO;
-		if (c->dg && !c->x->digest_decoded &&
-		    tfs_digest_update(c->dg,
-				      tfs_image_source(c->img, c->x)->data +
-					      c->base + c->hashed,
-				      (size_t)n))
-			return -ENOMEM;
+		if (!c->x->has_digest_extent) {
+			/* the stored bytes, wherever their pieces lie */
+			ret = tfs_stored_each(c->img, c->x, c->hashed, n,
+					      hash_piece, c);
+		} else if (!tfs_source_live_range_ok(src, c->base + c->hashed,
+						     n)) {
+			ret = -EIO;
+		} else {
+			ret = hash_piece(c, src->data + c->base + c->hashed,
+					 (size_t)n);
+		}
+		if (ret)
+			return ret;
 		c->hashed += n;
 		if (c->progress)
 			c->progress(c->arg, c->hashed);
@@ -142,7 +157,7 @@ int tfs_image_check_tensor(struct tfs_image *img, uint32_t tensor,
 		r->skipped = !c.x->unreadable_is_fault;
 		return r->err = r->skipped ? 0 : -EBADMSG;
 	}
-	if (!stored_live(img, c.x)) {
+	if (!tfs_stored_live(img, c.x)) {
 		snprintf(r->msg, sizeof(r->msg),
 			 "the stored bytes [%llu, +%llu) are no longer in the "
 			 "file",

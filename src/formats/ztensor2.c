@@ -17,10 +17,12 @@
  * What the spec checks only when bytes are used (section 9 E) never refuses
  * a mount: digests are the read path's (first read, `tensorfs verify`);
  * content rules (bool bytes, the f4 padding nibble, CSR data) are checked
- * here on the raw local parts they cover, and a part that breaks one is
- * listed but unreadable (EIO, verify FAILED).  Parts whose bytes are in a
- * shard (another file) or under an encoding we do not decode are listed
- * and unreadable too, which verify reports as skipped, not failed.
+ * here on the raw parts they cover, and a part that breaks one is listed
+ * but unreadable (EIO, verify FAILED).  A part in a shard is read from the
+ * shard's file beside the root (DIR/STEM-NAME.zt, a companion file: see
+ * z2_resolve); when that file is missing, or the part's encoding is one
+ * we do not decode, the part is listed and unreadable, which verify
+ * reports as skipped, not failed.
  *
  * Tree: an object with exactly one part named "data" is a file; any other
  * (CSR, quantized profiles, unknown layouts) a directory with one file per
@@ -64,13 +66,13 @@
 	X(HeaderMagic)                                                         \
 	X(FooterMagic)                                                         \
 	X(Version)                                                             \
-	X(ManifestBounds) X(ManifestTooLarge) X(ManifestHash) X(CborSyntax)    \
-		X(CborDeterminism) X(CborDuplicateKey) X(CborDepth) X(Schema)  \
-			X(Name) X(Shape) X(BlobAlignment) X(BlobBounds)        \
-				X(BlobOverlap) X(ShardRef) X(ShardName)        \
-					X(LayoutRule) X(LayoutData)            \
-						X(DenseSize) X(Encoding)       \
-							X(Digest)
+	X(ManifestBounds)                                                      \
+	X(ManifestTooLarge) X(ManifestHash) X(CborSyntax) X(CborDeterminism)   \
+		X(CborDuplicateKey) X(CborDepth) X(Schema) X(Name) X(Shape)    \
+			X(BlobAlignment) X(BlobBounds) X(BlobOverlap)          \
+				X(ShardRef) X(ShardName) X(LayoutRule)         \
+					X(LayoutData) X(DenseSize) X(Encoding) \
+						X(Digest)
 #define RULE_ENUM(n) R_##n,
 #define RULE_NAME(n) #n,
 enum z2_rule { RULES(RULE_ENUM) };
@@ -85,6 +87,9 @@ struct z2_part {
 	bool has_blob;
 	uint64_t off, len;
 	char *shard; /* or NULL: this file */
+	/* the file its blob is in: this one, or its shard's (z2_resolve) */
+	const struct tfs_source *in;
+	uint32_t handle; /* the builder's handle of @in */
 	char *encoding;
 	bool has_dlen;
 	uint64_t dlen;
@@ -1128,24 +1133,82 @@ static const char *z2_seek_table(const uint8_t *s, uint64_t n, uint64_t decoded)
 	return NULL;
 }
 
+/*
+ * The file of shard @p->shard, by upstream's positional convention: root
+ * DIR/STEM.zt, shard N is DIR/STEM-N.zt (a companion file: the core keeps
+ * it inside the directory).  Checked as the reference does, cheapest
+ * first: its magics, then its size against the table.  A missing file
+ * leaves the part unreadable (the root is still a valid image).
+ */
+static int z2_resolve(struct z2_ctx *z, struct z2_part *p)
+{
+	const struct z2_shard *sh = &z->shards[z2_shard_index(z, p->shard)];
+	const char *base = z->src->path ? strrchr(z->src->path, '/') : NULL;
+	const struct tfs_source *in;
+	struct tfs_diag cd;
+	size_t stem;
+	char *file;
+	int ret;
+
+	if (!z->src->path)
+		return z2_unreadable(z, p, false,
+				     "its bytes are in shard '%s', another "
+				     "file, and this container has no "
+				     "directory to find it in",
+				     p->shard);
+	base = base ? base + 1 : z->src->path;
+	stem = strlen(base);
+	if (stem > 3 && strcmp(base + stem - 3, ".zt") == 0)
+		stem -= 3;
+	if (asprintf(&file, "%.*s-%s.zt", (int)stem, base, p->shard) < 0)
+		return tfs_diag_oom(z->d);
+	tfs_diag_clear(&cd);
+	ret = tfs_builder_open_companion(z->b, file, &p->handle, &cd);
+	in = ret ? NULL : tfs_builder_source(z->b, p->handle);
+	if (ret == -ENOMEM)
+		ret = tfs_diag_oom(z->d);
+	else if (ret)
+		ret = z2_unreadable(z, p, false,
+				    "its bytes are in shard '%s' (file %s): %s",
+				    p->shard, file, cd.msg);
+	else if (in->size != sh->size)
+		ret = z2_unreadable(z, p, true,
+				    "ShardIdentity: shard '%s' (file %s) has "
+				    "%llu bytes, the shard table says %llu",
+				    p->shard, file,
+				    (unsigned long long)in->size,
+				    (unsigned long long)sh->size);
+	else if (in->size < Z2_FOOTER || memcmp(in->data, Z2_MAGIC, 8) ||
+		 memcmp(in->data + in->size - 8, Z2_MAGIC, 8))
+		ret = z2_unreadable(z, p, true,
+				    "ShardIdentity: shard '%s' (file %s) is "
+				    "not a zTensor 2 file",
+				    p->shard, file);
+	else
+		p->in = in;
+	free(file);
+	return ret;
+}
+
 /* encodings, digests: what the read path gets for part @p */
 static int z2_reading(struct z2_ctx *z, struct z2_part *p)
 {
 	const char *why, *c;
 	size_t hex;
+	int ret;
 
-	if (p->shard)
-		return z2_unreadable(z, p, false,
-				     "its bytes are in shard '%s', another "
-				     "file, which a single-file mount does not "
-				     "open",
-				     p->shard);
+	p->in = z->src;
+	if (p->shard) {
+		ret = z2_resolve(z, p);
+		if (ret || p->unreadable)
+			return ret;
+	}
 	if (p->encoding && strcmp(p->encoding, Z2_SEEKABLE) != 0)
 		return z2_unreadable(z, p, false,
 				     "encoding '%.60s' is not supported",
 				     p->encoding);
 	if (p->encoding) {
-		why = z2_seek_table(z->src->data + p->off, p->len, p->dlen);
+		why = z2_seek_table(p->in->data + p->off, p->len, p->dlen);
 		if (why)
 			return z2_unreadable(z, p, true, "Encoding: %s", why);
 	}
@@ -1167,7 +1230,7 @@ static int z2_reading(struct z2_ctx *z, struct z2_part *p)
 static int z2_content(struct z2_ctx *z, const struct z2_obj *o,
 		      struct z2_part *p, uint64_t count)
 {
-	const uint8_t *b = z->src->data + p->off;
+	const uint8_t *b = p->in->data + p->off;
 	uint64_t i;
 
 	if (p->unreadable || p->encoding || !p->type)
@@ -1216,8 +1279,8 @@ static const char *z2_csr_data(struct z2_ctx *z, const struct z2_obj *o,
 		return NULL; /* not here: the bytes are not ours to read */
 	w = tfs_dtype_size(ix->dtype);
 	nnz = ix->size / w;
-	pi = z->src->data + ix->off;
-	pp = z->src->data + ip->off;
+	pi = ix->in->data + ix->off;
+	pp = ip->in->data + ip->off;
 	if (z2_index(pp, 0, w) != 0)
 		return "indptr[0] is not 0";
 	if (z2_index(pp, rows, w) != nnz) {
@@ -1300,8 +1363,9 @@ static void z2_spec(struct z2_ctx *z, const struct z2_obj *o,
 	s->size = p->size;
 	s->unreadable = p->unreadable;
 	s->unreadable_is_fault = p->fault;
-	if (p->shard)
+	if (p->unreadable && p->shard)
 		return; /* nothing of this file */
+	s->source = p->shard ? p->handle : 0;
 	s->offset = p->off;
 	s->length = p->len;
 	s->encoding = p->encoding && !p->unreadable ? TFS_ENCODING_ZSTD

@@ -10,6 +10,7 @@
 #include "tensorfs/source.h"
 #include "tensorfs/tree.h"
 #include "testutil.h"
+#include "tensorfs/text.h"
 
 static const char *env_path(const char *var, const char *rel)
 {
@@ -142,6 +143,8 @@ void tu_expect_reject(const void *b, size_t len, int err, const char *word,
 	ck_assert_msg(strstr(d.msg, word) != NULL, "message '%s' lacks '%s'",
 		      d.msg, word);
 	ck_assert_msg(d.has_offset, "message '%s' has no offset", d.msg);
+	ck_assert_msg(tfs_text_is_safe(d.msg, strlen(d.msg)),
+		      "message '%s' is not one printable line", d.msg);
 	if (offset != TU_ANY_OFFSET)
 		ck_assert_msg(d.offset == offset, "'%s' at %llu, want %llu",
 			      d.msg, (unsigned long long)d.offset,

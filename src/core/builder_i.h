@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Private to the builder's modules (builder.c: entries, rules, paths and
+ * the tree; companions.c: companion files, slices and segments).
+ */
+#ifndef TFS_CORE_BUILDER_I_H
+#define TFS_CORE_BUILDER_I_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tensorfs/builder.h"
+#include "tensorfs/source.h"
+#include "tensorfs/tree.h"
+
+/*
+ * ENTRY_DIR: the directory of one container in a multi-container mount (its
+ * wanted path is the container's directory); the reader's root xattrs go
+ * there.
+ */
+enum entry_kind {
+	ENTRY_ROOT,
+	ENTRY_TENSOR,
+	ENTRY_GROUP,
+	ENTRY_COMPONENT,
+	ENTRY_DIR,
+};
+
+struct entry {
+	enum entry_kind kind;
+	char *name;
+	size_t name_len;
+	char **comps; /* escaped wanted path (leaves) or role */
+	size_t ncomps;
+	char *dtype; /* its name */
+	enum tfs_dtype dtype_id;
+	uint32_t record_size;
+	uint64_t desc_offset;
+	uint32_t source;     /* index into b->sources */
+	bool big, fortran;   /* byte_order=big / order=F, own or group's */
+	enum tfs_dtype view; /* -o as: the dtype shown, or INVALID */
+	uint64_t view_size;  /* -o as: the converted bytes */
+	uint32_t ndim;
+	uint64_t *shape;
+	uint64_t offset, length, size;
+	uint32_t sib;		  /* handle of the bytes' file: 0 container */
+	uint32_t nsegs;		  /* several pieces: segs[], else none */
+	struct tfs_segment *segs; /* handles, not sources; mem copied */
+	enum tfs_encoding encoding;
+	struct tfs_codec_params codec;
+	char *digest;
+	bool has_digest_extent;
+	uint64_t digest_offset, digest_length;
+	char *npy_descr; /* -o npy: the header's descr literal, or NULL */
+	bool digest_decoded;
+	char *unreadable; /* spec->unreadable */
+	bool unreadable_is_fault;
+	uint32_t group;	   /* components: their group's handle */
+	uint32_t *members; /* groups: component handles */
+	uint32_t nmembers, members_cap;
+	struct tfs_xattr *xattrs;
+	uint32_t nxattrs, xattrs_cap;
+	json_t *extra;
+	char *path;    /* final path (finish) */
+	uint32_t node; /* its node (finish) */
+};
+
+struct meta_file {
+	char *name;
+	char *data;
+	size_t len;
+};
+
+/* One container of the mount (a single-container mount has one). */
+struct bsource {
+	const struct tfs_source *src;
+	char *label;   /* path relative to the mounted directory, or NULL */
+	char *shard;   /* user.tensorfs.shard of its tensors, or NULL */
+	char **prefix; /* escaped components of its directory */
+	size_t nprefix;
+	bool own_dir;	/* names are unique per container, not per mount */
+	uint32_t space; /* own_dir: its namespace, the first joined source */
+	uint32_t root;	/* the handle TFS_BUILDER_ROOT means for it */
+	enum tfs_overlap_rule overlap;
+	json_t *metadata; /* its metadata.json member (multi) */
+	/* what existed before it: tfs_builder_abort_source() goes back */
+	uint32_t first_entry, first_warning, first_file;
+};
+
+/* A metadata member made on first read (tfs_builder_defer_metadata). */
+struct deferred {
+	json_t *parent; /* a container's metadata object, or NULL: the root */
+	char *key;
+	json_t *(*make)(void *arg);
+	void *arg;
+	void (*free_arg)(void *arg);
+	uint32_t source;
+};
+
+struct tfs_builder {
+	const struct tfs_source *src; /* the current container's bytes */
+	struct tfs_build_options opts;
+	struct entry *e;
+	uint32_t n, cap;
+	json_t *metadata;
+	struct meta_file *files;
+	uint32_t nfiles;
+	struct bsource *sources;
+	uint32_t nsources, cur; /* cur: the container being described */
+	bool multi;		/* tfs_builder_begin_source() was used */
+	bool in_source;		/* between begin and end/abort */
+	json_t *containers;	/* multi: metadata by container label */
+	struct tfs_warning *warnings;
+	uint32_t nwarnings, warnings_cap;
+	struct deferred *deferred;
+	uint32_t ndeferred;
+	/* companion files and slices (companions.c): handle k + 1 is
+	 * companions[k]; each allocated alone, so a slice's source stays
+	 * put while its reader opens more */
+	struct companion **companions;
+	uint32_t ncompanions;
+	uint32_t self;	    /* what handle 0 means: 0, or the slice loading */
+	json_t *slice_meta; /* a slice's metadata object while it loads */
+};
+
+/* A file beside a container, or a window of it (a slice). */
+struct companion {
+	struct tfs_source src;
+	char *name;	/* as the reader asked for it (slices: NULL) */
+	uint32_t owner; /* the builder source that opened it */
+};
+
+/* the source a spec's handle @h means (0: the container described now) */
+static inline uint32_t tfs_builder_handle(const struct tfs_builder *b,
+					  uint32_t h)
+{
+	return h ? h : b->self;
+}
+
+/* the bytes behind handle @h (resolved: 0 is the container) */
+const struct tfs_source *tfs_builder_handle_src(const struct tfs_builder *b,
+						uint32_t h);
+
+/*
+ * Check @s's stored bytes (extent, companion or segments) and keep them in
+ * @e; 0 or -errno with @d filled naming @nm.
+ */
+int tfs_builder_take_stored(struct tfs_builder *b, struct entry *e,
+			    const struct tfs_tensor_spec *s, const char *nm,
+			    struct tfs_diag *d);
+
+/* the tree record's segments from @e's (finish); 0 or -ENOMEM */
+int tfs_builder_put_segments(const struct tfs_builder *b, const struct entry *e,
+			     struct tfs_tree *tree, struct tfs_tensor *t);
+
+/* the image source index of an entry's handle @h (finish) */
+uint32_t tfs_builder_source_index(const struct tfs_builder *b,
+				  const struct entry *e, uint32_t h);
+
+/* close the companions opened while source @src was described */
+void tfs_builder_drop_companions(struct tfs_builder *b, uint32_t src);
+void tfs_builder_free_companions(struct tfs_builder *b);
+
+#endif

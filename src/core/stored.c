@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A tensor's stored bytes, wherever they lie: one extent of an image
+ * source (the zero-copy fast path), or several pieces (companion files,
+ * bytes in memory: struct tfs_segment).  The read path, digests and verify
+ * reach them only through here.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensorfs/checked.h"
+#include "image_i.h"
+
+/* the piece of @x holding stored byte @off: its index, its start in *@at */
+static uint32_t piece_at(const struct tfs_tensor *x, uint64_t off, uint64_t *at)
+{
+	uint64_t start = 0;
+	uint32_t i;
+
+	for (i = 0; i + 1 < x->nsegs; i++) {
+		if (off < start + x->segs[i].length)
+			break;
+		start += x->segs[i].length;
+	}
+	*at = start;
+	return i;
+}
+
+/* piece @i's bytes [@off, +@len), made present (remote: fetched) */
+static int piece_bytes(const struct tfs_image *img, const struct tfs_segment *g,
+		       uint64_t off, uint64_t len, const uint8_t **p)
+{
+	const struct tfs_source *src;
+	int ret;
+
+	if (g->mem) {
+		*p = g->mem + off;
+		return 0;
+	}
+	src = &img->srcs[g->source];
+	ret = tfs_source_fetch(src, g->offset + off, len);
+	if (ret)
+		return ret;
+	*p = src->data + g->offset + off;
+	return 0;
+}
+
+int tfs_stored_each(const struct tfs_image *img, const struct tfs_tensor *x,
+		    uint64_t off, uint64_t len,
+		    int (*fn)(void *arg, const uint8_t *p, size_t n), void *arg)
+{
+	struct tfs_segment whole;
+	const struct tfs_segment *g;
+	const uint8_t *p;
+	uint64_t at, in, n;
+	uint32_t i;
+	int ret;
+
+	if (!tfs_range_ok(off, len, x->stored_length))
+		return -EIO;
+	if (!x->nsegs) {
+		whole = (struct tfs_segment){.offset = x->offset,
+					     .length = x->stored_length,
+					     .source = x->source};
+		g = &whole;
+		i = 0;
+		at = 0;
+	} else {
+		i = piece_at(x, off, &at);
+		g = &x->segs[i];
+	}
+	while (len) {
+		in = off - at;
+		n = g->length - in < len ? g->length - in : len;
+		ret = piece_bytes(img, g, in, n, &p);
+		if (!ret && n)
+			ret = fn(arg, p, (size_t)n);
+		if (ret)
+			return ret;
+		off += n;
+		len -= n;
+		at += g->length;
+		g = ++i < x->nsegs ? &x->segs[i] : NULL;
+		if (len && !g)
+			return -EIO;
+	}
+	return 0;
+}
+
+struct gather_ctx {
+	uint8_t *out;
+	size_t done;
+};
+
+static int copy_piece(void *arg, const uint8_t *p, size_t n)
+{
+	struct gather_ctx *c = arg;
+
+	memcpy(c->out + c->done, p, n);
+	c->done += n;
+	return 0;
+}
+
+int tfs_stored_view(const struct tfs_image *img, const struct tfs_tensor *x,
+		    uint64_t off, size_t len, struct tfs_view *v)
+{
+	struct gather_ctx c = {0};
+	const uint8_t *p;
+	uint64_t at;
+	uint32_t i;
+	int ret;
+
+	if (!tfs_range_ok(off, len, x->stored_length))
+		return -EIO;
+	if (!x->nsegs) {
+		const struct tfs_source *src = &img->srcs[x->source];
+
+		/* a remote source fetches the range here */
+		ret = tfs_source_fetch(src, x->offset + off, len);
+		if (ret)
+			return ret;
+		v->data = src->data + x->offset + off;
+		v->len = len;
+		return 0;
+	}
+	i = piece_at(x, off, &at);
+	if (off - at + len <= x->segs[i].length) {
+		/* inside one piece: no copy */
+		ret = piece_bytes(img, &x->segs[i], off - at, len, &p);
+		if (ret)
+			return ret;
+		v->data = p;
+		v->len = len;
+		return 0;
+	}
+	c.out = malloc(len ? len : 1);
+	if (!c.out)
+		return -ENOMEM;
+	ret = tfs_stored_each(img, x, off, len, copy_piece, &c);
+	if (ret) {
+		free(c.out);
+		return ret;
+	}
+	v->data = c.out;
+	v->len = len;
+	v->pin = c.out;
+	v->pin_kind = PIN_BOUNCE;
+	return 0;
+}
+
+static int live_piece(void *arg, const uint8_t *p, size_t n)
+{
+	(void)arg;
+	(void)p;
+	(void)n;
+	return 0;
+}
+
+bool tfs_stored_live(const struct tfs_image *img, const struct tfs_tensor *x)
+{
+	return tfs_stored_each(img, x, 0, x->stored_length, live_piece, NULL) ==
+	       0;
+}
