@@ -43,6 +43,7 @@
 #include "parse/hdf5/h5.h"
 #include "tensorfs/builder.h"
 #include "tensorfs/checked.h"
+#include "tensorfs/codec.h"
 #include "tensorfs/cursor.h"
 #include "tensorfs/diag.h"
 #include "tensorfs/dtype.h"
@@ -55,6 +56,8 @@
 #define HX_XATTR_MAX 256
 #define HX_ATTR_ELEMS (1u << 20) /* values per attribute into JSON */
 #define HX_META_MAX (64ull << 20)
+#define HX_MAX_GRID (16u << 20) /* chunks in one dataset's grid */
+#define HX_FILL_SLAB (64u << 20) /* unallocated data: bytes per chunk */
 
 struct hx_link {
 	char *name; /* NUL-terminated copy */
@@ -750,7 +753,127 @@ struct hx_ds {
 	struct h5_pipeline pl;
 	struct h5_fill fill;
 	json_t *attrs;
+	struct tfs_chunk_params *grid; /* TFS_ENCODING_CHUNKED */
 };
+
+static void hx_grid_free(struct tfs_chunk_params *g)
+{
+	if (g) {
+		free(g->chunks);
+		free(g);
+	}
+}
+
+/*
+ * The chunk grid of @x for the chunked codec: the chunk dims @cd, the
+ * chunks of @ch (NULL: none written, every chunk the fill value), the
+ * pipeline, the fill value.  Something the codec cannot take (a grid too
+ * large, a fill value wider than 16 bytes, too many filters) sets @why
+ * instead.
+ */
+static int hx_grid(struct hx_ctx *z, struct hx_ds *x, const uint64_t *cd,
+		   const struct h5_chunks *ch, uint64_t nbytes,
+		   struct tfs_tensor_spec *s, char *why, size_t wlen)
+{
+	struct tfs_chunk_params *g;
+	uint64_t n = 1, lo = UINT64_MAX, hi = 0, grid[H5_MAX_RANK];
+	unsigned k, rank = x->s.rank ? x->s.rank : 1;
+	size_t i;
+
+	for (k = 0; k < rank; k++) {
+		uint64_t d = x->s.rank ? x->s.dims[k] : 1;
+
+		grid[k] = d / cd[k] + (d % cd[k] != 0);
+		if (!tfs_mul_u64(n, grid[k], &n))
+			n = UINT64_MAX;
+	}
+	if (n > HX_MAX_GRID || x->pl.n > TFS_CHUNK_MAX_FILTERS ||
+	    (x->fill.has_value && x->t->size > sizeof(g->fill))) {
+		snprintf(why, wlen, "%s",
+			 n > HX_MAX_GRID ? "a grid of more than 16M chunks"
+			 : x->pl.n > TFS_CHUNK_MAX_FILTERS
+				 ? "more than 8 filters"
+				 : "a fill value wider than 16 bytes");
+		return 0;
+	}
+	if (x->fill.has_value && x->fill.size != x->t->size)
+		return tfs_diag_at(z->d, -EBADMSG, x->l.at,
+				   "dataset %s: a fill value of %u bytes for "
+				   "%u-byte elements",
+				   hx_path(z), x->fill.size, x->t->size);
+	g = calloc(1, sizeof(*g));
+	if (!g || !(g->chunks = calloc(n ? n : 1, sizeof(*g->chunks)))) {
+		free(g);
+		return tfs_diag_oom(z->d);
+	}
+	x->grid = g;
+	g->itemsize = x->t->size;
+	g->ndim = rank;
+	g->nchunks = n;
+	for (k = 0; k < rank; k++) {
+		g->shape[k] = x->s.rank ? x->s.dims[k] : 1;
+		g->chunk[k] = cd[k];
+	}
+	for (k = 0; k < x->pl.n; k++) {
+		static const enum tfs_filter ids[] = {
+			TFS_FILTER_DEFLATE, TFS_FILTER_SHUFFLE,
+			TFS_FILTER_FLETCHER32};
+		uint16_t id = x->pl.f[k].id;
+
+		g->filters[k].id = id == 32000 ? TFS_FILTER_LZF : ids[id - 1];
+		g->filters[k].arg = id == 2 ? x->t->size : 0;
+	}
+	g->nfilters = x->pl.n;
+	if (x->fill.has_value) {
+		memcpy(g->fill, x->fill.value, x->fill.size);
+		g->has_fill = true;
+	}
+	for (i = 0; ch && i < ch->n; i++) {
+		uint64_t a = h5_abs(&z->f, ch->c[i].addr);
+
+		lo = a < lo ? a : lo;
+		hi = a + ch->c[i].size > hi ? a + ch->c[i].size : hi;
+	}
+	for (i = 0; ch && i < ch->n; i++) {
+		uint64_t idx = 0;
+
+		for (k = 0; k < rank; k++)
+			idx = idx * grid[k] + ch->coords[i * rank + k] / cd[k];
+		g->chunks[idx].offset = h5_abs(&z->f, ch->c[i].addr) - lo;
+		g->chunks[idx].length = ch->c[i].size;
+		g->chunks[idx].mask = ch->c[i].mask;
+	}
+	s->offset = lo == UINT64_MAX ? 0 : lo;
+	s->length = lo == UINT64_MAX ? 0 : hi - lo;
+	s->size = nbytes;
+	s->encoding = TFS_ENCODING_CHUNKED;
+	s->codec.chunks = g;
+	return 0;
+}
+
+/* unallocated contiguous data: a grid of unwritten chunks (the fill) */
+static int hx_unallocated(struct hx_ctx *z, struct hx_ds *x, uint64_t nbytes,
+			  struct tfs_tensor_spec *s, char *why, size_t wlen)
+{
+	uint64_t cd[H5_MAX_RANK], row = x->t->size;
+	unsigned k;
+
+	cd[0] = 1;
+	for (k = 1; k < x->s.rank; k++) {
+		cd[k] = x->s.dims[k];
+		row *= cd[k]; /* <= nbytes: no overflow */
+	}
+	if (x->s.rank)
+		cd[0] = x->s.dims[0] < HX_FILL_SLAB / row
+				? x->s.dims[0]
+				: (HX_FILL_SLAB / row ? HX_FILL_SLAB / row : 1);
+	if (row > (1ull << 30)) {
+		snprintf(why, wlen, "not allocated, rows of more than 1 GiB "
+				    "of the fill value");
+		return 0;
+	}
+	return hx_grid(z, x, cd, NULL, nbytes, s, why, wlen);
+}
 
 /* decide how the dataset's bytes are served */
 static int hx_storage(struct hx_ctx *z, struct hx_ds *x, uint64_t nbytes,
@@ -773,13 +896,9 @@ static int hx_storage(struct hx_ctx *z, struct hx_ds *x, uint64_t nbytes,
 					   hx_path(z),
 					   (unsigned long long)x->l.size,
 					   (unsigned long long)nbytes);
-		if (x->l.addr == H5_UNDEF) {
-			if (nbytes == 0)
-				return 0;
-			snprintf(why, wlen, "not allocated: reads as the fill "
-					    "value (not served yet)");
-			return 0;
-		}
+		if (x->l.addr == H5_UNDEF)
+			return nbytes ? hx_unallocated(z, x, nbytes, s, why, wlen)
+				      : 0;
 		ret = h5_span(f, x->l.addr, nbytes, "contiguous data",
 			      x->l.at, &c);
 		if (ret)
@@ -822,16 +941,11 @@ static int hx_storage(struct hx_ctx *z, struct hx_ds *x, uint64_t nbytes,
 			s->offset = h5_abs(f, ch.c[0].addr);
 			s->length = nbytes;
 		} else if (nbytes && !why[0]) {
-			snprintf(why, wlen,
-				 "chunked storage (%zu of its chunks stored, "
-				 "%s index%s%s): chunk tables are not served "
-				 "yet",
-				 ch.n, h5_index_name(x->l.index),
-				 x->pl.n ? ", filters " : "",
-				 x->pl.n ? "applied" : "");
+			ret = hx_grid(z, x, x->l.cdims, &ch, nbytes, s, why,
+				      wlen);
 		}
 		h5_chunks_free(&ch);
-		return 0;
+		return ret;
 	}
 	default:
 		*layout = "virtual";
@@ -1014,11 +1128,12 @@ static int hx_dataset(struct hx_ctx *z, const struct h5_ohdr *oh,
 	s.ndim = nd;
 	s.shape = shape;
 	s.size = nbytes;
-	s.encoding = TFS_ENCODING_RAW;
 	s.desc_offset = h5_abs(&z->f, oh->addr);
 	if (why[0]) {
 		s.unreadable = why;
 		s.offset = s.length = 0;
+		s.encoding = TFS_ENCODING_RAW;
+		s.codec.chunks = NULL;
 		z->unreadable++;
 	}
 	ret = tfs_builder_add_tensor(z->b, &s, &h, z->d);
@@ -1056,6 +1171,7 @@ static int hx_dataset(struct hx_ctx *z, const struct h5_ohdr *oh,
 	if (ret)
 		ret = ret < 0 ? ret : tfs_diag_oom(z->d);
 out:
+	hx_grid_free(x.grid);
 	h5_type_free(x.t);
 	return ret;
 }
