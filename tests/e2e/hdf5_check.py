@@ -56,6 +56,13 @@ def gen(out, seed):
                 kw['compact'] = True
             if kind >= 2 and n:
                 kw['chunks'] = tuple(int(rng.integers(1, d + 1)) for d in shape)
+                u = rng.random()
+                if u < 0.3:      # one unlimited dim: extensible array
+                    kw['maxshape'] = (None,) + shape[1:]
+                elif u < 0.5:    # all unlimited: v2 B-tree
+                    kw['maxshape'] = (None,) * rank
+                elif u < 0.7:    # fixed larger max dims
+                    kw['maxshape'] = tuple(d + 3 for d in shape)
                 filt = int(rng.integers(5))
                 if filt == 1:
                     kw['compression'] = 'gzip'
@@ -73,6 +80,15 @@ def gen(out, seed):
                 dsid = h5py.h5d.create(parent.id, name.encode(), tid, sid, dcpl=plist)
                 ds = h5py.Dataset(dsid)
                 ds[()] = data
+            elif 'chunks' in kw and dt.kind in 'iuf' and rng.random() < 0.4:
+                # only the first row written: the rest is the fill value
+                ds = parent.create_dataset(name, shape=shape, dtype=dt,
+                                           fillvalue=dt.type(7), **kw)
+                ds[:1] = data[:1]
+            elif rank and rng.random() < 0.1:
+                # never written, contiguous: all fill value
+                ds = parent.create_dataset(name, shape=shape, dtype=dt,
+                                           fillvalue=dt.type(3) if dt.kind in 'iuf' else None)
             else:
                 ds = parent.create_dataset(name, data=data, **kw)
             if rng.random() < 0.5:

@@ -504,6 +504,36 @@ START_TEST(deep_v2_btree_group)
 }
 END_TEST
 
+/* extensible arrays past their index block: data and super blocks */
+START_TEST(extensible_array_data_blocks)
+{
+	struct tfs_image *img;
+	struct tfs_diag d;
+	const struct tfs_tensor *x;
+	uint8_t *b;
+	size_t len, i;
+
+	ck_assert_int_eq(tu_load_file(tu_testdata("hdf5/earray_latest.h5"),
+				      &img, &d),
+			 0);
+	x = tu_tensor(img, "e300");
+	ck_assert_ptr_nonnull(x);
+	ck_assert_ptr_null(x->unreadable);
+	b = tu_read_node(img, x->node, &len);
+	ck_assert_uint_eq(len, 3600);
+	for (i = 0; i < 900; i++)
+		ck_assert_uint_eq(b[4 * i] | b[4 * i + 1] << 8, i);
+	free(b);
+	x = tu_tensor(img, "sparse");
+	b = tu_read_node(img, x->node, &len);
+	ck_assert_uint_eq(len, 2000);
+	for (i = 0; i < 1000; i++)
+		ck_assert_uint_eq(b[2 * i], (i / 2) % 7 ? 9 : 1);
+	free(b);
+	tfs_image_close(img);
+}
+END_TEST
+
 struct reject_row {
 	const char *file;
 	int err;
@@ -669,6 +699,7 @@ int main(void)
 	tcase_add_test(tc, keras_layouts);
 	tcase_add_test(tc, strip_suffix_only_without_clash);
 	tcase_add_test(tc, deep_v2_btree_group);
+	tcase_add_test(tc, extensible_array_data_blocks);
 	tcase_add_test(tc, every_reject);
 	tcase_add_test(tc, unknown_filter_hides_one_dataset);
 	tcase_add_test(tc, every_truncation);

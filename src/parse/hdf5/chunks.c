@@ -264,6 +264,105 @@ static unsigned log2u(uint64_t v)
 	return n;
 }
 
+/* an extensible array's layout, once its index block is read */
+struct ck_ea {
+	uint64_t addrs[512 + 80]; /* index block: data, then super blocks */
+	uint64_t ibe, esize, dmin, first, ndblk, nsblks, aoff, limit;
+	unsigned page_bits;
+	const uint64_t *grid;
+	const unsigned *order;
+};
+
+/* the entries of one data block: elements [start, start + count) */
+static int ck_ea_dblock(struct ck_ctx *z, const struct ck_ea *ea,
+			uint64_t addr, uint64_t start, uint64_t count,
+			uint64_t at)
+{
+	struct h5_file *f = z->f;
+	uint64_t coords[H5_MAX_RANK], e;
+	struct tfs_cursor c;
+	int ret;
+
+	if (ea->page_bits < 64 && count > (1ull << ea->page_bits))
+		return tfs_diag_at(f->d, -ENOTSUP, at,
+				   "extensible array: paged data blocks (%llu "
+				   "elements, pages of 2^%u) are not supported",
+				   (unsigned long long)count, ea->page_bits);
+	ret = h5_struct(f, addr, 6 + f->so + ea->aoff + count * ea->esize,
+			"EADB", true, "extensible array data block", at, &c);
+	if (ret)
+		return ret;
+	tfs_cursor_skip(&c, 6 + f->so + ea->aoff);
+	for (e = 0; !ret && e < count; e++) {
+		uint64_t lin = ea->ibe + start + e;
+		bool in = lin < ea->limit &&
+			  ck_unlinear(z, ea->grid, ea->order, lin, coords);
+
+		ret = ck_entry(z, &c, (unsigned)ea->esize, coords, in);
+	}
+	return ret;
+}
+
+/*
+ * The data blocks beyond the index block, super block by super block
+ * (libhdf5's H5EA__hdr_init): super block u holds 2^(u/2) data blocks of
+ * dmin x 2^((u+1)/2) elements; the first ones hang off the index block,
+ * the others off super blocks (EASB).
+ */
+static int ck_ea_blocks(struct ck_ctx *z, const struct ck_ea *ea)
+{
+	struct h5_file *f = z->f;
+	uint64_t start = 0, sdblk = 0, u, j;
+	int ret = 0;
+
+	for (u = 0; !ret && u < ea->nsblks && ea->ibe + start < ea->limit;
+	     u++) {
+		uint64_t nd = 1ull << (u / 2), dn = ea->dmin << ((u + 1) / 2);
+		struct tfs_cursor sb;
+		bool have_sb = u >= ea->first;
+
+		if (have_sb) {
+			uint64_t sa = ea->addrs[ea->ndblk + u - ea->first];
+
+			if (sa == H5_UNDEF) {
+				start += nd * dn;
+				continue;
+			}
+			if (ea->page_bits < 64 && dn > (1ull << ea->page_bits))
+				return tfs_diag_at(f->d, -ENOTSUP,
+						   h5_abs(f, sa),
+						   "extensible array: paged "
+						   "data blocks are not "
+						   "supported");
+			ret = h5_struct(f, sa, 6 + f->so + ea->aoff + nd * f->so,
+					"EASB", true,
+					"extensible array super block",
+					h5_abs(f, sa), &sb);
+			if (ret)
+				return ret;
+			tfs_cursor_skip(&sb, 6 + f->so + ea->aoff);
+		}
+		for (j = 0; !ret && j < nd && ea->ibe + start < ea->limit;
+		     j++, start += dn) {
+			uint64_t da, at;
+
+			if (have_sb) {
+				at = tfs_cursor_offset(&sb);
+				h5_addr(f, &sb, &da);
+			} else {
+				da = ea->addrs[sdblk + j];
+				at = z->l->at;
+			}
+			if (da != H5_UNDEF)
+				ret = ck_ea_dblock(z, ea, da, start, dn, at);
+		}
+		start += (nd - j) * dn;
+		if (!have_sb)
+			sdblk += nd;
+	}
+	return ret;
+}
+
 static int ck_earray(struct ck_ctx *z)
 {
 	struct h5_file *f = z->f;
@@ -272,7 +371,8 @@ static int ck_earray(struct ck_ctx *z)
 	uint64_t coords[H5_MAX_RANK], grid[H5_MAX_RANK], nsblks, first;
 	uint64_t ndblk, nsblk;
 	unsigned order[H5_MAX_RANK], k, u = H5_MAX_RANK, j = 1;
-	uint8_t esize, maxbits, ibe, dmin, smin;
+	uint8_t esize, maxbits, ibe, dmin, smin, page_bits;
+	struct ck_ea ea;
 	int ret;
 
 	for (k = 0; k < z->rank; k++)
@@ -298,6 +398,7 @@ static int ck_earray(struct ck_ctx *z)
 	ibe = c.p[8];
 	dmin = c.p[9];
 	smin = c.p[10];
+	page_bits = c.p[11];
 	tfs_cursor_skip(&c, 12 + 4ull * f->sl);
 	h5_len(f, &c, &max_idx);
 	tfs_cursor_skip(&c, f->sl);
@@ -313,12 +414,12 @@ static int ck_earray(struct ck_ctx *z)
 	for (k = 0; k < z->rank; k++)
 		if (!tfs_mul_u64(n, grid[k], &n))
 			n = UINT64_MAX;
-	if (max_idx > ibe || n > UINT64_MAX / 2)
-		return tfs_diag_at(f->d, -ENOTSUP, c.base + 12 + 4ull * f->sl,
-				   "extensible array: %llu elements, beyond "
-				   "the index block's %u (data blocks are not "
-				   "supported)",
-				   (unsigned long long)max_idx, ibe);
+	if (max_idx > (uint64_t)ibe + CK_MAX_CHUNKS)
+		return tfs_diag_at(f->d, -E2BIG, c.base + 12 + 4ull * f->sl,
+				   "extensible array: %llu elements (at most "
+				   "%u)",
+				   (unsigned long long)max_idx,
+				   ibe + CK_MAX_CHUNKS);
 	nsblks = 1 + (maxbits - log2u(dmin));
 	first = 2ull * log2u(smin);
 	ndblk = 2ull * (smin - 1);
@@ -335,7 +436,20 @@ static int ck_earray(struct ck_ctx *z)
 
 		ret = ck_entry(z, &c, esize, coords, in);
 	}
-	return ret;
+	for (i = 0; !ret && i < ndblk + nsblk; i++)
+		h5_addr(f, &c, &ea.addrs[i]);
+	ea.ibe = ibe;
+	ea.esize = esize;
+	ea.dmin = dmin;
+	ea.first = first;
+	ea.ndblk = ndblk;
+	ea.nsblks = nsblks;
+	ea.aoff = (maxbits + 7u) / 8;
+	ea.page_bits = page_bits;
+	ea.limit = max_idx < n ? max_idx : n;
+	ea.grid = grid;
+	ea.order = order;
+	return ret ? ret : ck_ea_blocks(z, &ea);
 }
 
 static int ck_implicit(struct ck_ctx *z)
