@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # HDF5 through real mounts: every shared fixture (written by libhdf5 through
-# h5py) and files h5py writes here with random groups, shapes, dtypes,
+# h5py; the Keras 3 .keras zip too) and files h5py writes here with random groups, shapes, dtypes,
 # layouts, chunking and filters, each dataset compared byte for byte with
 # h5py's read of it (tests/e2e/hdf5_check.py), chunked and filtered ones
 # included; a dataset tensorfs cannot serve (a refused filter) must fail
@@ -17,7 +17,7 @@ if ! /usr/bin/python3 -c 'import h5py' 2>/dev/null; then
 	exit 77
 fi
 
-files=("$TFS_FIXTURES"/hdf5/*.h5)
+files=("$TFS_FIXTURES"/hdf5/*.h5 "$TFS_FIXTURES"/hdf5/*.keras)
 for seed in $(seq 1 12); do
 	/usr/bin/python3 "$CHECK" gen "$WORK/random$seed.h5" "$seed" ||
 		fail "h5py writes random$seed.h5"
@@ -47,6 +47,13 @@ M=$(mount_container "$TFS_FIXTURES/hdf5/dtypes_earliest.h5")
 eq "big-endian as stored" "$(getfattr --only-values -n user.tensorfs.byte_order "$M/be/be_f4" 2>/dev/null)" big
 eq "bfloat16 custom float" "$(getfattr --only-values -n user.tensorfs.dtype "$M/bfloat16_custom" 2>/dev/null)" bfloat16
 eq "complex compound" "$(getfattr --only-values -n user.tensorfs.dtype "$M/complex64" 2>/dev/null)" complex64
+unmount "$M"
+
+M=$(mount_container "$TFS_FIXTURES/hdf5/keras3_model.keras")
+eq ".keras root format" "$(getfattr --only-values -n user.tensorfs.format "$M" 2>/dev/null)" keras
+eq ".keras config in metadata.json" \
+	"$(/usr/bin/python3 -c 'import json,sys; print(sorted(json.load(open(sys.argv[1]))["keras_archive"]))' "$M/.tensorfs/metadata.json")" \
+	"['config', 'members', 'metadata', 'weights_offset']"
 unmount "$M"
 
 M=$(mount_container "$TFS_FIXTURES/hdf5/layouts_latest.h5")

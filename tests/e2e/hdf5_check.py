@@ -103,7 +103,12 @@ def shown(name, siblings):
 
 def compare(path, mnt):
     bad = readable = unreadable = 0
-    with h5py.File(path, 'r') as f:
+    src = path
+    if path.endswith('.keras'):  # the weights member of a Keras 3 zip
+        import io
+        import zipfile
+        src = io.BytesIO(zipfile.ZipFile(path).read('model.weights.h5'))
+    with h5py.File(src, 'r') as f:
         seen = []
 
         def visit(name, obj):
