@@ -15,7 +15,6 @@ struct at_ctx {
 	struct h5_file *f;
 	h5_attr_fn fn;
 	void *arg;
-	struct h5_fheap fh;
 };
 
 static uint64_t pad8(uint64_t v, bool pad)
@@ -91,53 +90,16 @@ out:
 	return ret;
 }
 
-static int at_dense_rec(void *arg, const uint8_t *rec, uint64_t at)
+static int at_obj(void *arg, const uint8_t *p, uint64_t len, uint64_t at)
 {
-	struct at_ctx *z = arg;
-	const uint8_t *p;
-	uint64_t len, pat;
-	int ret;
-
-	ret = h5_fheap_get(z->f, &z->fh, rec, at, &p, &len, &pat);
-	if (ret)
-		return ret;
-	return at_msg(z, p, len, pat);
-}
-
-static int at_info(struct at_ctx *z, const struct h5_msg *m)
-{
-	struct h5_file *f = z->f;
-	struct tfs_cursor c;
-	uint8_t ver, fl;
-	uint64_t heap, name_bt;
-	int ret;
-
-	h5_msg_cursor(m, &c);
-	if (tfs_cursor_u8(&c, &ver) || tfs_cursor_u8(&c, &fl) ||
-	    ((fl & 1) && tfs_cursor_skip(&c, 2)) || h5_addr(f, &c, &heap) ||
-	    h5_addr(f, &c, &name_bt))
-		return h5_short(f, &c, "attribute info message");
-	if (ver != 0)
-		return tfs_diag_at(f->d, -EBADMSG, m->at,
-				   "attribute info message: version %u (0)",
-				   ver);
-	if (heap == H5_UNDEF)
-		return 0;
-	ret = h5_fheap_open(f, heap, &z->fh);
-	if (ret)
-		return ret;
-	if (z->fh.id_len != 8)
-		return tfs_diag_at(f->d, -EBADMSG, m->at,
-				   "attribute info message: heap IDs of %u "
-				   "bytes (8)",
-				   z->fh.id_len);
-	return h5_btree2_walk(f, name_bt, 8, 17, at_dense_rec, z);
+	return at_msg(arg, p, len, at);
 }
 
 int h5_attrs(struct h5_file *f, const struct h5_ohdr *oh, h5_attr_fn fn,
 	     void *arg)
 {
 	struct at_ctx z = {.f = f, .fn = fn, .arg = arg};
+	bool dense = false;
 	size_t i;
 	int ret = 0;
 
@@ -147,7 +109,8 @@ int h5_attrs(struct h5_file *f, const struct h5_ohdr *oh, h5_attr_fn fn,
 		if (m->type == 0x0c)
 			ret = at_msg(&z, m->p, m->size, m->at);
 		else if (m->type == 0x15)
-			ret = at_info(&z, m);
+			ret = h5_dense_walk(f, m, "attribute info message", 2,
+					    8, 0, at_obj, &z, &dense);
 	}
 	return ret;
 }

@@ -253,17 +253,6 @@ static int ck_farray(struct ck_ctx *z)
 	return ret;
 }
 
-static unsigned log2u(uint64_t v)
-{
-	unsigned n = 0;
-
-	while (v > 1) {
-		v >>= 1;
-		n++;
-	}
-	return n;
-}
-
 /* an extensible array's layout, once its index block is read */
 struct ck_ea {
 	uint64_t addrs[512 + 80]; /* index block: data, then super blocks */
@@ -407,7 +396,7 @@ static int ck_earray(struct ck_ctx *z)
 	if (ret)
 		return ret;
 	if (!dmin || (dmin & (dmin - 1)) || !smin || (smin & (smin - 1)) ||
-	    maxbits > 64 || maxbits < log2u(dmin))
+	    maxbits > 64 || maxbits < h5_log2(dmin))
 		return tfs_diag_at(f->d, -EBADMSG, c.base + 7,
 				   "extensible array header: parameters out "
 				   "of range");
@@ -420,8 +409,8 @@ static int ck_earray(struct ck_ctx *z)
 				   "%u)",
 				   (unsigned long long)max_idx,
 				   ibe + CK_MAX_CHUNKS);
-	nsblks = 1 + (maxbits - log2u(dmin));
-	first = 2ull * log2u(smin);
+	nsblks = 1 + (maxbits - h5_log2(dmin));
+	first = 2ull * h5_log2(smin);
 	ndblk = 2ull * (smin - 1);
 	nsblk = nsblks > first ? nsblks - first : 0;
 	hlen = 6 + f->so + (uint64_t)ibe * esize + (ndblk + nsblk) * f->so;

@@ -23,17 +23,6 @@ static bool pow2(uint64_t v)
 	return v && !(v & (v - 1));
 }
 
-static unsigned log2u(uint64_t v)
-{
-	unsigned n = 0;
-
-	while (v > 1) {
-		v >>= 1;
-		n++;
-	}
-	return n;
-}
-
 int h5_fheap_open(struct h5_file *f, uint64_t addr, struct h5_fheap *h)
 {
 	struct tfs_cursor c;
@@ -95,7 +84,7 @@ int h5_fheap_open(struct h5_file *f, uint64_t addr, struct h5_fheap *h)
 		return tfs_diag_at(f->d, -EBADMSG, c.base + 5,
 				   "fractal heap %llu: ID length %u too short",
 				   (unsigned long long)addr, h->id_len);
-	h->max_direct_rows = log2u(h->max_direct) - log2u(h->start) + 2;
+	h->max_direct_rows = h5_log2(h->max_direct) - h5_log2(h->start) + 2;
 	return 0;
 }
 
@@ -165,11 +154,11 @@ static int fh_indirect(struct h5_file *f, const struct h5_fheap *h,
 			if (r < h->max_direct_rows)
 				return fh_direct(f, h, child, boff, bs, off,
 						 len, cat, p, pat);
-			if (log2u(bs) < log2u(h->start * h->width))
+			if (h5_log2(bs) < h5_log2(h->start * h->width))
 				break;
 			return fh_indirect(f, h, child,
-					   log2u(bs) -
-						   log2u(h->start * h->width) +
+					   h5_log2(bs) -
+						   h5_log2(h->start * h->width) +
 						   1,
 					   boff, off, len, cat, nest + 1, p,
 					   pat);
@@ -230,4 +219,52 @@ int h5_fheap_get(struct h5_file *f, const struct h5_fheap *h,
 	}
 	return fh_indirect(f, h, h->root, h->cur_rows, 0, off, *len, id_at, 0,
 			   p, at);
+}
+
+struct dense_ctx {
+	struct h5_file *f;
+	struct h5_fheap fh;
+	unsigned id_off;
+	h5_obj_fn fn;
+	void *arg;
+};
+
+static int dense_rec(void *arg, const uint8_t *rec, uint64_t at)
+{
+	struct dense_ctx *z = arg;
+	const uint8_t *p;
+	uint64_t len, pat;
+	int ret;
+
+	ret = h5_fheap_get(z->f, &z->fh, rec + z->id_off, at + z->id_off, &p,
+			   &len, &pat);
+	return ret ? ret : z->fn(z->arg, p, len, pat);
+}
+
+int h5_dense_walk(struct h5_file *f, const struct h5_msg *m, const char *what,
+		  unsigned crt, unsigned type, unsigned id_off, h5_obj_fn fn,
+		  void *arg, bool *dense)
+{
+	struct dense_ctx z = {.f = f, .id_off = id_off, .fn = fn, .arg = arg};
+	struct tfs_cursor c;
+	uint8_t ver, fl;
+	uint64_t heap, name_bt;
+	int ret;
+
+	h5_msg_cursor(m, &c);
+	if (tfs_cursor_u8(&c, &ver) || tfs_cursor_u8(&c, &fl) ||
+	    ((fl & 1) && tfs_cursor_skip(&c, crt)) || h5_addr(f, &c, &heap) ||
+	    h5_addr(f, &c, &name_bt))
+		return h5_short(f, &c, what);
+	if (ver != 0)
+		return tfs_diag_at(f->d, -EBADMSG, m->at, "%s: version %u (0)",
+				   what, ver);
+	if (heap == H5_UNDEF)
+		return 0;
+	*dense = true;
+	ret = h5_fheap_open(f, heap, &z.fh);
+	if (ret)
+		return ret;
+	return h5_btree2_walk(f, name_bt, type, id_off + z.fh.id_len,
+			      dense_rec, &z);
 }

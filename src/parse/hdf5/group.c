@@ -20,8 +20,6 @@ struct grp_ctx {
 	const uint8_t *heap;
 	uint64_t heap_len, heap_at;
 	struct h5_set snods;
-	/* dense */
-	struct h5_fheap fh;
 };
 
 bool h5_is_group(const struct h5_ohdr *oh)
@@ -207,43 +205,9 @@ static int grp_link_msg(struct grp_ctx *z, const uint8_t *p, uint64_t len,
 	return z->fn(z->arg, &l);
 }
 
-static int grp_dense_rec(void *arg, const uint8_t *rec, uint64_t at)
+static int grp_obj(void *arg, const uint8_t *p, uint64_t len, uint64_t at)
 {
-	struct grp_ctx *z = arg;
-	const uint8_t *p;
-	uint64_t len, pat;
-	int ret;
-
-	ret = h5_fheap_get(z->f, &z->fh, rec + 4, at + 4, &p, &len, &pat);
-	if (ret)
-		return ret;
-	return grp_link_msg(z, p, len, pat);
-}
-
-static int grp_linfo(struct grp_ctx *z, const struct h5_msg *m, bool *dense)
-{
-	struct h5_file *f = z->f;
-	struct tfs_cursor c;
-	uint8_t ver, fl;
-	uint64_t heap, name_bt;
-	int ret;
-
-	h5_msg_cursor(m, &c);
-	if (tfs_cursor_u8(&c, &ver) || tfs_cursor_u8(&c, &fl) ||
-	    ((fl & 1) && tfs_cursor_skip(&c, 8)) || h5_addr(f, &c, &heap) ||
-	    h5_addr(f, &c, &name_bt))
-		return h5_short(f, &c, "link info message");
-	if (ver != 0)
-		return tfs_diag_at(f->d, -EBADMSG, m->at,
-				   "link info message: version %u (0)", ver);
-	if (heap == H5_UNDEF)
-		return 0;
-	*dense = true;
-	ret = h5_fheap_open(f, heap, &z->fh);
-	if (ret)
-		return ret;
-	return h5_btree2_walk(f, name_bt, 5, 4u + z->fh.id_len, grp_dense_rec,
-			      z);
+	return grp_link_msg(arg, p, len, at);
 }
 
 int h5_group_links(struct h5_file *f, const struct h5_ohdr *oh,
@@ -262,7 +226,8 @@ int h5_group_links(struct h5_file *f, const struct h5_ohdr *oh,
 		else if (m->type == 0x06)
 			ret = grp_link_msg(&z, m->p, m->size, m->at);
 		else if (m->type == 0x02)
-			ret = grp_linfo(&z, m, dense);
+			ret = h5_dense_walk(f, m, "link info message", 8, 5, 4,
+					    grp_obj, &z, dense);
 	}
 	return ret;
 }

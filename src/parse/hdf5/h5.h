@@ -98,6 +98,8 @@ int h5_struct(struct h5_file *f, uint64_t addr, uint64_t len, const char *sig,
 uint64_t h5_abs(const struct h5_file *f, uint64_t addr);
 /* bytes needed to hold @v (1 for 0) */
 unsigned h5_enc_size(uint64_t v);
+/* floor(log2(@v)), 0 for 0 and 1 */
+unsigned h5_log2(uint64_t v);
 
 /* ---- set.c: a set of addresses (visited sets) */
 struct h5_set {
@@ -295,6 +297,20 @@ int h5_fheap_open(struct h5_file *f, uint64_t addr, struct h5_fheap *h);
 int h5_fheap_get(struct h5_file *f, const struct h5_fheap *h,
 		 const uint8_t *id, uint64_t id_at, const uint8_t **p,
 		 uint64_t *len, uint64_t *at);
+
+/*
+ * Dense storage: the link info (0x02) or attribute info (0x15) message @m
+ * (@what; @crt bytes of maximum creation index when its flag bit 0 is
+ * set) names a fractal heap and a v2 B-tree of record @type whose records
+ * hold a heap ID at byte @id_off: @fn(arg, object, its length, its offset)
+ * for every object, in B-tree order.  *@dense: the heap address is
+ * defined (else nothing is stored densely).
+ */
+typedef int (*h5_obj_fn)(void *arg, const uint8_t *p, uint64_t len,
+			 uint64_t at);
+int h5_dense_walk(struct h5_file *f, const struct h5_msg *m, const char *what,
+		  unsigned crt, unsigned type, unsigned id_off, h5_obj_fn fn,
+		  void *arg, bool *dense);
 
 /* ---- group.c */
 enum { H5_LINK_HARD = 0, H5_LINK_SOFT = 1, H5_LINK_EXTERNAL = 64 };

@@ -42,6 +42,17 @@ unsigned h5_enc_size(uint64_t v)
 	return n;
 }
 
+unsigned h5_log2(uint64_t v)
+{
+	unsigned n = 0;
+
+	while (v > 1) {
+		v >>= 1;
+		n++;
+	}
+	return n;
+}
+
 int h5_span(struct h5_file *f, uint64_t addr, uint64_t len, const char *what,
 	    uint64_t at, struct tfs_cursor *c)
 {
