@@ -10,9 +10,10 @@
  *     from the bytes inside their object header, and so is a chunked
  *     dataset stored as one unfiltered chunk covering it exactly;
  *   - other chunked datasets: their chunk index (any of the six) and
- *     filter pipeline are read and checked in full, but they are listed
- *     unreadable until the core serves chunk tables; datasets whose data
- *     is not in the file (unallocated: the fill value) likewise;
+ *     filter pipeline are read and checked in full and become the grid of
+ *     the chunked codec (codec.h: deflate, shuffle, fletcher32, LZF, edge
+ *     chunks cropped, unwritten chunks as the fill value); unallocated
+ *     contiguous data is a grid of unwritten chunks;
  *   - datatypes as the spec's table 7.1: integers and IEEE floats of every
  *     width and byte order (byte_order=big as stored), bool enums, complex
  *     compounds, bfloat16 (a custom float or Keras 3's opaque + dtype
@@ -23,8 +24,8 @@
  *     user.tensorfs.hdf5.attr.NAME where name and value are short and
  *     printable; Keras' model_config / training_config parsed as JSON;
  *   - a dataset name "w:0" (TensorFlow's variable suffix) is shown as "w"
- *     when no other link of its group is called "w" (or would become "w");
- *     the stored name keeps ":0";
+ *     when no other link of its group is called "w"; the stored name
+ *     keeps ":0"; Keras 2's load order is manifest.json "keras_order";
  *   - soft and external links are never followed (listed in metadata); a
  *     hard link back to a group already visited is not descended.
  *
@@ -1021,8 +1022,7 @@ static int hx_keras_order(struct hx_ctx *z, uint32_t h)
 	return 0;
 }
 
-static int hx_dataset(struct hx_ctx *z, const struct h5_ohdr *oh,
-		      const char *shown)
+static int hx_dataset(struct hx_ctx *z, const struct h5_ohdr *oh)
 {
 	struct hx_ds x = {0};
 	struct hx_dtype m;
@@ -1238,7 +1238,7 @@ static int hx_link_cmp(const void *a, const void *b)
 	return c ? c : (x->len > y->len) - (x->len < y->len);
 }
 
-/* "w:0" shown as "w" unless a sibling is "w" or would become it */
+/* "w:0" shown as "w" unless a sibling is called "w" */
 static bool hx_strip_ok(const struct hx_links *x, size_t i)
 {
 	const struct hx_link *k = &x->v[i];
@@ -1406,7 +1406,7 @@ static int hx_object(struct hx_ctx *z, uint64_t addr, const char *shown)
 		return ret;
 	z->comp[z->depth++] = shown;
 	if (h5_ohdr_find(&oh, 0x08)) {
-		ret = hx_dataset(z, &oh, shown);
+		ret = hx_dataset(z, &oh);
 	} else if (h5_is_group(&oh)) {
 		ret = hx_group_visit(z, addr) ? tfs_diag_oom(z->d)
 					      : hx_group(z, &oh);
