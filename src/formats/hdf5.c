@@ -843,6 +843,12 @@ static int hx_grid(struct hx_ctx *z, struct hx_ds *x, const uint64_t *cd,
 		g->chunks[idx].offset = h5_abs(&z->f, ch->c[i].addr) - lo;
 		g->chunks[idx].length = ch->c[i].size;
 		g->chunks[idx].mask = ch->c[i].mask;
+		/* layout 4 flag bit 0: partial edge chunks are not filtered */
+		if ((x->l.flags & 1) && x->l.version == 4)
+			for (k = 0; k < rank; k++)
+				if (ch->coords[i * rank + k] + cd[k] >
+				    g->shape[k])
+					g->chunks[idx].mask = UINT32_MAX;
 	}
 	s->offset = lo == UINT64_MAX ? 0 : lo;
 	s->length = lo == UINT64_MAX ? 0 : hi - lo;
