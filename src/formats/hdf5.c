@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/hdf5.h"
 #include "parse/hdf5/h5.h"
 #include "tensorfs/builder.h"
 #include "tensorfs/checked.h"
@@ -89,9 +90,15 @@ struct hx_ctx {
 	bool top_vars, top_layers; /* Keras 3: top-level vars/, layers/ */
 };
 
+/*
+ * The signature at 0, 512, 1024...: in a local file up to 2^30; in a
+ * remote one only inside its first 64 KiB, so that detection fetches
+ * nothing beyond the first chunk (a user block past that is not found).
+ */
 static int hx_probe(const struct tfs_source *src)
 {
-	int64_t at = h5_find_signature(src->data, src->size);
+	int64_t at = h5_find_signature(src->data, src->size,
+				       src->ops ? 64u << 10 : UINT64_MAX);
 
 	if (at < 0)
 		return 0;
@@ -1520,16 +1527,21 @@ static void hx_unique_filters(json_t *a)
 				json_array_remove(a, j);
 }
 
-static int hx_load(const struct tfs_source *src, struct tfs_builder *b,
-		   struct tfs_diag *d)
+int tfs_hdf5_load_at(const struct tfs_source *src, struct tfs_builder *b,
+		     uint64_t offset, uint64_t length, struct tfs_diag *d)
 {
 	struct hx_ctx z = {.src = src, .b = b, .d = d};
 	struct h5_ohdr oh;
 	int ret;
 
-	z.f.p = src->data;
-	z.f.size = src->size;
-	z.f.origin = 0;
+	if (!tfs_source_range_ok(src, offset, length))
+		return tfs_diag_at(d, -EBADMSG, offset,
+				   "HDF5 file: %llu bytes past the end of the "
+				   "container",
+				   (unsigned long long)length);
+	z.f.p = src->data + offset;
+	z.f.size = length;
+	z.f.origin = offset;
 	z.f.d = d;
 	z.attrs = json_object();
 	z.links = json_object();
@@ -1585,6 +1597,12 @@ out:
 	h5_set_free(&z.groups);
 	free(z.path);
 	return ret;
+}
+
+static int hx_load(const struct tfs_source *src, struct tfs_builder *b,
+		   struct tfs_diag *d)
+{
+	return tfs_hdf5_load_at(src, b, 0, src->size, d);
 }
 
 const struct tfs_format tfs_format_hdf5 = {

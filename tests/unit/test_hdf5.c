@@ -678,7 +678,9 @@ START_TEST(user_block_base)
 	struct tfs_image *img;
 	const struct tfs_tensor *x;
 
-	ck_assert_int_eq(h5_find_signature(b, len), 512);
+	ck_assert_int_eq(h5_find_signature(b, len, UINT64_MAX), 512);
+	/* a bound below the user block (a remote probe's) finds nothing */
+	ck_assert_int_eq(h5_find_signature(b, len, 512), -ENOENT);
 	img = tu_load_ok(b, len);
 	x = tu_tensor(img, "x");
 	ck_assert_uint_eq(x->offset, 2560);

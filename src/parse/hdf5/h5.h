@@ -69,8 +69,11 @@ uint32_t h5_lookup3(const void *p, size_t n, uint32_t init);
 int h5_checksum(struct h5_file *f, uint64_t at, uint64_t n, const char *what);
 
 /* ---- superblock.c */
-/* the offset of the signature in @p (0, 512, 1024...) or -ENOENT */
-int64_t h5_find_signature(const uint8_t *p, uint64_t size);
+/*
+ * The offset of the signature in @p (0, 512, 1024... below @max, at most
+ * 2^30) or -ENOENT
+ */
+int64_t h5_find_signature(const uint8_t *p, uint64_t size, uint64_t max);
 /* the superblock at its signature; fills @f (p, size, origin, d preset) */
 int h5_superblock(struct h5_file *f);
 

@@ -14,11 +14,12 @@
 static const uint8_t h5_sig[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
 #define H5_SEARCH_MAX (1ull << 30)
 
-int64_t h5_find_signature(const uint8_t *p, uint64_t size)
+int64_t h5_find_signature(const uint8_t *p, uint64_t size, uint64_t max)
 {
 	uint64_t at = 0;
 
-	while (at <= H5_SEARCH_MAX && size >= 8 && at <= size - 8) {
+	while (at <= H5_SEARCH_MAX && at < max && size >= 8 &&
+	       at <= size - 8) {
 		if (memcmp(p + at, h5_sig, 8) == 0)
 			return (int64_t)at;
 		at = at ? at * 2 : 512;
@@ -118,7 +119,7 @@ static bool size_ok(unsigned n)
 int h5_superblock(struct h5_file *f)
 {
 	struct tfs_cursor c;
-	int64_t found = h5_find_signature(f->p, f->size);
+	int64_t found = h5_find_signature(f->p, f->size, UINT64_MAX);
 	uint8_t v, so, sl;
 	uint64_t base, fs, drv = H5_UNDEF, x;
 	uint16_t k;
