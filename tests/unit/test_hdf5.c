@@ -534,6 +534,36 @@ START_TEST(extensible_array_data_blocks)
 }
 END_TEST
 
+/* fixed arrays with paged data blocks, some pages never initialized */
+START_TEST(fixed_array_pages)
+{
+	struct tfs_image *img;
+	struct tfs_diag d;
+	const struct tfs_tensor *x;
+	uint8_t *b;
+	size_t len, i;
+
+	ck_assert_int_eq(tu_load_file(tu_testdata("hdf5/"
+						  "farray_paged_latest.h5"),
+				      &img, &d),
+			 0);
+	x = tu_tensor(img, "big");
+	ck_assert_ptr_null(x->unreadable);
+	b = tu_read_node(img, x->node, &len);
+	ck_assert_uint_eq(len, 24000);
+	for (i = 0; i < 6000; i++)
+		ck_assert_uint_eq(b[4 * i] | b[4 * i + 1] << 8, i);
+	free(b);
+	x = tu_tensor(img, "sparse");
+	b = tu_read_node(img, x->node, &len);
+	ck_assert_uint_eq(len, 12800);
+	for (i = 0; i < 6400; i++)
+		ck_assert_uint_eq(b[2 * i], i / 80 == 40 ? 1 : 5);
+	free(b);
+	tfs_image_close(img);
+}
+END_TEST
+
 struct reject_row {
 	const char *file;
 	int err;
@@ -702,6 +732,7 @@ int main(void)
 	tcase_add_test(tc, strip_suffix_only_without_clash);
 	tcase_add_test(tc, deep_v2_btree_group);
 	tcase_add_test(tc, extensible_array_data_blocks);
+	tcase_add_test(tc, fixed_array_pages);
 	tcase_add_test(tc, every_reject);
 	tcase_add_test(tc, unknown_filter_hides_one_dataset);
 	tcase_add_test(tc, every_truncation);

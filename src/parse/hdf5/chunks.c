@@ -203,6 +203,54 @@ static int ck_entry_size(struct ck_ctx *z, unsigned esize, uint64_t at)
 	return 0;
 }
 
+/*
+ * A fixed array whose data block is paged (more than 2^@pbits entries):
+ * the block holds a bitmap of initialized pages (most significant bit
+ * first) and its checksum; the pages follow it, each its entries and a
+ * checksum, the last one shorter.  Pages never initialized hold no chunk.
+ */
+static int ck_farray_paged(struct ck_ctx *z, uint64_t dblk, uint64_t n,
+			   unsigned esize, unsigned pbits, uint64_t at)
+{
+	struct h5_file *f = z->f;
+	uint64_t page = 1ull << pbits, npages = n / page + (n % page != 0);
+	uint64_t coords[H5_MAX_RANK], hlen, pos, p, e;
+	struct tfs_cursor c;
+	const uint8_t *bm;
+	int ret;
+
+	hlen = 6 + f->so + (npages + 7) / 8;
+	ret = h5_struct(f, dblk, hlen, "FADB", true, "fixed array data block",
+			at, &c);
+	if (ret)
+		return ret;
+	bm = c.p + 6 + f->so;
+	pos = dblk + hlen + 4;
+	for (p = 0; p < npages; p++) {
+		uint64_t cnt = p + 1 < npages ? page : n - p * page;
+		uint64_t plen = cnt * esize;
+		struct tfs_cursor pc;
+
+		if (bm[p / 8] & (0x80 >> (p % 8))) {
+			ret = h5_span(f, pos, plen + 4, "fixed array page",
+				      at, &pc);
+			if (!ret)
+				ret = h5_checksum(f, pc.base - f->origin, plen,
+						  "fixed array page");
+			for (e = 0; !ret && e < cnt; e++) {
+				bool in = ck_unlinear(z, z->grid, NULL,
+						      p * page + e, coords);
+
+				ret = ck_entry(z, &pc, esize, coords, in);
+			}
+			if (ret)
+				return ret;
+		}
+		pos += plen + 4;
+	}
+	return 0;
+}
+
 static int ck_farray(struct ck_ctx *z)
 {
 	struct h5_file *f = z->f;
@@ -234,12 +282,14 @@ static int ck_farray(struct ck_ctx *z)
 				   "grid of %llu chunks",
 				   (unsigned long long)n,
 				   (unsigned long long)want);
+	if (!tfs_mul_u64(n, esize, &hlen) || hlen > f->size)
+		return tfs_diag_at(f->d, -EBADMSG, c.base + 8,
+				   "fixed array header: %llu entries of %u "
+				   "bytes, more than the file holds",
+				   (unsigned long long)n, esize);
 	if (pbits < 64 && n > (1ull << pbits))
-		return tfs_diag_at(f->d, -ENOTSUP, c.base + 7,
-				   "fixed array: paged data blocks (%llu "
-				   "entries, pages of 2^%u) are not supported",
-				   (unsigned long long)n, pbits);
-	hlen = 6 + f->so + n * esize; /* n <= 2^pbits < file bytes */
+		return ck_farray_paged(z, dblk, n, esize, pbits, c.base + 8);
+	hlen += 6 + f->so;
 	ret = h5_struct(f, dblk, hlen, "FADB", true, "fixed array data block",
 			c.base + 8 + f->sl, &c);
 	if (ret)
