@@ -23,6 +23,8 @@ for seed in $(seq 1 12); do
 		fail "h5py writes random$seed.h5"
 	files+=("$WORK/random$seed.h5")
 done
+/usr/bin/python3 "$CHECK" paged "$WORK/paged.h5" || fail "h5py writes paged.h5"
+files+=("$WORK/paged.h5")
 for f in "${files[@]}"; do
 	M=$(mount_container "$f") || { fail "mount $(basename "$f")"; continue; }
 	out=$(/usr/bin/python3 "$CHECK" compare "$f" "$M")

@@ -4,6 +4,8 @@
 
   hdf5_check.py gen OUT SEED     write a file with random groups, shapes,
                                  dtypes, layouts, chunking and filters
+  hdf5_check.py paged OUT        70,000 chunks along an unlimited dim: an
+                                 extensible array with paged data blocks
   hdf5_check.py compare FILE MNT every dataset of FILE (h5py's walk through
                                  hard links) against its file in MNT
 
@@ -95,6 +97,16 @@ def gen(out, seed):
                 ds.attrs['scale'] = float(rng.random())
 
 
+def paged(out):
+    n = 70000
+    with h5py.File(out, 'w', libver='latest') as f:
+        f.create_dataset('e', data=(np.arange(n) % 251).astype('<u1'),
+                         chunks=(1,), maxshape=(None,))
+        d = f.create_dataset('s', shape=(n,), dtype='<u1', chunks=(1,),
+                             maxshape=(None,), fillvalue=7)
+        d[69000:69010] = 1
+
+
 def shown(name, siblings):
     if name.endswith(':0') and len(name) > 2 and name[:-2] not in siblings:
         return name[:-2]
@@ -154,5 +166,7 @@ def compare(path, mnt):
 if __name__ == '__main__':
     if sys.argv[1] == 'gen':
         gen(sys.argv[2], int(sys.argv[3]))
+    elif sys.argv[1] == 'paged':
+        paged(sys.argv[2])
     else:
         sys.exit(compare(sys.argv[2], sys.argv[3]))

@@ -315,28 +315,50 @@ struct ck_ea {
 /* the entries of one data block: elements [start, start + count) */
 static int ck_ea_dblock(struct ck_ctx *z, const struct ck_ea *ea,
 			uint64_t addr, uint64_t start, uint64_t count,
-			uint64_t at)
+			const uint8_t *bitmap, uint64_t at)
 {
 	struct h5_file *f = z->f;
-	uint64_t coords[H5_MAX_RANK], e;
+	uint64_t coords[H5_MAX_RANK], e, page = count, pos, hlen;
+	uint64_t pre = 6 + f->so + ea->aoff;
 	struct tfs_cursor c;
 	int ret;
 
-	if (ea->page_bits < 64 && count > (1ull << ea->page_bits))
-		return tfs_diag_at(f->d, -ENOTSUP, at,
-				   "extensible array: paged data blocks (%llu "
-				   "elements, pages of 2^%u) are not supported",
-				   (unsigned long long)count, ea->page_bits);
-	ret = h5_struct(f, addr, 6 + f->so + ea->aoff + count * ea->esize,
-			"EADB", true, "extensible array data block", at, &c);
+	/* paged (the super block holds the bitmap): header, then pages of
+	 * entries each followed by its checksum */
+	if (bitmap)
+		page = 1ull << ea->page_bits;
+	hlen = pre + (bitmap ? 0 : count * ea->esize);
+	ret = h5_struct(f, addr, hlen, "EADB", true,
+			"extensible array data block", at, &c);
 	if (ret)
 		return ret;
-	tfs_cursor_skip(&c, 6 + f->so + ea->aoff);
+	tfs_cursor_skip(&c, pre);
+	pos = addr + hlen + 4;
 	for (e = 0; !ret && e < count; e++) {
 		uint64_t lin = ea->ibe + start + e;
-		bool in = lin < ea->limit &&
-			  ck_unlinear(z, ea->grid, ea->order, lin, coords);
+		bool in;
 
+		if (bitmap && e % page == 0) {
+			uint64_t p = e / page;
+
+			if (!(bitmap[p / 8] & (0x80 >> (p % 8)))) {
+				/* never initialized: no chunk in it */
+				e += page - 1;
+				pos += page * ea->esize + 4;
+				continue;
+			}
+			ret = h5_span(f, pos, page * ea->esize + 4,
+				      "extensible array page", at, &c);
+			if (!ret)
+				ret = h5_checksum(f, c.base - f->origin,
+						  page * ea->esize,
+						  "extensible array page");
+			if (ret)
+				return ret;
+			pos += page * ea->esize + 4;
+		}
+		in = lin < ea->limit &&
+		     ck_unlinear(z, ea->grid, ea->order, lin, coords);
 		ret = ck_entry(z, &c, (unsigned)ea->esize, coords, in);
 	}
 	return ret;
@@ -357,6 +379,8 @@ static int ck_ea_blocks(struct ck_ctx *z, const struct ck_ea *ea)
 	for (u = 0; !ret && u < ea->nsblks && ea->ibe + start < ea->limit;
 	     u++) {
 		uint64_t nd = 1ull << (u / 2), dn = ea->dmin << ((u + 1) / 2);
+		uint64_t pinit = 0;
+		const uint8_t *bm = NULL;
 		struct tfs_cursor sb;
 		bool have_sb = u >= ea->first;
 
@@ -367,19 +391,20 @@ static int ck_ea_blocks(struct ck_ctx *z, const struct ck_ea *ea)
 				start += nd * dn;
 				continue;
 			}
-			if (ea->page_bits < 64 && dn > (1ull << ea->page_bits))
-				return tfs_diag_at(f->d, -ENOTSUP,
-						   h5_abs(f, sa),
-						   "extensible array: paged "
-						   "data blocks are not "
-						   "supported");
-			ret = h5_struct(f, sa, 6 + f->so + ea->aoff + nd * f->so,
+			/* paged data blocks: a page bitmap per data block */
+			if (ea->page_bits < 32 && dn > (1ull << ea->page_bits))
+				pinit = ((dn >> ea->page_bits) + 7) / 8;
+			ret = h5_struct(f, sa,
+					6 + f->so + ea->aoff +
+						nd * (pinit + f->so),
 					"EASB", true,
 					"extensible array super block",
 					h5_abs(f, sa), &sb);
 			if (ret)
 				return ret;
 			tfs_cursor_skip(&sb, 6 + f->so + ea->aoff);
+			bm = sb.p + sb.pos;
+			tfs_cursor_skip(&sb, nd * pinit);
 		}
 		for (j = 0; !ret && j < nd && ea->ibe + start < ea->limit;
 		     j++, start += dn) {
@@ -391,9 +416,19 @@ static int ck_ea_blocks(struct ck_ctx *z, const struct ck_ea *ea)
 			} else {
 				da = ea->addrs[sdblk + j];
 				at = z->l->at;
+				if (ea->page_bits < 64 &&
+				    dn > (1ull << ea->page_bits))
+					return tfs_diag_at(
+						f->d, -ENOTSUP, at,
+						"extensible array: a paged "
+						"data block under the index "
+						"block is not supported");
 			}
 			if (da != H5_UNDEF)
-				ret = ck_ea_dblock(z, ea, da, start, dn, at);
+				ret = ck_ea_dblock(z, ea, da, start, dn,
+						   pinit ? bm + j * pinit
+							 : NULL,
+						   at);
 		}
 		start += (nd - j) * dn;
 		if (!have_sb)
