@@ -1068,11 +1068,7 @@ static int hx_dataset(struct hx_ctx *z, const struct h5_ohdr *oh)
 		return tfs_diag_at(z->d, -EBADMSG, h5_abs(&z->f, oh->addr),
 				   "dataset %s: no datatype message",
 				   hx_path(z));
-	if (msg->flags & 2)
-		return hx_not_exposed(z, "shared (committed) datatype is not "
-					 "supported");
-	h5_msg_cursor(msg, &c);
-	ret = h5_type_parse(&z->f, &c, &x.t);
+	ret = h5_type_msg(&z->f, msg, &x.t);
 	if (ret == -ENOTSUP) {
 		tfs_diag_clear(z->d);
 		return hx_not_exposed(z, "datatype not supported");

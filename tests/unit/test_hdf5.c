@@ -564,6 +564,46 @@ START_TEST(fixed_array_pages)
 }
 END_TEST
 
+/* a committed datatype used by a dataset and an attribute */
+START_TEST(committed_datatype)
+{
+	static const uint8_t want[36] = {
+		1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x40, /* 1, 2.0 */
+		3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10, 0x40, /* 3, 4.0 */
+		5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x18, 0x40, /* 5, 6.0 */
+	};
+	struct tfs_image *img;
+	struct tfs_diag d;
+	const struct tfs_tensor *x;
+	json_t *meta, *t;
+	uint8_t *b;
+	size_t len;
+
+	ck_assert_int_eq(tu_load_file(tu_testdata("hdf5/"
+						  "committed_earliest.h5"),
+				      &img, &d),
+			 0);
+	x = tu_tensor(img, "x");
+	ck_assert_ptr_nonnull(x);
+	ck_assert_str_eq(x->dtype, "void12");
+	b = tu_read_node(img, x->node, &len);
+	ck_assert_uint_eq(len, 36);
+	ck_assert(memcmp(b, want, 36) == 0);
+	free(b);
+	meta = metadata(img);
+	t = json_object_get(json_object_get(json_object_get(meta,
+							    "attributes"),
+					    "y"),
+			    "t");
+	ck_assert_int_eq(json_integer_value(json_object_get(t, "a")), 7);
+	ck_assert(json_real_value(json_object_get(t, "b")) == 8.5);
+	ck_assert_ptr_nonnull(json_object_get(
+		json_object_get(meta, "not_exposed"), "mytype"));
+	json_decref(meta);
+	tfs_image_close(img);
+}
+END_TEST
+
 struct reject_row {
 	const char *file;
 	int err;
@@ -733,6 +773,7 @@ int main(void)
 	tcase_add_test(tc, deep_v2_btree_group);
 	tcase_add_test(tc, extensible_array_data_blocks);
 	tcase_add_test(tc, fixed_array_pages);
+	tcase_add_test(tc, committed_datatype);
 	tcase_add_test(tc, every_reject);
 	tcase_add_test(tc, unknown_filter_hides_one_dataset);
 	tcase_add_test(tc, every_truncation);

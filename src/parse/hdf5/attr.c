@@ -44,10 +44,10 @@ static int at_msg(struct at_ctx *z, const uint8_t *p, uint64_t len,
 		return tfs_diag_at(f->d, -EBADMSG, at,
 				   "attribute message: version %u (1 to 3)",
 				   ver);
-	if (ver >= 2 && (flags & 3))
+	if (ver >= 2 && (flags & 2))
 		return tfs_diag_at(f->d, -ENOTSUP, at + 1,
-				   "attribute message: shared datatype or "
-				   "dataspace is not supported");
+				   "attribute message: a shared dataspace is "
+				   "not supported");
 	if (ver == 3 && tfs_cursor_skip(&c, 1))
 		return h5_short(f, &c, "attribute message");
 	pad = ver == 1;
@@ -63,7 +63,9 @@ static int at_msg(struct at_ctx *z, const uint8_t *p, uint64_t len,
 	if (tfs_cursor_bytes(&c, pad8(tlen, pad), &b))
 		return h5_short(f, &c, "attribute datatype");
 	tfs_cursor_init(&sub, b, tlen, tfs_cursor_offset(&c) - pad8(tlen, pad));
-	ret = h5_type_parse(f, &sub, &a.type);
+	/* flag bit 0: a shared (committed) datatype */
+	ret = ver >= 2 && (flags & 1) ? h5_type_shared(f, &sub, &a.type)
+				      : h5_type_parse(f, &sub, &a.type);
 	if (ret)
 		return ret;
 	if (tfs_cursor_bytes(&c, pad8(slen, pad), &b)) {

@@ -303,3 +303,55 @@ int h5_type_parse(struct h5_file *f, struct tfs_cursor *c,
 	}
 	return ret;
 }
+
+int h5_type_shared(struct h5_file *f, struct tfs_cursor *c,
+		   struct h5_type **out)
+{
+	uint64_t at = tfs_cursor_offset(c), addr;
+	const struct h5_msg *m;
+	struct tfs_cursor tc;
+	struct h5_ohdr oh;
+	uint8_t ver, type = 2;
+	int ret;
+
+	*out = NULL;
+	if (tfs_cursor_u8(c, &ver) || tfs_cursor_u8(c, &type) ||
+	    (ver == 1 && tfs_cursor_skip(c, 6)))
+		return h5_short(f, c, "shared datatype");
+	if (ver < 1 || ver > 3)
+		return tfs_diag_at(f->d, -EBADMSG, at,
+				   "shared datatype: version %u (1 to 3)", ver);
+	if (ver == 3 && type != 2)
+		return tfs_diag_at(f->d, -ENOTSUP, at + 1,
+				   "shared datatype: shared message storage "
+				   "(type %u) is not supported",
+				   type);
+	if (h5_addr(f, c, &addr))
+		return h5_short(f, c, "shared datatype");
+	ret = h5_ohdr_read(f, addr, &oh);
+	if (ret)
+		return ret;
+	m = h5_ohdr_find(&oh, 0x03);
+	if (!m || (m->flags & 2))
+		ret = tfs_diag_at(f->d, -EBADMSG, h5_abs(f, addr),
+				  "committed datatype %llu: %s",
+				  (unsigned long long)addr,
+				  m ? "shared again" : "no datatype message");
+	if (!ret) {
+		h5_msg_cursor(m, &tc);
+		ret = h5_type_parse(f, &tc, out);
+	}
+	h5_ohdr_free(&oh);
+	return ret;
+}
+
+int h5_type_msg(struct h5_file *f, const struct h5_msg *m,
+		struct h5_type **out)
+{
+	struct tfs_cursor c;
+
+	h5_msg_cursor(m, &c);
+	if (m->flags & 2)
+		return h5_type_shared(f, &c, out);
+	return h5_type_parse(f, &c, out);
+}

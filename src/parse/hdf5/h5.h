@@ -199,6 +199,17 @@ struct h5_type {
 int h5_type_parse(struct h5_file *f, struct tfs_cursor *c,
 		  struct h5_type **out);
 void h5_type_free(struct h5_type *t);
+/*
+ * A shared datatype reference at @c (specs/hdf5.md 5.5): a committed
+ * datatype's object header, whose own datatype message is parsed (followed
+ * once: a committed type that is itself shared is refused, as are shared
+ * message heap references).
+ */
+int h5_type_shared(struct h5_file *f, struct tfs_cursor *c,
+		   struct h5_type **out);
+/* the datatype message @m (0x03), shared (flag bit 1) or not */
+int h5_type_msg(struct h5_file *f, const struct h5_msg *m,
+		struct h5_type **out);
 /* the class's name: "fixed-point", "compound"... */
 const char *h5_class_name(unsigned cls);
 
