@@ -604,6 +604,22 @@ START_TEST(committed_datatype)
 }
 END_TEST
 
+/* a byte of a fractal heap direct block changed: its checksum fails */
+START_TEST(direct_block_checksum)
+{
+	size_t len;
+	uint8_t *b = tu_read_file(tu_fixture("hdf5/groups_latest.h5"), &len);
+	uint8_t *p = memmem(b, len, "FHDB", 4);
+
+	ck_assert_ptr_nonnull(p);
+	p[40] ^= 0x20;
+	tu_expect_reject(b, len, -EBADMSG, "direct block", TU_ANY_OFFSET);
+	p[40] ^= 0x20;
+	tfs_image_close(tu_load_ok(b, len));
+	free(b);
+}
+END_TEST
+
 struct reject_row {
 	const char *file;
 	int err;
@@ -774,6 +790,7 @@ int main(void)
 	tcase_add_test(tc, extensible_array_data_blocks);
 	tcase_add_test(tc, fixed_array_pages);
 	tcase_add_test(tc, committed_datatype);
+	tcase_add_test(tc, direct_block_checksum);
 	tcase_add_test(tc, every_reject);
 	tcase_add_test(tc, unknown_filter_hides_one_dataset);
 	tcase_add_test(tc, every_truncation);

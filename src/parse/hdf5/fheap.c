@@ -4,11 +4,14 @@
  * dense groups keep their link messages and dense attribute storage its
  * attribute messages.  A managed object's heap offset is found by walking
  * the doubling table down from the root block; tiny objects live in the
- * heap ID itself; huge objects and filtered heaps are refused.  Header and
- * indirect blocks are checksummed; direct blocks' checksums (computed by
- * libhdf5 with the field zeroed) are not checked.
+ * heap ID itself; huge objects and filtered heaps are refused.  Every
+ * block is checksummed: header and indirect blocks over the bytes before
+ * the checksum, direct blocks (flag bit 1) over the whole block with the
+ * checksum field zeroed, as libhdf5 computes it (once per block).
  */
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "parse/hdf5/h5.h"
 #include "tensorfs/checked.h"
@@ -32,6 +35,7 @@ int h5_fheap_open(struct h5_file *f, uint64_t addr, struct h5_fheap *h)
 	uint8_t ver = 0;
 	int ret;
 
+	memset(h, 0, sizeof(*h));
 	h->addr = addr;
 	ret = h5_struct(f, addr, hlen, "FRHP", false, "fractal heap header",
 			h5_abs(f, addr), &c);
@@ -93,6 +97,39 @@ static uint64_t row_size(const struct h5_fheap *h, unsigned r)
 	return r < 2 ? h->start : h->start << (r - 1);
 }
 
+/* a direct block's checksum: lookup3 of the block, its field zeroed */
+static int fh_direct_sum(struct h5_file *f, const struct h5_fheap *h,
+			 const struct tfs_cursor *c, uint64_t addr,
+			 uint64_t bsize)
+{
+	uint64_t at = 5 + f->so + h->off_bytes;
+	uint32_t want, got;
+	uint8_t *copy;
+
+	if (bsize < at + 4)
+		return tfs_diag_at(f->d, -EBADMSG, c->base,
+				   "fractal heap direct block %llu: %llu bytes "
+				   "cannot hold its header",
+				   (unsigned long long)addr,
+				   (unsigned long long)bsize);
+	copy = malloc(bsize);
+	if (!copy)
+		return tfs_diag_oom(f->d);
+	memcpy(copy, c->p, bsize);
+	want = (uint32_t)tfs_load_le(copy + at, 4);
+	memset(copy + at, 0, 4);
+	got = h5_lookup3(copy, bsize, 0);
+	free(copy);
+	if (want != got)
+		return tfs_diag_at(f->d, -EBADMSG, c->base + at,
+				   "fractal heap direct block %llu: checksum "
+				   "0x%08x, but the bytes give 0x%08x (lookup3)",
+				   (unsigned long long)addr, want, got);
+	if (h->verified && h5_set_add(h->verified, addr) < 0)
+		return tfs_diag_oom(f->d);
+	return 0;
+}
+
 /* the object at heap offset @off in the direct block at @addr */
 static int fh_direct(struct h5_file *f, const struct h5_fheap *h,
 		     uint64_t addr, uint64_t boff, uint64_t bsize,
@@ -107,6 +144,11 @@ static int fh_direct(struct h5_file *f, const struct h5_fheap *h,
 			"fractal heap direct block", at, &c);
 	if (ret)
 		return ret;
+	if ((h->flags & 2) && !(h->verified && h5_set_has(h->verified, addr))) {
+		ret = fh_direct_sum(f, h, &c, addr, bsize);
+		if (ret)
+			return ret;
+	}
 	if (off - boff < hdr || len > bsize - (off - boff))
 		return tfs_diag_at(f->d, -EBADMSG, at,
 				   "fractal heap %llu: object at offset %llu "
@@ -224,6 +266,7 @@ int h5_fheap_get(struct h5_file *f, const struct h5_fheap *h,
 struct dense_ctx {
 	struct h5_file *f;
 	struct h5_fheap fh;
+	struct h5_set verified;
 	unsigned id_off;
 	h5_obj_fn fn;
 	void *arg;
@@ -265,6 +308,9 @@ int h5_dense_walk(struct h5_file *f, const struct h5_msg *m, const char *what,
 	ret = h5_fheap_open(f, heap, &z.fh);
 	if (ret)
 		return ret;
-	return h5_btree2_walk(f, name_bt, type, id_off + z.fh.id_len,
-			      dense_rec, &z);
+	z.fh.verified = &z.verified;
+	ret = h5_btree2_walk(f, name_bt, type, id_off + z.fh.id_len,
+			     dense_rec, &z);
+	h5_set_free(&z.verified);
+	return ret;
 }

@@ -304,6 +304,8 @@ struct h5_fheap {
 	uint16_t max_bits, cur_rows;
 	uint64_t root;
 	unsigned off_bytes, len_bytes, max_direct_rows;
+	/* direct blocks whose checksum was verified (NULL: verify each time) */
+	struct h5_set *verified;
 };
 
 int h5_fheap_open(struct h5_file *f, uint64_t addr, struct h5_fheap *h);
