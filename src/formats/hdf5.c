@@ -58,7 +58,7 @@
 #define HX_XATTR_MAX 256
 #define HX_ATTR_ELEMS (1u << 20) /* values per attribute into JSON */
 #define HX_META_MAX (64ull << 20)
-#define HX_MAX_GRID (16u << 20) /* chunks in one dataset's grid */
+#define HX_MAX_GRID (16u << 20)	 /* chunks in one dataset's grid */
 #define HX_FILL_SLAB (64u << 20) /* unallocated data: bytes per chunk */
 
 struct hx_link {
@@ -86,7 +86,7 @@ struct hx_ctx {
 	json_t *group_paths; /* "<object header address>": "/path" */
 	uint64_t datasets, params;
 	uint64_t unreadable;
-	int verr;		     /* a failure inside hx_value */
+	int verr;		   /* a failure inside hx_value */
 	bool top_vars, top_layers; /* Keras 3: top-level vars/, layers/ */
 };
 
@@ -267,9 +267,9 @@ static json_t *hx_value(struct hx_ctx *z, const struct h5_type *t,
 	case H5T_COMPOUND:
 		v = json_object();
 		for (i = 0; v && i < t->nmemb; i++) {
-			json_t *m = hx_value(z, t->memb[i].type,
-					     p + t->memb[i].offset, at,
-					     depth + 1);
+			json_t *m =
+				hx_value(z, t->memb[i].type,
+					 p + t->memb[i].offset, at, depth + 1);
 
 			if (!m || json_object_set_new(v, t->memb[i].name, m)) {
 				json_decref(v);
@@ -283,9 +283,9 @@ static json_t *hx_value(struct hx_ctx *z, const struct h5_type *t,
 		v = json_array();
 		for (u = 0; v && u < n && u < HX_ATTR_ELEMS; u++)
 			if (json_array_append_new(
-				    v, hx_value(z, t->base,
-						p + u * t->base->size, at,
-						depth + 1))) {
+				    v,
+				    hx_value(z, t->base, p + u * t->base->size,
+					     at, depth + 1))) {
 				json_decref(v);
 				return NULL;
 			}
@@ -305,9 +305,9 @@ static json_t *hx_value(struct hx_ctx *z, const struct h5_type *t,
 		v = json_array();
 		for (u = 0; v && unit && u < len / unit && u < HX_ATTR_ELEMS;
 		     u++)
-			if (json_array_append_new(
-				    v, hx_value(z, t->base, q + u * unit, at,
-						depth + 1))) {
+			if (json_array_append_new(v, hx_value(z, t->base,
+							      q + u * unit, at,
+							      depth + 1))) {
 				json_decref(v);
 				return NULL;
 			}
@@ -364,7 +364,8 @@ static json_t *hx_space_values(struct hx_ctx *z, const struct h5_type *t,
 	return hx_values(z, t, s, &p, at, 0, &budget);
 }
 
-/* ---- attributes ------------------------------------------------------------ */
+/* ---- attributes ------------------------------------------------------------
+ */
 
 struct hx_attr_arg {
 	struct hx_ctx *z;
@@ -491,10 +492,10 @@ static int hx_attrs(struct hx_ctx *z, const struct h5_ohdr *oh, json_t **out)
 	ret = h5_attrs(&z->f, oh, hx_attr, &x);
 	if (ret == -ENOTSUP) {
 		/* shared attribute parts: keep the mount, say so */
-		ret = tfs_builder_warn(z->b, z->d ? z->d->offset : TFS_NO_OFFSET,
-				       "%s: attributes not read: %s",
-				       hx_path(z),
-				       z->d ? z->d->msg : "not supported")
+		ret = tfs_builder_warn(
+			      z->b, z->d ? z->d->offset : TFS_NO_OFFSET,
+			      "%s: attributes not read: %s", hx_path(z),
+			      z->d ? z->d->msg : "not supported")
 			      ? tfs_diag_oom(z->d)
 			      : 0;
 		tfs_diag_clear(z->d);
@@ -549,8 +550,8 @@ static bool hx_ieee(const struct h5_type *t, unsigned size, unsigned e,
 {
 	return t->cls == H5T_FLOAT && t->size == size && t->bit_off == 0 &&
 	       t->prec == 8 * size && ((t->bits >> 8) & 0xff) == 8 * size - 1 &&
-	       t->eloc == m && t->esize == e && t->mloc == 0 &&
-	       t->msize == m && t->bias == bias && ((t->bits >> 4) & 3) == 2;
+	       t->eloc == m && t->esize == e && t->mloc == 0 && t->msize == m &&
+	       t->bias == bias && ((t->bits >> 4) & 3) == 2;
 }
 
 static enum tfs_dtype hx_float(const struct h5_type *t)
@@ -575,8 +576,7 @@ static bool hx_is_bool(const struct h5_type *t)
 }
 
 /* the tensorfs dtype of an element type (not vlen, time, reference) */
-static void hx_map(const struct h5_type *t, bool keras_bf16,
-		   struct hx_dtype *o)
+static void hx_map(const struct h5_type *t, bool keras_bf16, struct hx_dtype *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->record = t->size;
@@ -823,9 +823,9 @@ static int hx_grid(struct hx_ctx *z, struct hx_ds *x, const uint64_t *cd,
 		g->chunk[k] = cd[k];
 	}
 	for (k = 0; k < x->pl.n; k++) {
-		static const enum tfs_filter ids[] = {
-			TFS_FILTER_DEFLATE, TFS_FILTER_SHUFFLE,
-			TFS_FILTER_FLETCHER32};
+		static const enum tfs_filter ids[] = {TFS_FILTER_DEFLATE,
+						      TFS_FILTER_SHUFFLE,
+						      TFS_FILTER_FLETCHER32};
 		uint16_t id = x->pl.f[k].id;
 
 		g->filters[k].id = id == 32000 ? TFS_FILTER_LZF : ids[id - 1];
@@ -882,8 +882,9 @@ static int hx_unallocated(struct hx_ctx *z, struct hx_ds *x, uint64_t nbytes,
 				? x->s.dims[0]
 				: (HX_FILL_SLAB / row ? HX_FILL_SLAB / row : 1);
 	if (row > (1ull << 30)) {
-		snprintf(why, wlen, "not allocated, rows of more than 1 GiB "
-				    "of the fill value");
+		snprintf(why, wlen,
+			 "not allocated, rows of more than 1 GiB "
+			 "of the fill value");
 		return 0;
 	}
 	return hx_grid(z, x, cd, NULL, nbytes, s, why, wlen);
@@ -911,10 +912,11 @@ static int hx_storage(struct hx_ctx *z, struct hx_ds *x, uint64_t nbytes,
 					   (unsigned long long)x->l.size,
 					   (unsigned long long)nbytes);
 		if (x->l.addr == H5_UNDEF)
-			return nbytes ? hx_unallocated(z, x, nbytes, s, why, wlen)
+			return nbytes ? hx_unallocated(z, x, nbytes, s, why,
+						       wlen)
 				      : 0;
-		ret = h5_span(f, x->l.addr, nbytes, "contiguous data",
-			      x->l.at, &c);
+		ret = h5_span(f, x->l.addr, nbytes, "contiguous data", x->l.at,
+			      &c);
 		if (ret)
 			return ret;
 		s->offset = c.base;
@@ -963,8 +965,9 @@ static int hx_storage(struct hx_ctx *z, struct hx_ds *x, uint64_t nbytes,
 	}
 	default:
 		*layout = "virtual";
-		snprintf(why, wlen, "virtual dataset (data in other "
-				    "datasets) is not supported");
+		snprintf(why, wlen,
+			 "virtual dataset (data in other "
+			 "datasets) is not supported");
 		return 0;
 	}
 }
@@ -1001,9 +1004,9 @@ static int hx_keras_order(struct hx_ctx *z, uint32_t h)
 		json_t *names, *ga;
 		int li, wi;
 
-		names = json_object_get(json_object_get(z->attrs,
-							bl ? base : "/"),
-					"layer_names");
+		names = json_object_get(
+			json_object_get(z->attrs, bl ? base : "/"),
+			"layer_names");
 		if (!names || strncmp(path, base, bl) ||
 		    (bl && path[bl] != '/'))
 			continue;
@@ -1150,13 +1153,13 @@ static int hx_dataset(struct hx_ctx *z, const struct h5_ohdr *oh)
 		goto out;
 	z->datasets++;
 	z->params += nelem;
-	ret = (m.be && tfs_builder_set_xattr_str(z->b, h, "byte_order",
-						 "big")) ||
+	ret = (m.be &&
+	       tfs_builder_set_xattr_str(z->b, h, "byte_order", "big")) ||
 	      tfs_builder_set_xattr_str(z->b, h, "hdf5.layout", layout) ||
-	      (m.cls && tfs_builder_set_xattr_str(z->b, h, "hdf5.class",
-						  m.cls)) ||
-	      (m.desc[0] && tfs_builder_set_xattr_str(z->b, h, "hdf5.float",
-						      m.desc)) ||
+	      (m.cls &&
+	       tfs_builder_set_xattr_str(z->b, h, "hdf5.class", m.cls)) ||
+	      (m.desc[0] &&
+	       tfs_builder_set_xattr_str(z->b, h, "hdf5.float", m.desc)) ||
 	      (x.s.kind == H5_SPACE_NULL &&
 	       tfs_builder_set_xattr_str(z->b, h, "hdf5.dataspace", "null")) ||
 	      (x.s.kind == H5_SPACE_SCALAR &&
@@ -1185,7 +1188,8 @@ out:
 	return ret;
 }
 
-/* ---- groups ---------------------------------------------------------------- */
+/* ---- groups ----------------------------------------------------------------
+ */
 
 struct hx_links {
 	struct hx_ctx *z;
@@ -1283,9 +1287,8 @@ static int hx_other_link(struct hx_ctx *z, const struct hx_link *k)
 
 static bool hx_name_ok(const struct hx_link *k)
 {
-	return k->len && !memchr(k->name, 0, k->len) &&
-	       strcmp(k->name, ".") && strcmp(k->name, "..") &&
-	       !memchr(k->name, '/', k->len);
+	return k->len && !memchr(k->name, 0, k->len) && strcmp(k->name, ".") &&
+	       strcmp(k->name, "..") && !memchr(k->name, '/', k->len);
 }
 
 static int hx_group(struct hx_ctx *z, const struct h5_ohdr *oh)
@@ -1320,13 +1323,13 @@ static int hx_group(struct hx_ctx *z, const struct h5_ohdr *oh)
 			break;
 		}
 		if (!hx_name_ok(k)) {
-			ret = tfs_builder_warn(z->b, k->at,
-					       "group %s: link name '%s' is "
-					       "not a path component: skipped",
-					       hx_path(z),
-					       tfs_name_printable(
-						       nb, sizeof(nb), k->name,
-						       k->len))
+			ret = tfs_builder_warn(
+				      z->b, k->at,
+				      "group %s: link name '%s' is "
+				      "not a path component: skipped",
+				      hx_path(z),
+				      tfs_name_printable(nb, sizeof(nb),
+							 k->name, k->len))
 				      ? tfs_diag_oom(z->d)
 				      : 0;
 			continue;
@@ -1428,7 +1431,8 @@ static int hx_object(struct hx_ctx *z, uint64_t addr, const char *shown)
 	return ret;
 }
 
-/* ---- metadata -------------------------------------------------------------- */
+/* ---- metadata --------------------------------------------------------------
+ */
 
 static json_t *hx_keras(struct hx_ctx *z)
 {
@@ -1452,15 +1456,15 @@ static json_t *hx_keras(struct hx_ctx *z)
 	k = json_object();
 	if (!k)
 		return NULL;
-	json_object_set_new(k, "layout", layout ? json_string(layout)
-						 : json_null());
+	json_object_set_new(k, "layout",
+			    layout ? json_string(layout) : json_null());
 	if (src) {
 		names = json_object_get(src, "layer_names");
 		json_object_set(k, "layer_names", names);
 		wn = json_object();
 		for (i = 0; wn && i < json_array_size(names); i++) {
-			const char *ln = json_string_value(
-				json_array_get(names, i));
+			const char *ln =
+				json_string_value(json_array_get(names, i));
 			char key[512];
 			json_t *ga, *w;
 
@@ -1492,12 +1496,11 @@ static int hx_metadata(struct hx_ctx *z)
 	json_t *meta = tfs_builder_metadata(z->b), *k, *sum;
 
 	k = hx_keras(z);
-	sum = json_pack("{s:i,s:I,s:I,s:I,s:O}", "superblock_version",
-			(int)z->f.sb_version, "datasets",
-			(json_int_t)z->datasets, "parameters",
-			(json_int_t)z->params, "unreadable",
-			(json_int_t)z->unreadable, "filters",
-			z->summary_filters);
+	sum = json_pack(
+		"{s:i,s:I,s:I,s:I,s:O}", "superblock_version",
+		(int)z->f.sb_version, "datasets", (json_int_t)z->datasets,
+		"parameters", (json_int_t)z->params, "unreadable",
+		(json_int_t)z->unreadable, "filters", z->summary_filters);
 	if (!k || !sum ||
 	    json_object_set_new(meta, "superblock_version",
 				json_integer(z->f.sb_version)) ||
@@ -1545,8 +1548,8 @@ int tfs_hdf5_load_at(const struct tfs_source *src, struct tfs_builder *b,
 	z.vlen = json_object();
 	z.summary_filters = json_array();
 	z.group_paths = json_object();
-	if (!z.group_paths || !z.attrs || !z.links || !z.not_exposed || !z.vlen ||
-	    !z.summary_filters) {
+	if (!z.group_paths || !z.attrs || !z.links || !z.not_exposed ||
+	    !z.vlen || !z.summary_filters) {
 		ret = tfs_diag_oom(d);
 		goto out;
 	}

@@ -100,16 +100,15 @@ static int keras_load(const struct tfs_source *src, struct tfs_builder *b,
 		json_t *v = NULL;
 
 		ret = 0;
-		if (json_array_append_new(members,
-					  json_stringn_nocheck(e.name,
-							       e.name_len))) {
+		if (json_array_append_new(
+			    members,
+			    json_stringn_nocheck(e.name, e.name_len))) {
 			ret = tfs_diag_oom(d);
 			goto out;
 		}
 		if (tfs_zip_name_is(&e, KERAS_WEIGHTS)) {
 			if (have_w) {
-				ret = tfs_diag_at(d, -EBADMSG,
-						  e.central_offset,
+				ret = tfs_diag_at(d, -EBADMSG, e.central_offset,
 						  "zip: " KERAS_WEIGHTS
 						  " is given twice");
 				goto out;
@@ -138,7 +137,7 @@ static int keras_load(const struct tfs_source *src, struct tfs_builder *b,
 	if (w.method != TFS_ZIP_STORED) {
 		ret = tfs_diag_at(d, -ENOTSUP, w.local_offset,
 				  KERAS_WEIGHTS ": compression method %u (only "
-				  "stored members are read)",
+						"stored members are read)",
 				  w.method);
 		goto out;
 	}

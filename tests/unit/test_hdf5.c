@@ -64,7 +64,7 @@ static void want_dtype(const json_t *ds, char *out, size_t len)
 	if (kdt && !strcmp(kdt, "bfloat16")) /* Keras 3's opaque bfloat16 */
 		snprintf(out, len, "bfloat16");
 	else if (!strcmp(dt, "compound") &&
-	    (strstr(path, "complex") || strstr(path, "_c8")))
+		 (strstr(path, "complex") || strstr(path, "_c8")))
 		snprintf(out, len, "complex%d", (int)item * 8);
 	else if (!strcmp(dt, "compound") || !strncmp(dt, "string", 6) ||
 		 !strncmp(dt, "opaque", 6))
@@ -100,8 +100,8 @@ static void flatten(json_t *v, json_t *out)
 }
 
 /* one expected dataset against the image */
-static void check_dataset(struct tfs_image *img, json_t *meta,
-			  const char *file, json_t *ds)
+static void check_dataset(struct tfs_image *img, json_t *meta, const char *file,
+			  json_t *ds)
 {
 	const char *path = json_string_value(json_object_get(ds, "path"));
 	const char *dt = json_string_value(json_object_get(ds, "dtype"));
@@ -142,9 +142,9 @@ static void check_dataset(struct tfs_image *img, json_t *meta,
 		/* array types append their dims */
 		ck_assert_uint_ge(x->ndim, json_array_size(shape));
 		for (i = 0; i < json_array_size(shape); i++)
-			ck_assert_uint_eq(x->shape[i],
-					  json_integer_value(
-						  json_array_get(shape, i)));
+			ck_assert_uint_eq(
+				x->shape[i],
+				json_integer_value(json_array_get(shape, i)));
 	}
 	if (!strcmp(bo, ">"))
 		tu_expect_xattr(img, x->path, "byte_order", "big");
@@ -164,9 +164,9 @@ static void check_dataset(struct tfs_image *img, json_t *meta,
 	ck_assert_msg(x->unreadable == NULL, "%s: %s unreadable: %s", file,
 		      path, x->unreadable);
 	sha_of(img, x, hex);
-	ck_assert_msg(!strcmp(hex, json_string_value(
-					   json_object_get(ds, "sha256"))),
-		      "%s: %s sha256 %s", file, path, hex);
+	ck_assert_msg(
+		!strcmp(hex, json_string_value(json_object_get(ds, "sha256"))),
+		"%s: %s sha256 %s", file, path, hex);
 }
 
 /* the parser's chunk list of @ds equals its chunk_list */
@@ -198,9 +198,8 @@ static void check_chunks(const uint8_t *buf, size_t len, uint64_t sb,
 				     ds, "object_header_address")),
 			     &oh),
 		0);
-	ck_assert_uint_eq(oh.version,
-			  json_integer_value(json_object_get(
-				  ds, "object_header_version")));
+	ck_assert_uint_eq(oh.version, json_integer_value(json_object_get(
+					      ds, "object_header_version")));
 	h5_msg_cursor(h5_ohdr_find(&oh, 0x01), &c);
 	ck_assert_int_eq(h5_space_parse(&f, &c, &s), 0);
 	h5_msg_cursor(h5_ohdr_find(&oh, 0x03), &c);
@@ -216,24 +215,26 @@ static void check_chunks(const uint8_t *buf, size_t len, uint64_t sb,
 	ck_assert_msg(h5_chunks_collect(&f, &s, &l, t->size, pl.n > 0, &ch) ==
 			      0,
 		      "%s: %s: %s", file, path, d.msg);
-	ck_assert_msg(ch.n == json_array_size(list), "%s: %s: %zu chunks",
-		      file, path, ch.n);
+	ck_assert_msg(ch.n == json_array_size(list), "%s: %s: %zu chunks", file,
+		      path, ch.n);
 	/* both sorted by coordinates */
 	for (i = 0; i < ch.n; i++) {
 		json_t *e = json_array_get(list, i);
 		json_t *co = json_object_get(e, "coords");
 
-		ck_assert_uint_eq(sb + ch.c[i].addr,
-				  json_integer_value(json_object_get(e, "addr")));
-		ck_assert_uint_eq(ch.c[i].size,
-				  json_integer_value(json_object_get(e, "size")));
-		ck_assert_uint_eq(ch.c[i].mask,
-				  json_integer_value(json_object_get(
-					  e, "filter_mask")));
+		ck_assert_uint_eq(
+			sb + ch.c[i].addr,
+			json_integer_value(json_object_get(e, "addr")));
+		ck_assert_uint_eq(
+			ch.c[i].size,
+			json_integer_value(json_object_get(e, "size")));
+		ck_assert_uint_eq(
+			ch.c[i].mask,
+			json_integer_value(json_object_get(e, "filter_mask")));
 		for (k = 0; k < ch.rank; k++)
-			ck_assert_uint_eq(ch.coords[i * ch.rank + k],
-					  json_integer_value(
-						  json_array_get(co, k)));
+			ck_assert_uint_eq(
+				ch.coords[i * ch.rank + k],
+				json_integer_value(json_array_get(co, k)));
 	}
 	h5_chunks_free(&ch);
 	h5_type_free(t);
@@ -265,15 +266,14 @@ static void check_attrs(json_t *meta, const char *file, json_t *want)
 						       NULL);
 
 				ck_assert_msg(json_equal(v, p),
-					      "%s: %s parsed differently",
-					      file, name);
+					      "%s: %s parsed differently", file,
+					      name);
 				json_decref(p);
 				continue;
 			}
 			ck_assert_msg(json_equal(v, w),
 				      "%s: %s: attribute %s = %s", file, path,
-				      name,
-				      json_dumps(v, JSON_ENCODE_ANY));
+				      name, json_dumps(v, JSON_ENCODE_ANY));
 		}
 	}
 }
@@ -302,9 +302,9 @@ START_TEST(every_valid_fixture)
 		ck_assert_msg(tu_load_file(tu_fixture(rel), &img, &d) == 0,
 			      "%s: %s", file, d.msg);
 		meta = metadata(img);
-		ck_assert_str_eq(json_string_value(json_object_get(
-					 meta, "format")),
-				 "hdf5");
+		ck_assert_str_eq(
+			json_string_value(json_object_get(meta, "format")),
+			"hdf5");
 		ck_assert_int_eq(json_integer_value(json_object_get(
 					 meta, "superblock_version")),
 				 json_integer_value(json_object_get(
@@ -326,21 +326,19 @@ START_TEST(every_valid_fixture)
 			}
 			datasets++;
 		}
-		ck_assert_uint_eq(json_integer_value(json_object_get(
-					  json_object_get(meta, "summary"),
-					  "datasets")),
-				  json_array_size(ds) -
-					  (!strcmp(file, "strings_attrs.h5")
-						   ? 3
-						   : 0));
+		ck_assert_uint_eq(
+			json_integer_value(json_object_get(
+				json_object_get(meta, "summary"), "datasets")),
+			json_array_size(ds) -
+				(!strcmp(file, "strings_attrs.h5") ? 3 : 0));
 		check_attrs(meta, file, json_object_get(v, "attributes"));
 		links = json_object_get(v, "links_not_followed");
 		if (links)
-			ck_assert_msg(json_equal(links, json_object_get(
-								meta, "links")),
-				      "%s: links %s", file,
-				      json_dumps(json_object_get(meta, "links"),
-						 0));
+			ck_assert_msg(
+				json_equal(links,
+					   json_object_get(meta, "links")),
+				"%s: links %s", file,
+				json_dumps(json_object_get(meta, "links"), 0));
 		json_decref(meta);
 		free(buf);
 		tfs_image_close(img);
@@ -369,12 +367,12 @@ START_TEST(keras_layouts)
 	ck_assert_str_eq(json_string_value(json_array_get(
 				 json_object_get(k, "layer_names"), 3)),
 			 "dense_1");
-	ck_assert_str_eq(json_string_value(json_array_get(
-				 json_object_get(json_object_get(
-							 k, "weight_names"),
-						 "dense"),
-				 0)),
-			 "dense/kernel:0");
+	ck_assert_str_eq(
+		json_string_value(json_array_get(
+			json_object_get(json_object_get(k, "weight_names"),
+					"dense"),
+			0)),
+		"dense/kernel:0");
 	/* kernel:0 is shown as kernel; its stored name keeps ":0" */
 	ck_assert_uint_ne(tfs_tree_resolve(img->tree, "dense/dense/kernel"),
 			  TFS_NO_NODE);
@@ -383,8 +381,8 @@ START_TEST(keras_layouts)
 	json_decref(meta);
 	/* Keras' load order in manifest.json: [layer_names, weight_names] */
 	{
-		uint32_t n = tfs_tree_resolve(img->tree,
-					      ".tensorfs/manifest.json");
+		uint32_t n =
+			tfs_tree_resolve(img->tree, ".tensorfs/manifest.json");
 		size_t len, i, seen = 0;
 		uint8_t *b = tu_read_node(img, n, &len);
 		json_t *man = json_loadb((const char *)b, len, 0, NULL);
@@ -417,9 +415,9 @@ START_TEST(keras_layouts)
 	}
 	tfs_image_close(img);
 
-	ck_assert_int_eq(tu_load_file(tu_fixture("hdf5/keras2_model_save.h5"),
-				      &img, &d),
-			 0);
+	ck_assert_int_eq(
+		tu_load_file(tu_fixture("hdf5/keras2_model_save.h5"), &img, &d),
+		0);
 	meta = metadata(img);
 	k = json_object_get(meta, "keras");
 	ck_assert_str_eq(json_string_value(json_object_get(k, "layout")),
@@ -451,14 +449,13 @@ START_TEST(strip_suffix_only_without_clash)
 	struct tfs_image *img;
 	struct tfs_diag d;
 
-	ck_assert_int_eq(tu_load_file(tu_fixture("hdf5/hf_tf_model.h5"), &img,
-				      &d),
-			 0);
-	ck_assert_uint_ne(
-		tfs_tree_resolve(img->tree, "tf_tiny_model/tf_tiny_model/bert/"
-					    "embeddings/word_embeddings/"
-					    "weight"),
-		TFS_NO_NODE);
+	ck_assert_int_eq(
+		tu_load_file(tu_fixture("hdf5/hf_tf_model.h5"), &img, &d), 0);
+	ck_assert_uint_ne(tfs_tree_resolve(img->tree,
+					   "tf_tiny_model/tf_tiny_model/bert/"
+					   "embeddings/word_embeddings/"
+					   "weight"),
+			  TFS_NO_NODE);
 	tfs_image_close(img);
 }
 END_TEST
@@ -474,9 +471,9 @@ START_TEST(deep_v2_btree_group)
 	json_t *meta, *a;
 	unsigned i;
 
-	ck_assert_int_eq(tu_load_file(tu_testdata("hdf5/links100_latest.h5"),
-				      &img, &d),
-			 0);
+	ck_assert_int_eq(
+		tu_load_file(tu_testdata("hdf5/links100_latest.h5"), &img, &d),
+		0);
 	ck_assert_uint_eq(img->tree->ntensors, 100);
 	for (i = 0; i < 100; i++) {
 		char name[32], path[32];
@@ -513,9 +510,9 @@ START_TEST(extensible_array_data_blocks)
 	uint8_t *b;
 	size_t len, i;
 
-	ck_assert_int_eq(tu_load_file(tu_testdata("hdf5/earray_latest.h5"),
-				      &img, &d),
-			 0);
+	ck_assert_int_eq(
+		tu_load_file(tu_testdata("hdf5/earray_latest.h5"), &img, &d),
+		0);
 	x = tu_tensor(img, "e300");
 	ck_assert_ptr_nonnull(x);
 	ck_assert_ptr_null(x->unreadable);
@@ -568,7 +565,7 @@ END_TEST
 START_TEST(committed_datatype)
 {
 	static const uint8_t want[36] = {
-		1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x40, /* 1, 2.0 */
+		1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,    0x40, /* 1, 2.0 */
 		3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10, 0x40, /* 3, 4.0 */
 		5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x18, 0x40, /* 5, 6.0 */
 	};
@@ -591,10 +588,8 @@ START_TEST(committed_datatype)
 	ck_assert(memcmp(b, want, 36) == 0);
 	free(b);
 	meta = metadata(img);
-	t = json_object_get(json_object_get(json_object_get(meta,
-							    "attributes"),
-					    "y"),
-			    "t");
+	t = json_object_get(
+		json_object_get(json_object_get(meta, "attributes"), "y"), "t");
 	ck_assert_int_eq(json_integer_value(json_object_get(t, "a")), 7);
 	ck_assert(json_real_value(json_object_get(t, "b")) == 8.5);
 	ck_assert_ptr_nonnull(json_object_get(
@@ -631,22 +626,38 @@ START_TEST(every_reject)
 {
 	static const struct reject_row rows[] = {
 		{"bad_signature.h5", -ENOEXEC, {"not a container", NULL}, 0},
-		{"root_past_eof.h5", -EBADMSG,
-		 {"root object header", "past the end"}, 64},
-		{"superblock_checksum.h5", -EBADMSG,
-		 {"superblock", "checksum"}, 44},
-		{"ohdr_checksum.h5", -EBADMSG, {"object header", "checksum"},
+		{"root_past_eof.h5",
+		 -EBADMSG,
+		 {"root object header", "past the end"},
+		 64},
+		{"superblock_checksum.h5",
+		 -EBADMSG,
+		 {"superblock", "checksum"},
+		 44},
+		{"ohdr_checksum.h5",
+		 -EBADMSG,
+		 {"object header", "checksum"},
 		 TU_ANY_OFFSET},
-		{"ohdr_continuation_loop.h5", -EBADMSG,
-		 {"continuation block", "loop"}, TU_ANY_OFFSET},
-		{"btree_cycle.h5", -EBADMSG, {"B-tree", "cycle"},
+		{"ohdr_continuation_loop.h5",
+		 -EBADMSG,
+		 {"continuation block", "loop"},
 		 TU_ANY_OFFSET},
-		{"dims_overflow.h5", -EBADMSG, {"dataspace", "dim 0"},
+		{"btree_cycle.h5",
+		 -EBADMSG,
+		 {"B-tree", "cycle"},
 		 TU_ANY_OFFSET},
-		{"chunk_past_eof.h5", -EBADMSG, {"chunk", "past the end"},
+		{"dims_overflow.h5",
+		 -EBADMSG,
+		 {"dataspace", "dim 0"},
 		 TU_ANY_OFFSET},
-		{"contiguous_past_eof.h5", -EBADMSG,
-		 {"contiguous data", "past the end"}, TU_ANY_OFFSET},
+		{"chunk_past_eof.h5",
+		 -EBADMSG,
+		 {"chunk", "past the end"},
+		 TU_ANY_OFFSET},
+		{"contiguous_past_eof.h5",
+		 -EBADMSG,
+		 {"contiguous data", "past the end"},
+		 TU_ANY_OFFSET},
 	};
 	size_t i, k, len;
 

@@ -24,8 +24,8 @@ static json_t *member_expected(void)
 	json_t *k;
 
 	ck_assert_msg(j != NULL, "expected.json: %s", err.text);
-	k = json_incref(
-		json_object_get(json_object_get(j, "valid"), "keras3_model.keras"));
+	k = json_incref(json_object_get(json_object_get(j, "valid"),
+					"keras3_model.keras"));
 	json_decref(j);
 	return k;
 }
@@ -49,14 +49,15 @@ START_TEST(keras3_archive)
 	struct tfs_diag d;
 	size_t i;
 
-	ck_assert_int_eq(tu_load_file(tu_fixture("hdf5/keras3_model.keras"),
-				      &img, &d),
-			 0);
+	ck_assert_int_eq(
+		tu_load_file(tu_fixture("hdf5/keras3_model.keras"), &img, &d),
+		0);
 	ds = json_object_get(json_object_get(want, "member"), "datasets");
 	ck_assert_uint_eq(img->tree->ntensors, json_array_size(ds));
 	for (i = 0; i < json_array_size(ds); i++) {
 		json_t *x = json_array_get(ds, i);
-		const char *path = json_string_value(json_object_get(x, "path"));
+		const char *path =
+			json_string_value(json_object_get(x, "path"));
 		const struct tfs_tensor *t = tu_tensor(img, path);
 		uint8_t *b;
 		size_t len;
@@ -66,28 +67,28 @@ START_TEST(keras3_archive)
 		ck_assert_str_eq(t->dtype, json_string_value(json_object_get(
 						   x, "dtype")));
 		b = tu_read_node(img, t->node, &len);
-		ck_assert_uint_eq(len, json_integer_value(json_object_get(
-					       x, "nbytes")));
+		ck_assert_uint_eq(
+			len, json_integer_value(json_object_get(x, "nbytes")));
 		tu_sha256_hex(b, len, hex);
-		ck_assert_str_eq(hex, json_string_value(
-					      json_object_get(x, "sha256")));
+		ck_assert_str_eq(
+			hex, json_string_value(json_object_get(x, "sha256")));
 		free(b);
 	}
 	tu_expect_xattr(img, "", "format", "keras");
 	meta = metadata(img);
-	ck_assert(json_equal(json_object_get(json_object_get(meta,
-							     "keras_archive"),
-					     "metadata"),
-			     json_object_get(want, "metadata_json")));
+	ck_assert(json_equal(
+		json_object_get(json_object_get(meta, "keras_archive"),
+				"metadata"),
+		json_object_get(want, "metadata_json")));
 	ck_assert_int_eq(json_integer_value(json_object_get(
 				 json_object_get(meta, "keras_archive"),
 				 "weights_offset")),
 			 json_integer_value(
 				 json_object_get(want, "member_data_offset")));
-	ck_assert_uint_eq(json_array_size(json_object_get(
-				  json_object_get(meta, "keras_archive"),
-				  "members")),
-			  3);
+	ck_assert_uint_eq(
+		json_array_size(json_object_get(
+			json_object_get(meta, "keras_archive"), "members")),
+		3);
 	ck_assert_str_eq(json_string_value(json_object_get(
 				 json_object_get(meta, "keras"), "layout")),
 			 "keras3-weights");

@@ -22,8 +22,7 @@ static uint64_t pad8(uint64_t v, bool pad)
 	return pad ? (v + 7) & ~7ull : v;
 }
 
-static int at_msg(struct at_ctx *z, const uint8_t *p, uint64_t len,
-		  uint64_t at)
+static int at_msg(struct at_ctx *z, const uint8_t *p, uint64_t len, uint64_t at)
 {
 	struct h5_file *f = z->f;
 	struct tfs_cursor c, sub;

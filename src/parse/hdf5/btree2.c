@@ -133,8 +133,7 @@ static int bt2_node(struct bt2_ctx *z, uint64_t addr, unsigned depth,
 }
 
 int h5_btree2_walk(struct h5_file *f, uint64_t addr, unsigned type,
-		   unsigned min_rec,
-		   h5_bt2_fn fn, void *arg)
+		   unsigned min_rec, h5_bt2_fn fn, void *arg)
 {
 	struct bt2_ctx z = {.f = f, .type = type, .fn = fn, .arg = arg};
 	struct tfs_cursor c;

@@ -29,8 +29,8 @@ struct ck_ctx {
 };
 
 static const char *const index_names[] = {
-	"v1 B-tree",	    "single chunk",	 "implicit",
-	"fixed array",	    "extensible array", "v2 B-tree",
+	"v1 B-tree",   "single chunk",	   "implicit",
+	"fixed array", "extensible array", "v2 B-tree",
 };
 
 const char *h5_index_name(unsigned index)
@@ -232,8 +232,8 @@ static int ck_farray_paged(struct ck_ctx *z, uint64_t dblk, uint64_t n,
 		struct tfs_cursor pc;
 
 		if (bm[p / 8] & (0x80 >> (p % 8))) {
-			ret = h5_span(f, pos, plen + 4, "fixed array page",
-				      at, &pc);
+			ret = h5_span(f, pos, plen + 4, "fixed array page", at,
+				      &pc);
 			if (!ret)
 				ret = h5_checksum(f, pc.base - f->origin, plen,
 						  "fixed array page");
@@ -313,9 +313,9 @@ struct ck_ea {
 };
 
 /* the entries of one data block: elements [start, start + count) */
-static int ck_ea_dblock(struct ck_ctx *z, const struct ck_ea *ea,
-			uint64_t addr, uint64_t start, uint64_t count,
-			const uint8_t *bitmap, uint64_t at)
+static int ck_ea_dblock(struct ck_ctx *z, const struct ck_ea *ea, uint64_t addr,
+			uint64_t start, uint64_t count, const uint8_t *bitmap,
+			uint64_t at)
 {
 	struct h5_file *f = z->f;
 	uint64_t coords[H5_MAX_RANK], e, page = count, pos, hlen;
@@ -394,12 +394,11 @@ static int ck_ea_blocks(struct ck_ctx *z, const struct ck_ea *ea)
 			/* paged data blocks: a page bitmap per data block */
 			if (ea->page_bits < 32 && dn > (1ull << ea->page_bits))
 				pinit = ((dn >> ea->page_bits) + 7) / 8;
-			ret = h5_struct(f, sa,
-					6 + f->so + ea->aoff +
-						nd * (pinit + f->so),
-					"EASB", true,
-					"extensible array super block",
-					h5_abs(f, sa), &sb);
+			ret = h5_struct(
+				f, sa,
+				6 + f->so + ea->aoff + nd * (pinit + f->so),
+				"EASB", true, "extensible array super block",
+				h5_abs(f, sa), &sb);
 			if (ret)
 				return ret;
 			tfs_cursor_skip(&sb, 6 + f->so + ea->aoff);
@@ -425,10 +424,9 @@ static int ck_ea_blocks(struct ck_ctx *z, const struct ck_ea *ea)
 						"block is not supported");
 			}
 			if (da != H5_UNDEF)
-				ret = ck_ea_dblock(z, ea, da, start, dn,
-						   pinit ? bm + j * pinit
-							 : NULL,
-						   at);
+				ret = ck_ea_dblock(
+					z, ea, da, start, dn,
+					pinit ? bm + j * pinit : NULL, at);
 		}
 		start += (nd - j) * dn;
 		if (!have_sb)
@@ -614,8 +612,8 @@ int h5_chunks_collect(struct h5_file *f, const struct h5_space *s,
 		      const struct h5_layout *l, uint32_t elem_size,
 		      bool filtered, struct h5_chunks *out)
 {
-	struct ck_ctx z = {.f = f, .s = s, .l = l, .out = out,
-			   .filtered = filtered};
+	struct ck_ctx z = {
+		.f = f, .s = s, .l = l, .out = out, .filtered = filtered};
 	unsigned k;
 	int ret = 0;
 
@@ -643,9 +641,8 @@ int h5_chunks_collect(struct h5_file *f, const struct h5_space *s,
 					   "data layout: chunk dims give a "
 					   "chunk of 0 or more than 4 GiB");
 		z.nchunks[k] = ceil_div(s->dims[k], l->cdims[k]);
-		z.grid[k] = ceil_div(s->maxdims[k] == H5_UNDEF
-					     ? s->dims[k]
-					     : s->maxdims[k],
+		z.grid[k] = ceil_div(s->maxdims[k] == H5_UNDEF ? s->dims[k]
+							       : s->maxdims[k],
 				     l->cdims[k]);
 	}
 	if (l->idx_addr == H5_UNDEF)
@@ -705,8 +702,7 @@ int h5_chunks_collect(struct h5_file *f, const struct h5_space *s,
 	}
 	default:
 		ret = tfs_diag_at(f->d, -EBADMSG, l->at,
-				  "data layout: chunk index type %u",
-				  l->index);
+				  "data layout: chunk index type %u", l->index);
 	}
 	if (!ret)
 		ret = ck_sort(&z);

@@ -7,8 +7,7 @@
 #include "tensorfs/checked.h"
 #include "tensorfs/diag.h"
 
-int h5_space_parse(struct h5_file *f, struct tfs_cursor *c,
-		   struct h5_space *s)
+int h5_space_parse(struct h5_file *f, struct tfs_cursor *c, struct h5_space *s)
 {
 	uint64_t at = tfs_cursor_offset(c);
 	uint8_t ver, rank, flags, type = 1;
@@ -58,13 +57,12 @@ int h5_space_parse(struct h5_file *f, struct tfs_cursor *c,
 				m = H5_UNDEF;
 			s->maxdims[i] = m;
 			if (m != H5_UNDEF && m < s->dims[i])
-				return tfs_diag_at(f->d, -EBADMSG, mat,
-						   "dataspace: dim %u is %llu, "
-						   "above its maximum %llu",
-						   i,
-						   (unsigned long long)
-							   s->dims[i],
-						   (unsigned long long)m);
+				return tfs_diag_at(
+					f->d, -EBADMSG, mat,
+					"dataspace: dim %u is %llu, "
+					"above its maximum %llu",
+					i, (unsigned long long)s->dims[i],
+					(unsigned long long)m);
 		}
 	} else {
 		memcpy(s->maxdims, s->dims, sizeof(s->dims));

@@ -19,8 +19,8 @@ struct ty_ctx {
 };
 
 static const char *const class_names[] = {
-	"fixed-point", "floating-point", "time",     "string",
-	"bitfield",    "opaque",	 "compound", "reference",
+	"fixed-point", "floating-point",  "time",     "string",
+	"bitfield",    "opaque",	  "compound", "reference",
 	"enumeration", "variable-length", "array",
 };
 
@@ -111,12 +111,13 @@ static int ty_compound(struct ty_ctx *z, struct tfs_cursor *c, uint64_t at,
 		if (ret)
 			return ret;
 		if (off > t->size || m->type->size > t->size - off)
-			return tfs_diag_at(z->f->d, -EBADMSG, mat,
-					   "compound member '%.40s': offset "
-					   "%llu + %u bytes outside the %u-byte "
-					   "type",
-					   m->name, (unsigned long long)off,
-					   m->type->size, t->size);
+			return tfs_diag_at(
+				z->f->d, -EBADMSG, mat,
+				"compound member '%.40s': offset "
+				"%llu + %u bytes outside the %u-byte "
+				"type",
+				m->name, (unsigned long long)off, m->type->size,
+				t->size);
 	}
 	return ret;
 }
@@ -132,10 +133,11 @@ static int ty_enum(struct ty_ctx *z, struct tfs_cursor *c, uint64_t at,
 	if (ret)
 		return ret;
 	if (t->base->cls != H5T_FIXED || t->base->size != t->size)
-		return tfs_diag_at(z->f->d, -EBADMSG, at,
-				   "enumeration: the base type is not a %u-byte "
-				   "integer",
-				   t->size);
+		return tfs_diag_at(
+			z->f->d, -EBADMSG, at,
+			"enumeration: the base type is not a %u-byte "
+			"integer",
+			t->size);
 	ret = ty_members(z, c, at, t, n);
 	for (i = 0; !ret && i < n; i++)
 		ret = ty_name(z, c, t->version < 3, &t->memb[i].name);
@@ -291,8 +293,7 @@ static int ty_parse(struct ty_ctx *z, struct tfs_cursor *c, unsigned depth,
 	return ret;
 }
 
-int h5_type_parse(struct h5_file *f, struct tfs_cursor *c,
-		  struct h5_type **out)
+int h5_type_parse(struct h5_file *f, struct tfs_cursor *c, struct h5_type **out)
 {
 	struct ty_ctx z = {.f = f};
 	int ret = ty_parse(&z, c, 0, out);
@@ -345,8 +346,7 @@ int h5_type_shared(struct h5_file *f, struct tfs_cursor *c,
 	return ret;
 }
 
-int h5_type_msg(struct h5_file *f, const struct h5_msg *m,
-		struct h5_type **out)
+int h5_type_msg(struct h5_file *f, const struct h5_msg *m, struct h5_type **out)
 {
 	struct tfs_cursor c;
 

@@ -67,10 +67,9 @@ int h5_fheap_open(struct h5_file *f, uint64_t addr, struct h5_fheap *h)
 	h5_addr(f, &c, &h->root);
 	tfs_cursor_u16le(&c, &h->cur_rows);
 	if (h->id_len < 2 || h->id_len > 64 || !pow2(h->width) ||
-	    !pow2(h->start) ||
-	    h->start > FH_MAX_BLOCK || !pow2(h->max_direct) ||
-	    h->max_direct > FH_MAX_BLOCK || h->max_direct < h->start ||
-	    h->max_bits == 0 || h->max_bits > 64 ||
+	    !pow2(h->start) || h->start > FH_MAX_BLOCK ||
+	    !pow2(h->max_direct) || h->max_direct > FH_MAX_BLOCK ||
+	    h->max_direct < h->start || h->max_bits == 0 || h->max_bits > 64 ||
 	    h->cur_rows > FH_MAX_ROWS)
 		return tfs_diag_at(f->d, -EBADMSG, c.base + 4,
 				   "fractal heap %llu: parameters out of "
@@ -121,20 +120,20 @@ static int fh_direct_sum(struct h5_file *f, const struct h5_fheap *h,
 	got = h5_lookup3(copy, bsize, 0);
 	free(copy);
 	if (want != got)
-		return tfs_diag_at(f->d, -EBADMSG, c->base + at,
-				   "fractal heap direct block %llu: checksum "
-				   "0x%08x, but the bytes give 0x%08x (lookup3)",
-				   (unsigned long long)addr, want, got);
+		return tfs_diag_at(
+			f->d, -EBADMSG, c->base + at,
+			"fractal heap direct block %llu: checksum "
+			"0x%08x, but the bytes give 0x%08x (lookup3)",
+			(unsigned long long)addr, want, got);
 	if (h->verified && h5_set_add(h->verified, addr) < 0)
 		return tfs_diag_oom(f->d);
 	return 0;
 }
 
 /* the object at heap offset @off in the direct block at @addr */
-static int fh_direct(struct h5_file *f, const struct h5_fheap *h,
-		     uint64_t addr, uint64_t boff, uint64_t bsize,
-		     uint64_t off, uint64_t len, uint64_t at,
-		     const uint8_t **p, uint64_t *pat)
+static int fh_direct(struct h5_file *f, const struct h5_fheap *h, uint64_t addr,
+		     uint64_t boff, uint64_t bsize, uint64_t off, uint64_t len,
+		     uint64_t at, const uint8_t **p, uint64_t *pat)
 {
 	struct tfs_cursor c;
 	uint64_t hdr = 5 + f->so + h->off_bytes + (h->flags & 2 ? 4 : 0);
@@ -198,12 +197,10 @@ static int fh_indirect(struct h5_file *f, const struct h5_fheap *h,
 						 len, cat, p, pat);
 			if (h5_log2(bs) < h5_log2(h->start * h->width))
 				break;
-			return fh_indirect(f, h, child,
-					   h5_log2(bs) -
-						   h5_log2(h->start * h->width) +
-						   1,
-					   boff, off, len, cat, nest + 1, p,
-					   pat);
+			return fh_indirect(
+				f, h, child,
+				h5_log2(bs) - h5_log2(h->start * h->width) + 1,
+				boff, off, len, cat, nest + 1, p, pat);
 		}
 		if (k < h->width)
 			break;
@@ -214,9 +211,8 @@ static int fh_indirect(struct h5_file *f, const struct h5_fheap *h,
 			   (unsigned long long)off);
 }
 
-int h5_fheap_get(struct h5_file *f, const struct h5_fheap *h,
-		 const uint8_t *id, uint64_t id_at, const uint8_t **p,
-		 uint64_t *len, uint64_t *at)
+int h5_fheap_get(struct h5_file *f, const struct h5_fheap *h, const uint8_t *id,
+		 uint64_t id_at, const uint8_t **p, uint64_t *len, uint64_t *at)
 {
 	unsigned kind = (id[0] >> 4) & 3;
 	uint64_t off;
@@ -231,8 +227,7 @@ int h5_fheap_get(struct h5_file *f, const struct h5_fheap *h,
 			return tfs_diag_at(f->d, -EBADMSG, id_at,
 					   "fractal heap ID: tiny object of "
 					   "%llu bytes in a %u-byte ID",
-					   (unsigned long long)*len,
-					   h->id_len);
+					   (unsigned long long)*len, h->id_len);
 		*p = id + 1;
 		*at = id_at + 1;
 		return 0;
@@ -309,8 +304,8 @@ int h5_dense_walk(struct h5_file *f, const struct h5_msg *m, const char *what,
 	if (ret)
 		return ret;
 	z.fh.verified = &z.verified;
-	ret = h5_btree2_walk(f, name_bt, type, id_off + z.fh.id_len,
-			     dense_rec, &z);
+	ret = h5_btree2_walk(f, name_bt, type, id_off + z.fh.id_len, dense_rec,
+			     &z);
 	h5_set_free(&z.verified);
 	return ret;
 }

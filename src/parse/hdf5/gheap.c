@@ -10,8 +10,8 @@
 #include "tensorfs/checked.h"
 #include "tensorfs/diag.h"
 
-int h5_gheap_get(struct h5_file *f, uint64_t coll, uint32_t index,
-		 uint64_t at, const uint8_t **p, uint64_t *len)
+int h5_gheap_get(struct h5_file *f, uint64_t coll, uint32_t index, uint64_t at,
+		 const uint8_t **p, uint64_t *len)
 {
 	struct tfs_cursor c;
 	uint64_t size;
@@ -60,8 +60,8 @@ int h5_gheap_get(struct h5_file *f, uint64_t coll, uint32_t index,
 			   (unsigned long long)coll, index);
 }
 
-int h5_vlen_get(struct h5_file *f, const uint8_t *e, uint64_t at,
-		uint32_t unit, const uint8_t **p, uint64_t *len)
+int h5_vlen_get(struct h5_file *f, const uint8_t *e, uint64_t at, uint32_t unit,
+		const uint8_t **p, uint64_t *len)
 {
 	uint64_t n = tfs_load_le(e, 4), coll, bytes, olen;
 	uint32_t idx;

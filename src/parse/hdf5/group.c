@@ -50,8 +50,7 @@ static int grp_heap_name(struct grp_ctx *z, uint64_t off, uint64_t at,
 	return 0;
 }
 
-static int grp_snod(void *arg, const uint8_t *key, uint64_t addr,
-		    uint64_t at)
+static int grp_snod(void *arg, const uint8_t *key, uint64_t addr, uint64_t at)
 {
 	struct grp_ctx *z = arg;
 	struct h5_file *f = z->f;
@@ -61,8 +60,7 @@ static int grp_snod(void *arg, const uint8_t *key, uint64_t addr,
 	int ret;
 
 	(void)key;
-	ret = h5_struct(f, addr, 8, "SNOD", false, "symbol table node", at,
-			&c);
+	ret = h5_struct(f, addr, 8, "SNOD", false, "symbol table node", at, &c);
 	if (!ret)
 		ret = h5_visit(f, &z->snods, addr, at, "symbol table");
 	if (ret)
@@ -165,11 +163,12 @@ static int grp_link_msg(struct grp_ctx *z, const uint8_t *p, uint64_t len,
 	    tfs_cursor_le(&c, 1u << (fl & 3), &nlen))
 		return h5_short(f, &c, "link message");
 	if (nlen == 0 || tfs_cursor_need(&c, nlen))
-		return tfs_diag_at(f->d, -EBADMSG, tfs_cursor_offset(&c),
-				   "link message: a name of %llu bytes (%llu "
-				   "left)",
-				   (unsigned long long)nlen,
-				   (unsigned long long)tfs_cursor_remaining(&c));
+		return tfs_diag_at(
+			f->d, -EBADMSG, tfs_cursor_offset(&c),
+			"link message: a name of %llu bytes (%llu "
+			"left)",
+			(unsigned long long)nlen,
+			(unsigned long long)tfs_cursor_remaining(&c));
 	l.name = (const char *)(c.p + c.pos);
 	l.name_len = (size_t)nlen;
 	tfs_cursor_skip(&c, nlen);
@@ -210,8 +209,8 @@ static int grp_obj(void *arg, const uint8_t *p, uint64_t len, uint64_t at)
 	return grp_link_msg(arg, p, len, at);
 }
 
-int h5_group_links(struct h5_file *f, const struct h5_ohdr *oh,
-		   h5_link_fn fn, void *arg, bool *dense)
+int h5_group_links(struct h5_file *f, const struct h5_ohdr *oh, h5_link_fn fn,
+		   void *arg, bool *dense)
 {
 	struct grp_ctx z = {.f = f, .fn = fn, .arg = arg};
 	size_t i;

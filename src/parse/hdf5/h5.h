@@ -50,15 +50,15 @@ struct tfs_diag;
 #define H5_MAX_CHUNK (1ull << 32) /* bytes of one unfiltered chunk */
 
 struct h5_file {
-	const uint8_t *p;  /* the HDF5 file's bytes (a slice for a member) */
-	uint64_t size;	   /* bytes at p */
-	uint64_t origin;   /* container offset of p[0] (diagnostics) */
-	uint64_t base;	   /* offset of the superblock in p */
-	unsigned so, sl;   /* size of offsets, of lengths */
+	const uint8_t *p; /* the HDF5 file's bytes (a slice for a member) */
+	uint64_t size;	  /* bytes at p */
+	uint64_t origin;  /* container offset of p[0] (diagnostics) */
+	uint64_t base;	  /* offset of the superblock in p */
+	unsigned so, sl;  /* size of offsets, of lengths */
 	unsigned sb_version;
-	uint64_t eof;	   /* end-of-file field */
-	uint64_t root;	   /* root object header (relative) */
-	uint64_t ext;	   /* superblock extension, or H5_UNDEF */
+	uint64_t eof;  /* end-of-file field */
+	uint64_t root; /* root object header (relative) */
+	uint64_t ext;  /* superblock extension, or H5_UNDEF */
 	unsigned leaf_k, internal_k, chunk_k;
 	struct tfs_diag *d;
 };
@@ -114,8 +114,8 @@ struct h5_set {
 int h5_set_add(struct h5_set *s, uint64_t x);
 bool h5_set_has(const struct h5_set *s, uint64_t x);
 /* add node @addr of a walk over @what: a node reached twice is a cycle */
-int h5_visit(struct h5_file *f, struct h5_set *s, uint64_t addr,
-	     uint64_t at, const char *what);
+int h5_visit(struct h5_file *f, struct h5_set *s, uint64_t addr, uint64_t at,
+	     const char *what);
 void h5_set_free(struct h5_set *s);
 
 /* ---- ohdr.c */
@@ -148,11 +148,10 @@ struct h5_space {
 	unsigned kind, rank;
 	bool has_max;
 	uint64_t dims[H5_MAX_RANK], maxdims[H5_MAX_RANK]; /* UNDEF: unlimited */
-	uint64_t nelem; /* 0 for null */
+	uint64_t nelem;					  /* 0 for null */
 };
 
-int h5_space_parse(struct h5_file *f, struct tfs_cursor *c,
-		   struct h5_space *s);
+int h5_space_parse(struct h5_file *f, struct tfs_cursor *c, struct h5_space *s);
 
 /* ---- datatype.c */
 enum {
@@ -182,14 +181,14 @@ struct h5_type {
 	uint32_t bits; /* the class bit field */
 	uint32_t size;
 	bool be, sign;
-	uint16_t bit_off, prec;		      /* fixed, float, bitfield */
-	uint8_t eloc, esize, mloc, msize;     /* float */
-	uint32_t bias;			      /* float */
-	uint32_t nmemb;			      /* compound, enum */
-	struct h5_member *memb;		      /* compound; enum: names */
-	const uint8_t *enum_values;	      /* nmemb x base->size */
-	struct h5_type *base;		      /* enum, vlen, array */
-	unsigned arank;			      /* array */
+	uint16_t bit_off, prec;		  /* fixed, float, bitfield */
+	uint8_t eloc, esize, mloc, msize; /* float */
+	uint32_t bias;			  /* float */
+	uint32_t nmemb;			  /* compound, enum */
+	struct h5_member *memb;		  /* compound; enum: names */
+	const uint8_t *enum_values;	  /* nmemb x base->size */
+	struct h5_type *base;		  /* enum, vlen, array */
+	unsigned arank;			  /* array */
 	uint32_t adims[H5_MAX_RANK];
 	const char *tag; /* opaque: NUL-padded */
 	size_t tag_len;
@@ -291,8 +290,7 @@ int h5_btree1_walk(struct h5_file *f, uint64_t addr, unsigned type,
 typedef int (*h5_bt2_fn)(void *arg, const uint8_t *rec, uint64_t at);
 /* every record of the v2 B-tree at @addr (its type must be @type) */
 int h5_btree2_walk(struct h5_file *f, uint64_t addr, unsigned type,
-		   unsigned min_rec,
-		   h5_bt2_fn fn, void *arg);
+		   unsigned min_rec, h5_bt2_fn fn, void *arg);
 
 /* ---- fheap.c */
 struct h5_fheap {
@@ -310,9 +308,9 @@ struct h5_fheap {
 
 int h5_fheap_open(struct h5_file *f, uint64_t addr, struct h5_fheap *h);
 /* the object of heap ID @id (id_len bytes): *p, *len and its offset *at */
-int h5_fheap_get(struct h5_file *f, const struct h5_fheap *h,
-		 const uint8_t *id, uint64_t id_at, const uint8_t **p,
-		 uint64_t *len, uint64_t *at);
+int h5_fheap_get(struct h5_file *f, const struct h5_fheap *h, const uint8_t *id,
+		 uint64_t id_at, const uint8_t **p, uint64_t *len,
+		 uint64_t *at);
 
 /*
  * Dense storage: the link info (0x02) or attribute info (0x15) message @m
@@ -348,8 +346,8 @@ typedef int (*h5_link_fn)(void *arg, const struct h5_link *l);
 bool h5_is_group(const struct h5_ohdr *oh);
 /* every link of the group @oh, in storage order; *dense set for a group
  * whose links are in a fractal heap */
-int h5_group_links(struct h5_file *f, const struct h5_ohdr *oh,
-		   h5_link_fn fn, void *arg, bool *dense);
+int h5_group_links(struct h5_file *f, const struct h5_ohdr *oh, h5_link_fn fn,
+		   void *arg, bool *dense);
 
 /* ---- attr.c */
 struct h5_attr {
@@ -369,14 +367,14 @@ int h5_attrs(struct h5_file *f, const struct h5_ohdr *oh, h5_attr_fn fn,
 
 /* ---- gheap.c */
 /* the global heap object @index of collection @coll */
-int h5_gheap_get(struct h5_file *f, uint64_t coll, uint32_t index,
-		 uint64_t at, const uint8_t **p, uint64_t *len);
+int h5_gheap_get(struct h5_file *f, uint64_t coll, uint32_t index, uint64_t at,
+		 const uint8_t **p, uint64_t *len);
 /*
  * A variable-length element (4 + so + 4 bytes at @e): its bytes, of at
  * least @count x @unit bytes; a zero length gives *len 0.
  */
-int h5_vlen_get(struct h5_file *f, const uint8_t *e, uint64_t at,
-		uint32_t unit, const uint8_t **p, uint64_t *len);
+int h5_vlen_get(struct h5_file *f, const uint8_t *e, uint64_t at, uint32_t unit,
+		const uint8_t **p, uint64_t *len);
 
 /* ---- chunks.c */
 struct h5_chunk {

@@ -10,8 +10,7 @@
 #include "tensorfs/checked.h"
 #include "tensorfs/diag.h"
 
-static int lay_v12(struct h5_file *f, struct tfs_cursor *c,
-		   struct h5_layout *l)
+static int lay_v12(struct h5_file *f, struct tfs_cursor *c, struct h5_layout *l)
 {
 	uint8_t nd, cls;
 	unsigned i;
@@ -175,7 +174,7 @@ int h5_layout_parse(struct h5_file *f, const struct h5_msg *m,
 	case H5_VIRTUAL:
 		if (ver == 4)
 			return 0; /* refused by the caller, by name */
-		/* fall through */
+				  /* fall through */
 	default:
 		return tfs_diag_at(f->d, -EBADMSG, m->at + 1,
 				   "data layout: class %u", cls);
@@ -247,10 +246,10 @@ static const struct {
 	uint16_t id;
 	const char *name;
 } filter_names[] = {
-	{1, "deflate"},	      {2, "shuffle"},	  {3, "fletcher32"},
-	{4, "szip"},	      {5, "nbit"},	  {6, "scaleoffset"},
-	{307, "bzip2"},	      {32000, "lzf"},	  {32001, "blosc"},
-	{32004, "lz4"},	      {32008, "bitshuffle"}, {32015, "zstd"},
+	{1, "deflate"}, {2, "shuffle"},	       {3, "fletcher32"},
+	{4, "szip"},	{5, "nbit"},	       {6, "scaleoffset"},
+	{307, "bzip2"}, {32000, "lzf"},	       {32001, "blosc"},
+	{32004, "lz4"}, {32008, "bitshuffle"}, {32015, "zstd"},
 };
 
 const char *h5_filter_name(uint16_t id)

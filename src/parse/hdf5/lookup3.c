@@ -17,6 +17,7 @@ uint32_t h5_lookup3(const void *data, size_t n, uint32_t init)
 	uint32_t a, b, c;
 
 	a = b = c = 0xdeadbeefu + (uint32_t)n + init;
+	/* clang-format off */
 	while (n > 12) {
 		a += (uint32_t)tfs_load_le(k, 4);
 		b += (uint32_t)tfs_load_le(k + 4, 4);
@@ -49,6 +50,7 @@ uint32_t h5_lookup3(const void *data, size_t n, uint32_t init)
 	a ^= c; a -= ROT(c, 4);
 	b ^= a; b -= ROT(a, 14);
 	c ^= b; c -= ROT(b, 24);
+	/* clang-format on */
 	return c;
 }
 

@@ -166,14 +166,14 @@ static int oh_block(struct oh_ctx *z, const struct oh_block *bl)
 		m.size = (uint32_t)sz;
 		m.at = tfs_cursor_offset(&c);
 		if (tfs_cursor_need(&c, sz))
-			return tfs_diag_at(f->d, -EBADMSG, m.at - hdr,
-					   "object header %llu: message type "
-					   "0x%02x of %llu bytes runs past its "
-					   "block (%llu bytes left)",
-					   (unsigned long long)z->oh->addr,
-					   m.type, (unsigned long long)sz,
-					   (unsigned long long)
-						   tfs_cursor_remaining(&c));
+			return tfs_diag_at(
+				f->d, -EBADMSG, m.at - hdr,
+				"object header %llu: message type "
+				"0x%02x of %llu bytes runs past its "
+				"block (%llu bytes left)",
+				(unsigned long long)z->oh->addr, m.type,
+				(unsigned long long)sz,
+				(unsigned long long)tfs_cursor_remaining(&c));
 		m.p = c.p + c.pos;
 		tfs_cursor_skip(&c, sz);
 		if (m.type > H5_MSG_KNOWN_MAX && (m.flags & 0x80))
@@ -244,8 +244,8 @@ static int oh_v2(struct oh_ctx *z, struct tfs_cursor *c, uint64_t start)
 	hdr = c->pos;
 	if (!tfs_range_ok(start + hdr, size, f->size) ||
 	    f->size - start - hdr - size < 4)
-		return tfs_diag_at(f->d, -EBADMSG, tfs_cursor_offset(c) -
-						     (1u << (flags & 3)),
+		return tfs_diag_at(f->d, -EBADMSG,
+				   tfs_cursor_offset(c) - (1u << (flags & 3)),
 				   "object header %llu: chunk 0 of %llu bytes "
 				   "runs past the end of the file",
 				   (unsigned long long)z->oh->addr,

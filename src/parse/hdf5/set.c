@@ -66,8 +66,8 @@ int h5_set_add(struct h5_set *s, uint64_t x)
 	return 1;
 }
 
-int h5_visit(struct h5_file *f, struct h5_set *s, uint64_t addr,
-	     uint64_t at, const char *what)
+int h5_visit(struct h5_file *f, struct h5_set *s, uint64_t addr, uint64_t at,
+	     const char *what)
 {
 	int ret = h5_set_add(s, addr);
 

@@ -18,8 +18,7 @@ int64_t h5_find_signature(const uint8_t *p, uint64_t size, uint64_t max)
 {
 	uint64_t at = 0;
 
-	while (at <= H5_SEARCH_MAX && at < max && size >= 8 &&
-	       at <= size - 8) {
+	while (at <= H5_SEARCH_MAX && at < max && size >= 8 && at <= size - 8) {
 		if (memcmp(p + at, h5_sig, 8) == 0)
 			return (int64_t)at;
 		at = at ? at * 2 : 512;
@@ -222,15 +221,14 @@ int h5_superblock(struct h5_file *f)
 	}
 	fs = f->size;
 	if (f->eof == H5_UNDEF || f->eof > fs)
-		return tfs_diag_at(f->d, -EBADMSG,
-				   f->origin + f->base +
-					   (v <= 1 ? 24 + (v == 1 ? 4 : 0) +
-							     2 * f->so
-						   : 12 + 2 * f->so),
-				   "superblock: end-of-file address %llu, but "
-				   "the file is %llu bytes (truncated)",
-				   (unsigned long long)f->eof,
-				   (unsigned long long)fs);
+		return tfs_diag_at(
+			f->d, -EBADMSG,
+			f->origin + f->base +
+				(v <= 1 ? 24 + (v == 1 ? 4 : 0) + 2 * f->so
+					: 12 + 2 * f->so),
+			"superblock: end-of-file address %llu, but "
+			"the file is %llu bytes (truncated)",
+			(unsigned long long)f->eof, (unsigned long long)fs);
 	{
 		struct tfs_cursor r;
 
