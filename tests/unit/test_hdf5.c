@@ -615,6 +615,31 @@ START_TEST(direct_block_checksum)
 }
 END_TEST
 
+/* an attribute stored as a huge fractal heap object */
+START_TEST(huge_heap_object)
+{
+	struct tfs_image *img;
+	struct tfs_diag d;
+	json_t *meta, *a, *big;
+	size_t i;
+
+	ck_assert_int_eq(
+		tu_load_file(tu_testdata("hdf5/huge_attr_latest.h5"), &img, &d),
+		0);
+	meta = metadata(img);
+	a = json_object_get(json_object_get(meta, "attributes"), "x");
+	ck_assert_uint_eq(json_object_size(a), 11);
+	big = json_object_get(a, "big");
+	ck_assert_uint_eq(json_array_size(big), 8300);
+	for (i = 0; i < 8300; i += 83)
+		ck_assert(json_real_value(json_array_get(big, i)) == (double)i);
+	ck_assert_int_eq(json_integer_value(json_object_get(a, "a9")), 9);
+	ck_assert_ptr_null(json_object_get(meta, "warnings"));
+	json_decref(meta);
+	tfs_image_close(img);
+}
+END_TEST
+
 struct reject_row {
 	const char *file;
 	int err;
@@ -802,6 +827,7 @@ int main(void)
 	tcase_add_test(tc, fixed_array_pages);
 	tcase_add_test(tc, committed_datatype);
 	tcase_add_test(tc, direct_block_checksum);
+	tcase_add_test(tc, huge_heap_object);
 	tcase_add_test(tc, every_reject);
 	tcase_add_test(tc, unknown_filter_hides_one_dataset);
 	tcase_add_test(tc, every_truncation);

@@ -4,7 +4,9 @@
  * dense groups keep their link messages and dense attribute storage its
  * attribute messages.  A managed object's heap offset is found by walking
  * the doubling table down from the root block; tiny objects live in the
- * heap ID itself; huge objects and filtered heaps are refused.  Every
+ * heap ID itself; huge objects outside the heap, by the address in their ID
+ * or through the huge-object v2 B-tree (type 1); filtered heaps are
+ * refused.  Every
  * block is checksummed: header and indirect blocks over the bytes before
  * the checksum, direct blocks (flag bit 1) over the whole block with the
  * checksum field zeroed, as libhdf5 computes it (once per block).
@@ -58,7 +60,10 @@ int h5_fheap_open(struct h5_file *f, uint64_t addr, struct h5_fheap *h)
 	ret = h5_checksum(f, c.base - f->origin, hlen, "fractal heap header");
 	if (ret)
 		return ret;
-	tfs_cursor_skip(&c, 4 + 10ull * f->sl + 2ull * f->so);
+	/* max managed size, next huge ID, huge B-tree, ... */
+	tfs_cursor_skip(&c, 4 + f->sl);
+	h5_addr(f, &c, &h->huge_bt);
+	tfs_cursor_skip(&c, 9ull * f->sl + f->so);
 	tfs_cursor_u16le(&c, &h->width);
 	h5_len(f, &c, &h->start);
 	h5_len(f, &c, &h->max_direct);
@@ -211,6 +216,63 @@ static int fh_indirect(struct h5_file *f, const struct h5_fheap *h,
 			   (unsigned long long)off);
 }
 
+struct huge_ctx {
+	struct h5_file *f;
+	uint64_t id, addr, len;
+};
+
+static int huge_rec(void *arg, const uint8_t *rec, uint64_t at)
+{
+	struct huge_ctx *x = arg;
+	unsigned so = x->f->so, sl = x->f->sl;
+
+	(void)at;
+	if (tfs_load_le(rec + so + sl, sl) != x->id)
+		return 0;
+	x->addr = tfs_load_le(rec, so);
+	x->len = tfs_load_le(rec + so, sl);
+	return 1; /* found: stop the walk */
+}
+
+/*
+ * A huge object: its address and length in the ID when the ID is long
+ * enough, else its ID's record in the huge-object v2 B-tree.
+ */
+static int fh_huge(struct h5_file *f, const struct h5_fheap *h,
+		   const uint8_t *id, uint64_t id_at, const uint8_t **p,
+		   uint64_t *len, uint64_t *at)
+{
+	struct huge_ctx x = {.f = f};
+	struct tfs_cursor c;
+	int ret;
+
+	if (h->id_len >= 1u + f->so + f->sl) {
+		x.addr = tfs_load_le(id + 1, f->so);
+		x.len = tfs_load_le(id + 1 + f->so, f->sl);
+	} else {
+		x.id = tfs_load_le(id + 1,
+				   h->id_len - 1u < 8 ? h->id_len - 1u : 8);
+		ret = h5_btree2_walk(f, h->huge_bt, 1, f->so + 2u * f->sl,
+				     huge_rec, &x);
+		if (ret < 0)
+			return ret;
+		if (ret == 0)
+			return tfs_diag_at(
+				f->d, -EBADMSG, id_at,
+				"fractal heap %llu: huge object %llu "
+				"is not in its B-tree",
+				(unsigned long long)h->addr,
+				(unsigned long long)x.id);
+	}
+	ret = h5_span(f, x.addr, x.len, "fractal heap huge object", id_at, &c);
+	if (ret)
+		return ret;
+	*p = c.p;
+	*len = x.len;
+	*at = c.base;
+	return 0;
+}
+
 int h5_fheap_get(struct h5_file *f, const struct h5_fheap *h, const uint8_t *id,
 		 uint64_t id_at, const uint8_t **p, uint64_t *len, uint64_t *at)
 {
@@ -232,11 +294,11 @@ int h5_fheap_get(struct h5_file *f, const struct h5_fheap *h, const uint8_t *id,
 		*at = id_at + 1;
 		return 0;
 	}
+	if (kind == 1)
+		return fh_huge(f, h, id, id_at, p, len, at);
 	if (kind != 0)
-		return tfs_diag_at(f->d, -ENOTSUP, id_at,
-				   "fractal heap ID: %s objects are not "
-				   "supported",
-				   kind == 1 ? "huge" : "unknown");
+		return tfs_diag_at(f->d, -EBADMSG, id_at,
+				   "fractal heap ID: object type 3");
 	off = tfs_load_le(id + 1, h->off_bytes);
 	*len = tfs_load_le(id + 1 + h->off_bytes, h->len_bytes);
 	if (h->root == H5_UNDEF)

@@ -301,6 +301,7 @@ struct h5_fheap {
 	uint64_t start, max_direct;
 	uint16_t max_bits, cur_rows;
 	uint64_t root;
+	uint64_t huge_bt; /* v2 B-tree (type 1) of huge objects */
 	unsigned off_bytes, len_bytes, max_direct_rows;
 	/* direct blocks whose checksum was verified (NULL: verify each time) */
 	struct h5_set *verified;
