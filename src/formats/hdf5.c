@@ -52,6 +52,7 @@
 #include "tensorfs/format.h"
 #include "tensorfs/names.h"
 #include "tensorfs/source.h"
+#include "tensorfs/values.h"
 
 #define HX_MAX_DEPTH 256
 #define HX_MAX_OBJECTS 1000000u
@@ -142,18 +143,26 @@ static const char *hx_path(const struct hx_ctx *z)
 
 /* ---- attribute values to JSON -------------------------------------------- */
 
-static double hx_half(uint16_t h)
+static bool hx_ieee(const struct h5_type *t, unsigned size, unsigned e,
+		    unsigned m, uint32_t bias)
 {
-	int e = (h >> 10) & 31, m = h & 1023;
-	double v;
+	return t->cls == H5T_FLOAT && t->size == size && t->bit_off == 0 &&
+	       t->prec == 8 * size && ((t->bits >> 8) & 0xff) == 8 * size - 1 &&
+	       t->eloc == m && t->esize == e && t->mloc == 0 && t->msize == m &&
+	       t->bias == bias && ((t->bits >> 4) & 3) == 2;
+}
 
-	if (e == 0)
-		v = ldexp(m, -24);
-	else if (e == 31)
-		v = m ? NAN : INFINITY;
-	else
-		v = ldexp(m + 1024, e - 25);
-	return (h & 0x8000) ? -v : v;
+static enum tfs_dtype hx_float(const struct h5_type *t)
+{
+	if (hx_ieee(t, 2, 5, 10, 15))
+		return TFS_DTYPE_FLOAT16;
+	if (hx_ieee(t, 2, 8, 7, 127))
+		return TFS_DTYPE_BFLOAT16;
+	if (hx_ieee(t, 4, 8, 23, 127))
+		return TFS_DTYPE_FLOAT32;
+	if (hx_ieee(t, 8, 11, 52, 1023))
+		return TFS_DTYPE_FLOAT64;
+	return TFS_DTYPE_INVALID;
 }
 
 static json_t *hx_real(double v)
@@ -231,31 +240,16 @@ static json_t *hx_value(struct hx_ctx *z, const struct h5_type *t,
 		if (t->sign || u <= INT64_MAX)
 			return json_integer((json_int_t)u);
 		return json_real((double)u);
-	case H5T_FLOAT:
-		u = hx_ld(p, t->size, t->be);
-		if (t->size == 4) {
-			float fv;
-			uint32_t w = (uint32_t)u;
+	case H5T_FLOAT: {
+		enum tfs_dtype dt = hx_float(t);
+		double fv;
 
-			memcpy(&fv, &w, 4);
+		if (dt &&
+		    !tfs_values_decode(dt, t->be ? TFS_VALUES_BIG_ENDIAN : 0, p,
+				       1, &fv))
 			return hx_real(fv);
-		}
-		if (t->size == 8) {
-			double dv;
-
-			memcpy(&dv, &u, 8);
-			return hx_real(dv);
-		}
-		if (t->size == 2 && t->esize == 5)
-			return hx_real(hx_half((uint16_t)u));
-		if (t->size == 2 && t->esize == 8) {
-			float fv;
-			uint32_t w = (uint32_t)u << 16;
-
-			memcpy(&fv, &w, 4);
-			return hx_real(fv);
-		}
 		break;
+	}
 	case H5T_STRING:
 		return hx_fixed_string(t, p);
 	case H5T_ENUM:
@@ -542,28 +536,6 @@ static enum tfs_dtype hx_int(uint32_t size, bool sign)
 	case 8:
 		return sign ? TFS_DTYPE_INT64 : TFS_DTYPE_UINT64;
 	}
-	return TFS_DTYPE_INVALID;
-}
-
-static bool hx_ieee(const struct h5_type *t, unsigned size, unsigned e,
-		    unsigned m, uint32_t bias)
-{
-	return t->cls == H5T_FLOAT && t->size == size && t->bit_off == 0 &&
-	       t->prec == 8 * size && ((t->bits >> 8) & 0xff) == 8 * size - 1 &&
-	       t->eloc == m && t->esize == e && t->mloc == 0 && t->msize == m &&
-	       t->bias == bias && ((t->bits >> 4) & 3) == 2;
-}
-
-static enum tfs_dtype hx_float(const struct h5_type *t)
-{
-	if (hx_ieee(t, 2, 5, 10, 15))
-		return TFS_DTYPE_FLOAT16;
-	if (hx_ieee(t, 2, 8, 7, 127))
-		return TFS_DTYPE_BFLOAT16;
-	if (hx_ieee(t, 4, 8, 23, 127))
-		return TFS_DTYPE_FLOAT32;
-	if (hx_ieee(t, 8, 11, 52, 1023))
-		return TFS_DTYPE_FLOAT64;
 	return TFS_DTYPE_INVALID;
 }
 
