@@ -17,6 +17,7 @@ struct tfs_builder;
 struct tfs_diag;
 struct tfs_source;
 
+#include <stddef.h>
 #include <stdint.h>
 
 /*
@@ -56,6 +57,15 @@ struct tfs_format {
 	 */
 	int (*set_part)(const struct tfs_source *src, const char *name,
 			struct tfs_set_part *part, struct tfs_diag *d);
+	/*
+	 * Optional: the end of the name of a Hugging Face shard index whose
+	 * shards are this format's files (".safetensors.index.json"); a
+	 * directory (or a remote one) holding such an index mounts its shards
+	 * as one tree.  @index_rank orders the readers' indexes when a
+	 * directory holds several (lower first).
+	 */
+	const char *index_suffix;
+	int index_rank;
 };
 
 /* NULL-terminated table of every reader, in probe order */
@@ -69,6 +79,18 @@ static inline const char *tfs_format_shown(const struct tfs_format *f)
 {
 	return f->family ? f->family : f->name;
 }
+
+/*
+ * The rank of a shard index named @name (its reader's index_rank), or -1
+ * when no reader's index_suffix ends it.
+ */
+int tfs_format_index_rank(const char *name);
+
+/*
+ * The best shard index among the @n names at @names (the lowest rank; the
+ * first of equal ones), or NULL.
+ */
+const char *tfs_format_pick_index(const char *const *names, size_t n);
 
 /* The reader named @name, or NULL. */
 const struct tfs_format *tfs_format_by_name(const char *name);

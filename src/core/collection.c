@@ -5,7 +5,7 @@
  *
  * Every candidate file is opened and probed first (the readers' probes look
  * at a few bytes only), so the directory each container gets can be chosen
- * knowing all of them: "a/b.safetensors" is "a/b", unless another container
+ * knowing all of them: "a/b.EXT" is "a/b", unless another container
  * also wants "a/b", in which case both keep their full file names.  Then
  * each is loaded into one builder between tfs_builder_begin_source() and
  * tfs_builder_end_source(); one that fails is rolled back and listed in
@@ -42,8 +42,8 @@ struct candidate {
 	struct tfs_source src;
 	const struct tfs_format *fmt;
 	/*
-	 * In a directory mount, the first part of a set of files (a GGUF
-	 * split model) heads its @nparts parts, which follow it: they load
+	 * In a directory mount, the first part of a set of files (a split
+	 * model, tfs_format.set_part) heads its @nparts parts, which follow it: they load
 	 * as one directory, all or none.  0 otherwise.
 	 */
 	uint32_t nparts;
@@ -174,7 +174,7 @@ static int walk_dir(struct walk *w, const char *path, const char *rel,
 	return ret;
 }
 
-/* "a/b.safetensors" -> "a/b"; NULL when the name has no extension */
+/* "a/b.EXT" -> "a/b"; NULL when the name has no extension */
 static char *strip_extension(const char *rel)
 {
 	const char *base = strrchr(rel, '/'), *dot;
@@ -600,33 +600,32 @@ out:
 }
 
 /*
- * The shard index at the top of @dir, or NULL: a *.safetensors.index.json
- * first, then a *.bin.index.json (pytorch_model.bin.index.json).
+ * The shard index at the top of @dir, or NULL: the readers say which names
+ * are indexes (tfs_format.index_suffix) and which comes first.
  */
 static char *find_index(const char *dir)
 {
-	static const char *const suffixes[] = {".safetensors.index.json",
-					       ".bin.index.json"};
 	struct dirent **ents;
-	char *found = NULL;
-	size_t k, sl, nl;
+	const char **names;
+	const char *found = NULL;
+	char *copy = NULL;
 	int i, n;
 
 	n = scandir(dir, &ents, NULL, cmp_names);
 	if (n < 0)
 		return NULL;
-	for (k = 0; k < 2 && !found; k++)
-		for (i = 0; i < n && !found; i++) {
-			sl = strlen(suffixes[k]);
-			nl = strlen(ents[i]->d_name);
-			if (nl > sl &&
-			    strcmp(ents[i]->d_name + nl - sl, suffixes[k]) == 0)
-				found = strdup(ents[i]->d_name);
-		}
+	names = calloc((size_t)n + 1, sizeof(*names));
+	if (names) {
+		for (i = 0; i < n; i++)
+			names[i] = ents[i]->d_name;
+		found = tfs_format_pick_index(names, (size_t)n);
+		copy = found ? strdup(found) : NULL;
+	}
+	free(names);
 	for (i = 0; i < n; i++)
 		free(ents[i]);
 	free(ents);
-	return found;
+	return copy;
 }
 
 static int open_sharded(struct tfs_image **out, const char *dir,
@@ -679,7 +678,7 @@ static int open_sharded(struct tfs_image **out, const char *dir,
 	return ret;
 }
 
-/* ---- a set of files (GGUF split models): the format names the parts ---- */
+/* ---- a set of files (split models): the format names the parts --------- */
 
 struct set_check {
 	const char *first; /* the first part, which states the set's size */
@@ -930,9 +929,9 @@ static int whole_set(const struct walk *w, const struct part_info *pi, size_t i,
 }
 
 /*
- * A directory mount: every complete set of files (GGUF split parts, all
+ * A directory mount: every complete set of files (split parts, all
  * present and consistent) becomes one directory, named by the parts' file
- * name less "-00001-of-0000N.gguf" (the first part's own name if another
+ * name less "-00001-of-0000N.EXT" (the first part's own name if another
  * container wants that directory); its parts follow its first part in the
  * walk.  A part of an incomplete or inconsistent set is left out, with
  * the reason (@why).
@@ -1134,7 +1133,7 @@ static int mount_walk(struct tfs_image **out, struct walk *w, const char *dir,
 }
 
 /*
- * Several files: a part of a set (a GGUF split model) brings the parts not
+ * Several files: a part of a set (a split model) brings the parts not
  * given, from its own directory, so that the set loads whole; a missing
  * one refuses the mount, naming it.
  */

@@ -2,7 +2,7 @@
 /*
  * What a tensor's stored bytes may be besides one extent of its container
  * (include/tensorfs/builder.h): an extent of a companion file (a file
- * beside the container: ONNX external data, a TF bundle's shards), bytes in
+ * beside the container: a model's external data, a bundle's shards), bytes in
  * memory, several pieces, or the tensors of a container inside the
  * container (a slice).  Readers name these through handles: 0 is the
  * container being described (or the slice being loaded), k + 1 is

@@ -3,7 +3,7 @@
  * The format registry: every reader, in probe order (cheap, specific magics
  * first; formats without a magic last; the list is in meson.build).  A
  * reader's probe also claims the variants of its format it refuses (a
- * damaged zip, an .npy of an unsupported version), so the user gets that
+ * damaged archive, an unsupported version), so the user gets that
  * reader's reason rather than "not a container format".
  */
 #include <stdlib.h>
@@ -35,6 +35,40 @@ const struct tfs_format *tfs_format_detect(const struct tfs_source *src)
 		}
 	}
 	return best;
+}
+
+int tfs_format_index_rank(const char *name)
+{
+	size_t nl = strlen(name), sl;
+	int best = -1;
+	unsigned i;
+
+	for (i = 0; tfs_formats[i]; i++) {
+		if (!tfs_formats[i]->index_suffix)
+			continue;
+		sl = strlen(tfs_formats[i]->index_suffix);
+		if (nl > sl &&
+		    strcmp(name + nl - sl, tfs_formats[i]->index_suffix) == 0 &&
+		    (best < 0 || tfs_formats[i]->index_rank < best))
+			best = tfs_formats[i]->index_rank;
+	}
+	return best;
+}
+
+const char *tfs_format_pick_index(const char *const *names, size_t n)
+{
+	const char *found = NULL;
+	int rank, best = -1;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		rank = tfs_format_index_rank(names[i]);
+		if (rank >= 0 && (best < 0 || rank < best)) {
+			best = rank;
+			found = names[i];
+		}
+	}
+	return found;
 }
 
 const struct tfs_format *tfs_format_by_name(const char *name)

@@ -1355,4 +1355,7 @@ const struct tfs_format tfs_format_pytorch = {
 	.description = "PyTorch checkpoint (torch.save: zip or legacy)",
 	.probe = pt_probe,
 	.load = pt_load,
+	/* pytorch_model.bin.index.json (after a safetensors index) */
+	.index_suffix = ".bin.index.json",
+	.index_rank = 1,
 };

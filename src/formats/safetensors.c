@@ -501,4 +501,7 @@ const struct tfs_format tfs_format_safetensors = {
 	.description = "safetensors (Hugging Face)",
 	.probe = st_probe,
 	.load = st_load,
+	/* model.safetensors.index.json: the shards mount as one tree */
+	.index_suffix = ".safetensors.index.json",
+	.index_rank = 0,
 };

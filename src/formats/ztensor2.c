@@ -1167,6 +1167,11 @@ static int z2_resolve(struct z2_ctx *z, struct z2_part *p)
 	in = ret ? NULL : tfs_builder_source(z->b, p->handle);
 	if (ret == -ENOMEM)
 		ret = tfs_diag_oom(z->d);
+	else if (ret == -ENOENT) /* the same words locally and remotely */
+		ret = z2_unreadable(z, p, false,
+				    "its bytes are in shard '%s', whose file "
+				    "%s is not beside the root",
+				    p->shard, file);
 	else if (ret)
 		ret = z2_unreadable(z, p, false,
 				    "its bytes are in shard '%s' (file %s): %s",

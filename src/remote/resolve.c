@@ -10,6 +10,7 @@
 
 #include "remote/resolve.h"
 #include "tensorfs/diag.h"
+#include "tensorfs/format.h"
 
 static const char *env(const char *name)
 {
@@ -368,22 +369,10 @@ void tfs_remote_target_free(struct tfs_remote_target *t)
 	memset(t, 0, sizeof(*t));
 }
 
-/* the index among @names (sorted): *.safetensors.index.json first */
+/* the index among @names (sorted), as the readers rank them */
 static const char *pick_index(char *const *names, size_t n)
 {
-	static const char *const suffixes[] = {".safetensors.index.json",
-					       ".bin.index.json"};
-	size_t k, i, sl, nl;
-
-	for (k = 0; k < 2; k++)
-		for (i = 0; i < n; i++) {
-			sl = strlen(suffixes[k]);
-			nl = strlen(names[i]);
-			if (nl > sl &&
-			    strcmp(names[i] + nl - sl, suffixes[k]) == 0)
-				return names[i];
-		}
-	return NULL;
+	return tfs_format_pick_index((const char *const *)names, n);
 }
 
 static int cmp_str(const void *a, const void *b)
