@@ -104,7 +104,7 @@ struct tfs_image_options {
 	void *log_arg;
 };
 
-/* the decoded-bytes cache (src/codec/decode_cache.h) */
+/* the decoded-bytes cache (src/core/decode_cache.h) */
 struct tfs_cache_stats {
 	uint64_t budget;
 	uint64_t bytes; /* held now (including pinned) */

@@ -2,7 +2,7 @@
 /*
  * Images: open, detect, load, and the read dispatch: raw tensors straight
  * from the mapping, encoded ones through the decode engine
- * (src/codec/decode.c), in-memory files from the tree.  See
+ * (src/core/decode.c), in-memory files from the tree.  See
  * include/tensorfs/image.h.
  */
 #include <errno.h>

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "codec/decode_cache.h"
+#include "core/decode_cache.h"
 #include "tensorfs/digest.h"
 #include "tensorfs/codec.h"
 #include "tensorfs/image.h"
@@ -87,7 +87,7 @@ int tfs_image_open_sharded(struct tfs_image **out, const char *dir,
 			   const struct tfs_build_options *opts,
 			   struct tfs_diag *d);
 
-/* the decode engine (src/codec/decode.c) */
+/* the decode engine (src/core/decode.c) */
 int tfs_rs_new(struct tfs_image *img, struct tfs_diag *d);
 void tfs_rs_free(struct tfs_read_state *rs);
 /* a read of encoded tensor record @idx: decoded bytes, pinned in @v */

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec/decode_cache.h"
+#include "core/decode_cache.h"
 #include "image_i.h"
 #include "preview.h"
 #include "tensorfs/tree.h"
@@ -17,7 +17,7 @@
 /*
  * The decode cache key of a tensor's picture: the tensor index and a
  * window number the decode engine never uses (its keys are the tensor
- * index and a window number below 2^32 - 2: src/codec/decode.c).
+ * index and a window number below 2^32 - 2: src/core/decode.c).
  */
 #define PREVIEW_WINDOW 0xfffffffeu
 

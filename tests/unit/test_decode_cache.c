@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec/decode_cache.h"
+#include "core/decode_cache.h"
 #include "testutil.h"
 
 static int dropped;

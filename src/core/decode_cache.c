@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The decoded-bytes cache: see src/codec/decode_cache.h.
+ * The decoded-bytes cache: see src/core/decode_cache.h.
  *
  * One mutex guards the index (a chained hash table that doubles when it
  * fills), the LRU list and the accounting.  Buffers are allocated and
@@ -19,7 +19,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "codec/decode_cache.h"
+#include "core/decode_cache.h"
 
 #define MAP_THRESHOLD (2u << 20)
 
