@@ -31,6 +31,7 @@
 #include "tensorfs/source.h"
 #include "parse/hfindex.h"
 #include "image_i.h"
+#include "open_i.h"
 
 #define WALK_MAX_DEPTH 32
 #define WALK_MAX_FILES 100000
