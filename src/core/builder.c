@@ -28,6 +28,7 @@
 #include <xxhash.h>
 
 #include "tensorfs/builder.h"
+#include "builder_sources.h"
 #include "tensorfs/checked.h"
 #include "tensorfs/codec.h"
 #include "tensorfs/diag.h"

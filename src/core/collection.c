@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 
 #include "tensorfs/builder.h"
+#include "builder_sources.h"
 #include "tensorfs/diag.h"
 #include "tensorfs/format.h"
 #include "tensorfs/image.h"

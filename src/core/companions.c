@@ -20,6 +20,7 @@
 #include "tensorfs/format.h"
 #include "tensorfs/names.h"
 #include "builder_i.h"
+#include "builder_sources.h"
 
 const struct tfs_source *tfs_builder_handle_src(const struct tfs_builder *b,
 						uint32_t h)

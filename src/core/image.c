@@ -18,6 +18,7 @@
 #include "tensorfs/image.h"
 #include "as_view.h"
 #include "preview.h"
+#include "builder_sources.h"
 #include "image_i.h"
 
 /* ---- open / close -------------------------------------------------------- */

@@ -9,6 +9,7 @@
 #include "tensorfs/names.h"
 #include "tensorfs/source.h"
 #include "tensorfs/tree.h"
+#include "core/builder_sources.h"
 #include "testutil.h"
 
 static uint8_t bytes[4096];
