@@ -123,14 +123,5 @@ json_t *tfs_cbor_to_json(cbor_item_t *item);
  */
 bool tfs_cbor_scalar_text(cbor_item_t *v, char *buf, size_t len);
 
-/*
- * The attributes map @m (text keys; others skipped) as xattrs
- * "user.tensorfs.attr.<key>" on builder handle @handle: scalar values of up
- * to 1024 bytes of text, keys of up to 200 bytes without NUL.  0 or
- * -ENOMEM (the caller records the diagnostic).
- */
-struct tfs_builder;
-int tfs_cbor_attr_xattrs(struct tfs_builder *b, uint32_t handle,
-			 cbor_item_t *m);
 
 #endif

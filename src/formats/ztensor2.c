@@ -38,6 +38,7 @@
 
 #include "tensorfs/builder.h"
 #include "tensorfs/cbor.h"
+#include "formats/common/cbor_xattrs.h"
 #include "tensorfs/checked.h"
 #include "tensorfs/cursor.h"
 #include "tensorfs/diag.h"
