@@ -96,6 +96,20 @@ char *tfs_errors_text(struct tfs_errors *e, size_t *len)
 	}
 	if (!list)
 		return NULL;
+	/* files the loader found broken (a missing data file, a rule of the
+	 * format broken by their bytes): listed but unreadable from the start */
+	for (i = 0; i < t->ntensors; i++) {
+		const struct tfs_tensor *x = &t->tensors[i];
+
+		if (!x->unreadable || !x->unreadable_is_fault)
+			continue;
+		o = json_pack("{s:s,s:s}", "tensor", x->path, "error",
+			      x->unreadable);
+		if (!o || json_array_append_new(list, o)) {
+			json_decref(list);
+			return NULL;
+		}
+	}
 	pthread_mutex_lock(&e->lock);
 	for (i = 0; i < e->n; i++) {
 		const struct tfs_tensor *x = &t->tensors[e->v[i].tensor];

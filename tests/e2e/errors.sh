@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # .tensorfs/errors.json of a live mount: empty at first, then every
-# integrity failure the daemon meets (tensor, what, when), its size always
+# integrity failure the daemon meets (tensor, what, when) after the files
+# the loader found broken (tensor, why), its size always
 # the bytes it reads as; a directory mount keeps the containers it left out
 # first.
 . "$(dirname "$0")/lib.sh"
@@ -36,5 +37,19 @@ M=$(mount_container "$D") || fail "mount the directory"
 eq "the left-out container is listed" "$(jq_py 'print(d[0]["path"])' "$M/.tensorfs/errors.json")" broken.zt
 cat "$M/bad/bad" >/dev/null 2>&1
 eq "then the failure" "$(jq_py 'print(len(d), d[1]["tensor"])' "$M/.tensorfs/errors.json")" "2 bad/bad"
+unmount "$M"
+
+# a file the loader already found broken (its bytes break a rule of the
+# format): listed from the start, with the loader's reason
+F="$TFS_TESTDATA/ztensor2/read_eio/bool-byte-2.zt"
+M=$(mount_container "$F") || fail "mount $F"
+eq "a broken file is listed at once" \
+	"$(jq_py 'print(len(d), d[0]["tensor"])' "$M/.tensorfs/errors.json")" "1 b"
+check "with the loader's reason" \
+	jq_py 'assert d[0]["error"] == "LayoutData: bool byte 2 is 0x02, not 0 or 1", d' \
+	"$M/.tensorfs/errors.json"
+eq "its size is still the bytes it reads as" \
+	"$(stat -c %s "$M/.tensorfs/errors.json")" \
+	"$(cat "$M/.tensorfs/errors.json" | wc -c)"
 unmount "$M"
 finish
