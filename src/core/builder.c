@@ -538,6 +538,10 @@ static int set_wanted_path(struct tfs_builder *b, struct entry *e,
 		e->comps[e->ncomps++] = c;
 	}
 	base = e->ncomps;
+	/* -o flat: every tensor at the root under its whole stored name,
+	 * also where the reader gave an explicit path */
+	if (b->opts.flat)
+		return add_comp(e, s->name, s->name_len);
 	if (s->path) {
 		if (s->path_len == 0)
 			return add_comp(e, "", 0);
@@ -566,8 +570,6 @@ static int set_wanted_path(struct tfs_builder *b, struct entry *e,
 		free(rest);
 		return ret;
 	}
-	if (b->opts.flat)
-		return add_comp(e, s->name, s->name_len);
 	start = 0;
 	for (i = 0; i <= s->name_len; i++) {
 		if (i < s->name_len &&
