@@ -460,6 +460,7 @@ START_TEST(generated_listed)
 	struct tfs_image *img;
 	struct tfs_diag d;
 	json_t *meta, *list, *e, *q;
+	char *warnings;
 	size_t i, k;
 
 	ck_assert_int_eq(tu_load_file(tu_testdata("tflite/valid/clash.tflite"),
@@ -508,9 +509,9 @@ START_TEST(generated_listed)
 	meta = metadata(img);
 	ck_assert_uint_eq(json_array_size(json_object_get(meta, "warnings")),
 			  1);
-	ck_assert_ptr_nonnull(
-		strstr(json_dumps(json_object_get(meta, "warnings"), 0),
-		       "both data and an offset"));
+	warnings = json_dumps(json_object_get(meta, "warnings"), 0);
+	ck_assert_ptr_nonnull(strstr(warnings, "both data and an offset"));
+	free(warnings);
 	json_decref(meta);
 	tfs_image_close(img);
 }
