@@ -344,9 +344,9 @@ TFS_API const void *tfs_tensor_data(struct tfs_model *m, size_t index)
 	const void *p = NULL;
 	uint32_t rec;
 
-	if (tfs_tensor_info(m, index, &info, sizeof(info)) || !info.raw)
+	if (tfs_tensor_info(m, index, &info, sizeof(info)) || !info.raw ||
+	    !record(m, index, &rec))
 		return NULL;
-	record(m, index, &rec);
 	/* the digest gate and the live-size check of an ordinary read */
 	if (tfs_image_read_tensor(m->img, rec, 0, (size_t)info.nbytes, &v))
 		return NULL;
