@@ -68,6 +68,24 @@ done
 eq "a missing file: exit 2" "$?" 2
 check "a missing file: the error names it" grep -q 'No such file' "$WORK/err"
 
+# the Python module as installed, with the installed library
+init=$(find "$ROOT" -path '*-packages/tensorfs/__init__.py' | head -n 1)
+check "the Python module installed" test -n "$init"
+if [ -n "$init" ] && /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+	pydir=$(dirname "$(dirname "$init")")
+	check "into a directory Debian's python3 searches" \
+		/usr/bin/python3 -c "import sys; sys.exit('${pydir#"$ROOT"}' not in sys.path)"
+	libdir_py=$(PYTHONPATH=$pydir /usr/bin/python3 -c \
+		'import tensorfs._paths as p; print(p.LIBDIR)')
+	check "its _paths.LIBDIR is where the library went" \
+		test -e "$ROOT$libdir_py/libtensorfs.so.0"
+	out=$(PYTHONPATH=$pydir TENSORFS_LIBRARY=$lib /usr/bin/python3 -c "
+import tensorfs
+m = tensorfs.open('$SAMPLE')
+print(m.format, len(m), m['embed.weight'].shape, tensorfs.version())")
+	eq "the installed module reads the sample" "$out" "ztensor 9 (8, 4) 0.1.0"
+fi
+
 # docs/library.md's example, as written there
 doc=$TFS_SOURCE_ROOT/docs/library.md
 if [ -f "$doc" ]; then
