@@ -117,13 +117,12 @@ static const struct tfs_tree *tree_of(const struct tfs_model *m)
 	return m->img->tree;
 }
 
-static const struct tfs_tree *sort_tree; /* under sort_lock */
-static pthread_mutex_t sort_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static int cmp_path(const void *a, const void *b)
+static int cmp_path(const void *a, const void *b, void *arg)
 {
-	return strcmp(sort_tree->tensors[*(const uint32_t *)a].path,
-		      sort_tree->tensors[*(const uint32_t *)b].path);
+	const struct tfs_tree *t = arg;
+
+	return strcmp(t->tensors[*(const uint32_t *)a].path,
+		      t->tensors[*(const uint32_t *)b].path);
 }
 
 TFS_API int tfs_open(const char *path, const struct tfs_open_options *opts,
@@ -181,10 +180,8 @@ TFS_API int tfs_open(const char *path, const struct tfs_open_options *opts,
 	}
 	for (k = 0; k < m->img->tree->ntensors; k++)
 		m->order[k] = k;
-	pthread_mutex_lock(&sort_lock);
-	sort_tree = m->img->tree;
-	qsort(m->order, m->img->tree->ntensors, sizeof(*m->order), cmp_path);
-	pthread_mutex_unlock(&sort_lock);
+	qsort_r(m->order, m->img->tree->ntensors, sizeof(*m->order), cmp_path,
+		m->img->tree);
 	*out = m;
 	m = NULL;
 out:
