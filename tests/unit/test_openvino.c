@@ -1,0 +1,7 @@
+// SPDX-License-Identifier: MIT
+#include "testutil.h"
+int main(void)
+{
+	Suite *s = suite_create("openvino");
+	return tu_run(s);
+}
