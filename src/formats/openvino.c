@@ -647,6 +647,16 @@ static int ov_chain(struct ov *z, const struct ov_layer *c, json_t *out)
 			break;
 	}
 	if (end) {
+		uint64_t port;
+
+		/* a zero point or a scale of another chain: not one */
+		next = ov_sole_consumer(z, end, &port);
+		if (next && port != 0 &&
+		    (strcmp(next->type, "Subtract") == 0 ||
+		     strcmp(next->type, "Multiply") == 0))
+			end = NULL;
+	}
+	if (end) {
 		/* drop what came after the last float Convert */
 		while (json_array_size(a) > end_len)
 			json_array_remove(a, json_array_size(a) - 1);
