@@ -831,6 +831,7 @@ static int ov_const(struct ov *z, struct ov_layer *l, json_t *consts)
 	uint64_t dims[OV_MAX_DIMS], count, bits, need, one;
 	size_t ndim, i, e;
 	json_t *o, *c;
+	bool opaque;
 	uint32_t h;
 	int ret;
 
@@ -892,9 +893,13 @@ static int ov_const(struct ov *z, struct ov_layer *l, json_t *consts)
 	s.dtype = t->dtype;
 	s.ndim = ndim;
 	s.shape = dims;
-	if (t->dtype == TFS_DTYPE_VOID) {
+	/* an odd count of a whole-block dtype (f4e2m1): its bytes */
+	opaque = t->dtype == TFS_DTYPE_VOID ||
+		 tfs_dtype_bytes(t->dtype, count, &one) != 0;
+	if (opaque) {
 		/* opaque packed bytes: one record per byte */
 		one = l->size;
+		s.dtype = TFS_DTYPE_VOID;
 		s.record_size = 1;
 		s.ndim = 1;
 		s.shape = &one;
@@ -929,7 +934,7 @@ static int ov_const(struct ov *z, struct ov_layer *l, json_t *consts)
 						      t->packing))
 			ret = tfs_diag_oom(z->d);
 	}
-	if (!ret && t->dtype == TFS_DTYPE_VOID &&
+	if (!ret && opaque &&
 	    tfs_builder_set_xattr_str(z->b, h, "openvino.shape", l->shape))
 		ret = tfs_diag_oom(z->d);
 	if (ret)
