@@ -521,6 +521,7 @@ static int ov_cmp_to(const void *pa, const void *pb, void *arg)
 
 static int ov_index(struct ov *z)
 {
+	uint64_t dangling = 0;
 	size_t i;
 
 	z->by_id = malloc((z->nlayers + 1) * sizeof(*z->by_id));
@@ -551,7 +552,15 @@ static int ov_index(struct ov *z)
 
 		if (f)
 			f->nconsumers++;
+		if (!f || !ov_find(z, z->edges[i].to))
+			dangling++;
 	}
+	if (dangling &&
+	    tfs_builder_warn(z->b, TFS_NO_OFFSET,
+			     "edges: %llu refer to a layer that does not "
+			     "exist (ignored)",
+			     (unsigned long long)dangling))
+		return tfs_diag_oom(z->d);
 	return 0;
 }
 

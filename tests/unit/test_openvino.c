@@ -250,13 +250,16 @@ static const char *const clash_doc =
 	"</layer>"
 	"<layer id=\"10\" name=\"s\" type=\"Const\" version=\"opset1\">"
 	"<data element_type=\"i32\" shape=\"\" offset=\"0\" size=\"4\"/>"
-	"</layer></layers></net>\n";
+	"</layer></layers><edges>"
+	"<edge from-layer=\"10\" from-port=\"0\" to-layer=\"99\" "
+	"to-port=\"0\"/></edges></net>\n";
 
 START_TEST(names_output_names_and_clashes)
 {
 	struct tfs_image *img = tu_load_ok(clash_doc, strlen(clash_doc));
 	const struct tfs_tensor *t;
 	json_t *meta = tu_meta_json(img, "metadata.json"), *n;
+	char *w;
 
 	/* the first output name, "\," unescaped */
 	t = tu_tensor(img, "a,b");
@@ -281,6 +284,11 @@ START_TEST(names_output_names_and_clashes)
 	tu_expect_xattr(img, t->path, "packed_bits", "3");
 	t = tu_tensor(img, "s");
 	ck_assert_uint_eq(t->ndim, 0);
+	/* an edge to layer 99: kept as a warning */
+	w = json_dumps(json_object_get(meta, "warnings"), 0);
+	ck_assert_ptr_nonnull(w);
+	ck_assert_ptr_nonnull(strstr(w, "edges: 1 refer to a layer"));
+	free(w);
 	/* from memory: the .bin is not found, the files are unreadable */
 	ck_assert_ptr_nonnull(tu_xattr(img, t->path, "unreadable"));
 	json_decref(meta);
