@@ -38,8 +38,10 @@ static int start(void *arg, const char *name, unsigned depth, uint64_t at,
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct seen s = {size, 6};
-	struct tfs_xml_limits lim = {.max_depth = 6, .max_attrs = 8,
-				     .max_value = 4096, .max_size = 1 << 20};
+	struct tfs_xml_limits lim = {.max_depth = 6,
+				     .max_attrs = 8,
+				     .max_value = 4096,
+				     .max_size = 1 << 20};
 	struct tfs_xml_handler h = {.start = start, .arg = &s};
 	struct tfs_diag d;
 	int ret;

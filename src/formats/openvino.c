@@ -123,7 +123,7 @@ struct ov {
 	struct tfs_strmap names;
 	char **owned;
 	size_t nowned, owned_cap;
-	uint32_t bin;	/* companion handle */
+	uint32_t bin; /* companion handle */
 	uint64_t bin_size;
 	const char *unreadable;
 	bool unreadable_fault;
@@ -234,8 +234,8 @@ static int ov_layer_open(struct ov *z, uint64_t at,
 	int ret;
 
 	if (z->nlayers >= OV_MAX_LAYERS)
-		return tfs_diag_at(z->d, -E2BIG, at,
-				   "layers: more than %u", OV_MAX_LAYERS);
+		return tfs_diag_at(z->d, -E2BIG, at, "layers: more than %u",
+				   OV_MAX_LAYERS);
 	if (z->nlayers == z->layers_cap) {
 		size_t cap = z->layers_cap ? 2 * z->layers_cap : 64;
 
@@ -414,8 +414,8 @@ static int ov_start(void *arg, const char *name, unsigned depth, uint64_t at,
 					   l->name);
 		return 0;
 	}
-	if (depth == 5 && z->where == OV_OUTPUT &&
-	    strcmp(name, "port") == 0 && !l->port_seen) {
+	if (depth == 5 && z->where == OV_OUTPUT && strcmp(name, "port") == 0 &&
+	    !l->port_seen) {
 		l->port_seen = true;
 		x = ov_attr(a, n, "names");
 		if (x) {
@@ -565,9 +565,8 @@ static int ov_index(struct ov *z)
 }
 
 /* the one layer @l feeds (at its input *@port), or NULL */
-static struct ov_layer *ov_sole_consumer(const struct ov *z,
-					 const struct ov_layer *l,
-					 uint64_t *port)
+static struct ov_layer *
+ov_sole_consumer(const struct ov *z, const struct ov_layer *l, uint64_t *port)
 {
 	size_t e = ov_first_edge(z, l->id);
 
@@ -579,8 +578,8 @@ static struct ov_layer *ov_sole_consumer(const struct ov *z,
 
 /* the stored name of the Const feeding @to other than from @from (directly
  * or through a Convert), or NULL */
-static const char *ov_other_const(const struct ov *z,
-				  const struct ov_layer *to, uint64_t from)
+static const char *ov_other_const(const struct ov *z, const struct ov_layer *to,
+				  uint64_t from)
 {
 	size_t i;
 
@@ -774,7 +773,8 @@ static int ov_shape(struct ov *z, const struct ov_layer *l, uint64_t *dims,
 					   "dynamic, not allowed in a Const",
 					   l->name, (unsigned long long)l->id,
 					   l->shape, tok);
-		if ((size_t)(e - s) >= sizeof(tok) || !ov_u64(tok, &dims[*ndim]))
+		if ((size_t)(e - s) >= sizeof(tok) ||
+		    !ov_u64(tok, &dims[*ndim]))
 			return tfs_diag_at(z->d, -EBADMSG, l->shape_at,
 					   "layer '%s' (id %llu): shape '%s': "
 					   "dimension '%s' is not a decimal "
@@ -822,15 +822,13 @@ static int ov_name(struct ov *z, struct ov_layer *l)
 	return tfs_strmap_put(&z->names, n, 0) ? tfs_diag_oom(z->d) : 0;
 }
 
-static int ov_xattr_u64(struct ov *z, uint32_t h, const char *key,
-			uint64_t v)
+static int ov_xattr_u64(struct ov *z, uint32_t h, const char *key, uint64_t v)
 {
 	char buf[24];
 
 	snprintf(buf, sizeof(buf), "%llu", (unsigned long long)v);
-	return tfs_builder_set_xattr_str(z->b, h, key, buf)
-		       ? tfs_diag_oom(z->d)
-		       : 0;
+	return tfs_builder_set_xattr_str(z->b, h, key, buf) ? tfs_diag_oom(z->d)
+							    : 0;
 }
 
 static int ov_const(struct ov *z, struct ov_layer *l, json_t *consts)
@@ -859,9 +857,8 @@ static int ov_const(struct ov *z, struct ov_layer *l, json_t *consts)
 				   l->etype_at,
 				   "layer '%s' (id %llu): element_type '%s': "
 				   "%s",
-				   l->name, (unsigned long long)l->id,
-				   l->etype,
-				   str   ? "string Consts (a variable-length "
+				   l->name, (unsigned long long)l->id, l->etype,
+				   str	 ? "string Consts (a variable-length "
 					   "layout) not supported"
 				   : dyn ? "not a stored type"
 					 : "unknown");
@@ -929,18 +926,16 @@ static int ov_const(struct ov *z, struct ov_layer *l, json_t *consts)
 	z->consts++;
 	z->const_bytes += l->size;
 	ret = ov_xattr_u64(z, h, "openvino.layer_id", l->id);
-	if (!ret && tfs_builder_set_xattr_str(z->b, h, "openvino.layer",
-					      l->name))
+	if (!ret &&
+	    tfs_builder_set_xattr_str(z->b, h, "openvino.layer", l->name))
 		ret = tfs_diag_oom(z->d);
-	if (!ret && tfs_builder_set_xattr_str(z->b, h,
-					      "openvino.element_type",
+	if (!ret && tfs_builder_set_xattr_str(z->b, h, "openvino.element_type",
 					      l->etype))
 		ret = tfs_diag_oom(z->d);
 	if (!ret && t->bits < 8) {
 		ret = ov_xattr_u64(z, h, "packed_bits", t->bits);
-		if (!ret && tfs_builder_set_xattr_str(z->b, h,
-						      "openvino.packing",
-						      t->packing))
+		if (!ret && tfs_builder_set_xattr_str(
+				    z->b, h, "openvino.packing", t->packing))
 			ret = tfs_diag_oom(z->d);
 	}
 	if (!ret && opaque &&
@@ -952,7 +947,8 @@ static int ov_const(struct ov *z, struct ov_layer *l, json_t *consts)
 	o = json_object();
 	c = json_array();
 	if (!o || !c || json_object_set_new(o, "consumers", c) ||
-	    json_object_set_new(o, "layer_id", json_integer((json_int_t)l->id)) ||
+	    json_object_set_new(o, "layer_id",
+				json_integer((json_int_t)l->id)) ||
 	    json_object_set_new(o, "layer", json_string(l->name)) ||
 	    json_object_set_new(o, "element_type", json_string(l->etype)) ||
 	    json_object_set_new(o, "output_names", ov_names_json(l->names)) ||
@@ -1004,8 +1000,7 @@ static int ov_open_bin(struct ov *z)
 	if (ret == -ENOMEM)
 		return ret;
 	if (ret == -ENOENT) {
-		snprintf(z->why, sizeof(z->why), "weights: %.200s",
-			 z->d->msg);
+		snprintf(z->why, sizeof(z->why), "weights: %.200s", z->d->msg);
 		tfs_diag_clear(z->d);
 		z->unreadable = z->why;
 		z->unreadable_fault = true;
@@ -1042,14 +1037,15 @@ static int ov_summary(struct ov *z, json_t *meta)
 		const struct ov_layer *l = &z->layers[i];
 		json_t *n = json_object_get(types, l->type);
 
-		if (json_object_set_new(types, l->type,
-					json_integer(json_integer_value(n) + 1)))
+		if (json_object_set_new(
+			    types, l->type,
+			    json_integer(json_integer_value(n) + 1)))
 			goto oom;
 		if (strcmp(l->type, "Parameter") == 0) {
-			json_t *p = json_pack(
-				"{sssIssss}", "name", l->name, "layer_id",
-				(json_int_t)l->id, "element_type", l->etype,
-				"shape", l->shape);
+			json_t *p = json_pack("{sssIssss}", "name", l->name,
+					      "layer_id", (json_int_t)l->id,
+					      "element_type", l->etype, "shape",
+					      l->shape);
 
 			if (!p || json_array_append_new(in, p))
 				goto oom;
@@ -1061,8 +1057,7 @@ static int ov_summary(struct ov *z, json_t *meta)
 				goto oom;
 		}
 	}
-	if (json_object_set_new(meta, "ir_version",
-				json_integer(z->version)) ||
+	if (json_object_set_new(meta, "ir_version", json_integer(z->version)) ||
 	    json_object_set_new(meta, "name", json_string(z->net_name)) ||
 	    json_object_set_new(meta, "layers",
 				json_integer((json_int_t)z->nlayers)) ||
@@ -1077,10 +1072,11 @@ static int ov_summary(struct ov *z, json_t *meta)
 	ret = ov_info(z, "ir_version", buf);
 	if (!ret && z->net_name[0])
 		ret = ov_info(z, "model", z->net_name);
-	snprintf(buf, sizeof(buf), "%zu (%llu Const), %zu input%s, %zu output%s",
-		 z->nlayers, (unsigned long long)z->consts,
-		 json_array_size(in), json_array_size(in) == 1 ? "" : "s",
-		 json_array_size(out), json_array_size(out) == 1 ? "" : "s");
+	snprintf(buf, sizeof(buf),
+		 "%zu (%llu Const), %zu input%s, %zu output%s", z->nlayers,
+		 (unsigned long long)z->consts, json_array_size(in),
+		 json_array_size(in) == 1 ? "" : "s", json_array_size(out),
+		 json_array_size(out) == 1 ? "" : "s");
 	if (!ret)
 		ret = ov_info(z, "layers", buf);
 	json_decref(types);
@@ -1122,8 +1118,8 @@ static int ov_probe(const struct tfs_source *src)
 	if (n >= 3 && memcmp(p, "\xef\xbb\xbf", 3) == 0)
 		p += 3;
 	for (;;) {
-		while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' ||
-				   *p == '\r'))
+		while (p < end &&
+		       (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r'))
 			p++;
 		if (end - p >= 5 && memcmp(p, "<?xml", 5) == 0) {
 			q = memmem(p, (size_t)(end - p), "?>", 2);
@@ -1143,8 +1139,9 @@ static int ov_probe(const struct tfs_source *src)
 	if (end - p >= 9 && memcmp(p, "<!DOCTYPE", 9) == 0) {
 		q = memmem(p, (size_t)(end - p), "<net", 4);
 		return q && q + 4 < end &&
-			       (q[4] == ' ' || q[4] == '\t' || q[4] == '\n' ||
-				q[4] == '\r' || q[4] == '>')
+				       (q[4] == ' ' || q[4] == '\t' ||
+					q[4] == '\n' || q[4] == '\r' ||
+					q[4] == '>')
 			       ? 80
 			       : 0;
 	}
@@ -1164,8 +1161,8 @@ static int ov_load(const struct tfs_source *src, struct tfs_builder *b,
 		.max_value = OV_MAX_VALUE,
 		.max_size = OV_XML_MAX,
 	};
-	struct tfs_xml_handler h = {.start = ov_start, .end = ov_end,
-				    .arg = &z};
+	struct tfs_xml_handler h = {
+		.start = ov_start, .end = ov_end, .arg = &z};
 	json_t *meta = tfs_builder_metadata(b), *consts = NULL, *dec = NULL;
 	size_t i;
 	int ret;

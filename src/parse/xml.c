@@ -126,11 +126,12 @@ static void XMLCALL xml_start(void *arg, const XML_Char *name,
 	xml_attr_offsets(s, at, a, n);
 	for (k = 0; k < n; k++)
 		if (a[k].value_len > s->lim->max_value) {
-			ret = tfs_diag_at(s->d, -E2BIG, a[k].at,
-					  "element '%s': attribute '%s': %zu "
-					  "bytes, above the limit of %llu",
-					  name, a[k].name, a[k].value_len,
-					  (unsigned long long)s->lim->max_value);
+			ret = tfs_diag_at(
+				s->d, -E2BIG, a[k].at,
+				"element '%s': attribute '%s': %zu "
+				"bytes, above the limit of %llu",
+				name, a[k].name, a[k].value_len,
+				(unsigned long long)s->lim->max_value);
 			xml_fail(s, ret);
 			return;
 		}
@@ -189,8 +190,7 @@ static void XMLCALL xml_entity_decl(void *arg, const XML_Char *name,
 }
 
 static int XMLCALL xml_external_ref(XML_Parser p, const XML_Char *context,
-				    const XML_Char *base,
-				    const XML_Char *sysid,
+				    const XML_Char *base, const XML_Char *sysid,
 				    const XML_Char *pubid)
 {
 	struct xml_state *s = XML_GetUserData(p);
@@ -205,8 +205,8 @@ int tfs_xml_parse(const void *data, size_t len,
 		  const struct tfs_xml_limits *lim,
 		  const struct tfs_xml_handler *h, struct tfs_diag *d)
 {
-	struct xml_state s = {.data = data, .len = len, .lim = lim, .h = h,
-			      .d = d};
+	struct xml_state s = {
+		.data = data, .len = len, .lim = lim, .h = h, .d = d};
 	enum XML_Status st;
 	int ret = 0;
 
@@ -232,12 +232,12 @@ int tfs_xml_parse(const void *data, size_t len,
 	if (s.ret)
 		ret = s.ret;
 	else if (st != XML_STATUS_OK)
-		ret = tfs_diag_at(d, -EBADMSG, xml_here(&s),
-				  "XML: %s (line %lu, column %lu)",
-				  XML_ErrorString(XML_GetErrorCode(s.p)),
-				  (unsigned long)XML_GetCurrentLineNumber(s.p),
-				  (unsigned long)
-					  XML_GetCurrentColumnNumber(s.p));
+		ret = tfs_diag_at(
+			d, -EBADMSG, xml_here(&s),
+			"XML: %s (line %lu, column %lu)",
+			XML_ErrorString(XML_GetErrorCode(s.p)),
+			(unsigned long)XML_GetCurrentLineNumber(s.p),
+			(unsigned long)XML_GetCurrentColumnNumber(s.p));
 	XML_ParserFree(s.p);
 	return ret;
 }

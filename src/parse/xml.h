@@ -35,10 +35,10 @@ struct tfs_xml_attr {
 };
 
 struct tfs_xml_limits {
-	uint32_t max_depth;	/* elements nested (the root is 1) */
-	uint32_t max_attrs;	/* per element, at most TFS_XML_MAX_ATTRS */
-	uint64_t max_value;	/* bytes of one attribute value */
-	uint64_t max_size;	/* bytes of the document */
+	uint32_t max_depth; /* elements nested (the root is 1) */
+	uint32_t max_attrs; /* per element, at most TFS_XML_MAX_ATTRS */
+	uint64_t max_value; /* bytes of one attribute value */
+	uint64_t max_size;  /* bytes of the document */
 };
 
 struct tfs_xml_handler {

@@ -25,8 +25,8 @@
 static json_t *expected(void)
 {
 	json_error_t e;
-	json_t *j = json_load_file(tu_fixture("openvino-ir/expected.json"), 0,
-				   &e);
+	json_t *j =
+		json_load_file(tu_fixture("openvino-ir/expected.json"), 0, &e);
 
 	ck_assert_msg(j != NULL, "expected.json: %s", e.text);
 	return j;
@@ -38,8 +38,7 @@ START_TEST(every_const_as_expected)
 	const char *key;
 	size_t i;
 
-	map = json_object_get(json_object_get(exp, "conventions"),
-			      "dtype_map");
+	map = json_object_get(json_object_get(exp, "conventions"), "dtype_map");
 	json_object_foreach(json_object_get(exp, "valid"), key, v)
 	{
 		struct tfs_image *img = NULL;
@@ -49,8 +48,9 @@ START_TEST(every_const_as_expected)
 		snprintf(path, sizeof(path), "openvino-ir/%s", key);
 		ck_assert_msg(tu_load_file(tu_fixture(path), &img, &d) == 0,
 			      "%s: %s", key, d.msg);
-		ck_assert_uint_eq(img->tree->ntensors,
-				  json_array_size(json_object_get(v, "consts")));
+		ck_assert_uint_eq(
+			img->tree->ntensors,
+			json_array_size(json_object_get(v, "consts")));
 		meta = tu_meta_json(img, "metadata.json");
 		json_array_foreach(json_object_get(v, "consts"), i, c)
 		{
@@ -60,16 +60,16 @@ START_TEST(every_const_as_expected)
 				json_object_get(c, "element_type"));
 			const struct tfs_tensor *t = tu_tensor(img, name);
 
-			want = json_pack(
-				"{sOsOsOsO}", "dtype", json_object_get(map, et),
-				"shape", json_object_get(c, "shape"), "nbytes",
-				json_object_get(c, "size"), "sha256",
-				json_object_get(c, "sha256"));
+			want = json_pack("{sOsOsOsO}", "dtype",
+					 json_object_get(map, et), "shape",
+					 json_object_get(c, "shape"), "nbytes",
+					 json_object_get(c, "size"), "sha256",
+					 json_object_get(c, "sha256"));
 			tu_expect_tensor_json(img, name, want);
 			json_decref(want);
 			ck_assert_uint_eq(t->offset,
-					  json_integer_value(
-						  json_object_get(c, "offset")));
+					  json_integer_value(json_object_get(
+						  c, "offset")));
 			snprintf(path, sizeof(path), "%lld",
 				 json_integer_value(
 					 json_object_get(c, "layer_id")));
@@ -79,19 +79,17 @@ START_TEST(every_const_as_expected)
 					et);
 			mc = json_object_get(json_object_get(meta, "consts"),
 					     name);
-			ck_assert_msg(json_equal(json_object_get(mc,
-								 "output_names"),
-						 json_object_get(c,
-								 "output_names")),
-				      "%s: output names", name);
+			ck_assert_msg(
+				json_equal(json_object_get(mc, "output_names"),
+					   json_object_get(c, "output_names")),
+				"%s: output names", name);
 		}
 		ck_assert_msg(json_equal(json_object_get(meta, "decompression"),
 					 json_object_get(v, "decompression")),
 			      "%s: decompression chains", key);
-		ck_assert_int_eq(json_integer_value(
-					 json_object_get(meta, "ir_version")),
-				 json_integer_value(
-					 json_object_get(v, "ir_version")));
+		ck_assert_int_eq(
+			json_integer_value(json_object_get(meta, "ir_version")),
+			json_integer_value(json_object_get(v, "ir_version")));
 		json_decref(meta);
 		tfs_image_close(img);
 	}
@@ -112,35 +110,38 @@ START_TEST(summary_and_packed_values)
 	const struct tfs_tensor *t;
 	unsigned k;
 
-	ck_assert_int_eq(tu_load_file(tu_fixture("openvino-ir/tiny_mlp.xml"),
-				      &img, &d),
-			 0);
+	ck_assert_int_eq(
+		tu_load_file(tu_fixture("openvino-ir/tiny_mlp.xml"), &img, &d),
+		0);
 	meta = tu_meta_json(img, "metadata.json");
 	ck_assert_int_eq(json_integer_value(json_object_get(meta, "layers")),
 			 26);
-	ck_assert_int_eq(json_integer_value(json_object_get(
-				 json_object_get(meta, "layer_types"), "Const")),
-			 13);
-	ck_assert_int_eq(json_integer_value(json_object_get(
-				 json_object_get(meta, "layer_types"), "MatMul")),
-			 3);
-	ck_assert_str_eq(json_string_value(json_object_get(
-				 json_array_get(json_object_get(meta, "inputs"), 0),
-				 "name")),
-			 "x");
-	ck_assert_str_eq(json_string_value(json_object_get(
-				 json_array_get(json_object_get(meta, "outputs"),
-						0),
-				 "name")),
-			 "y");
+	ck_assert_int_eq(
+		json_integer_value(json_object_get(
+			json_object_get(meta, "layer_types"), "Const")),
+		13);
+	ck_assert_int_eq(
+		json_integer_value(json_object_get(
+			json_object_get(meta, "layer_types"), "MatMul")),
+		3);
+	ck_assert_str_eq(
+		json_string_value(json_object_get(
+			json_array_get(json_object_get(meta, "inputs"), 0),
+			"name")),
+		"x");
+	ck_assert_str_eq(
+		json_string_value(json_object_get(
+			json_array_get(json_object_get(meta, "outputs"), 0),
+			"name")),
+		"y");
 	/* fc1.weight feeds the first MatMul (layer 2) at port 1 */
 	ck_assert_int_eq(
 		json_integer_value(json_object_get(
 			json_array_get(
 				json_object_get(
-					json_object_get(json_object_get(meta,
-									"consts"),
-							"fc1.weight"),
+					json_object_get(
+						json_object_get(meta, "consts"),
+						"fc1.weight"),
 					"consumers"),
 				0),
 			"port")),
@@ -149,21 +150,24 @@ START_TEST(summary_and_packed_values)
 	tu_expect_xattr(img, "", "info.ir_version", "11");
 	t = tu_tensor(img, "misc.u1");
 	tu_expect_xattr(img, t->path, "packed_bits", "1");
-	ck_assert_int_eq(tfs_values_read(img, (uint32_t)(t - img->tree->tensors),
-					 0, 0, 10, v),
+	ck_assert_int_eq(tfs_values_read(img,
+					 (uint32_t)(t - img->tree->tensors), 0,
+					 0, 10, v),
 			 0);
 	for (k = 0; k < 10; k++)
 		ck_assert_double_eq(v[k], u1[k]);
 	t = tu_tensor(img, "misc.u4");
 	tu_expect_xattr(img, t->path, "packed_bits", "4");
-	ck_assert_int_eq(tfs_values_read(img, (uint32_t)(t - img->tree->tensors),
-					 0, 0, 6, v),
+	ck_assert_int_eq(tfs_values_read(img,
+					 (uint32_t)(t - img->tree->tensors), 0,
+					 0, 6, v),
 			 0);
 	for (k = 0; k < 6; k++)
 		ck_assert_double_eq(v[k], u4[k]);
 	t = tu_tensor(img, "misc.i4");
-	ck_assert_int_eq(tfs_values_read(img, (uint32_t)(t - img->tree->tensors),
-					 0, 0, 3, v),
+	ck_assert_int_eq(tfs_values_read(img,
+					 (uint32_t)(t - img->tree->tensors), 0,
+					 0, 3, v),
 			 0);
 	for (k = 0; k < 3; k++)
 		ck_assert_double_eq(v[k], i4[k]);
@@ -191,10 +195,14 @@ START_TEST(every_reject_at_its_field)
 		const char *file, *needle, *word;
 		int err;
 	} v[] = {
-		{"const_past_bin", "offset=\"156\"", "past the end of "
-		 "'const_past_bin.bin' (164 bytes)", -EBADMSG},
-		{"size_mismatch", "size=\"44\"", "data size 44, but f32 [4,3] "
-		 "takes 48 bytes", -EBADMSG},
+		{"const_past_bin", "offset=\"156\"",
+		 "past the end of "
+		 "'const_past_bin.bin' (164 bytes)",
+		 -EBADMSG},
+		{"size_mismatch", "size=\"44\"",
+		 "data size 44, but f32 [4,3] "
+		 "takes 48 bytes",
+		 -EBADMSG},
 		{"xxe", "<!DOCTYPE", "DOCTYPE 'net'", -EBADMSG},
 		{"billion_laughs", "<!DOCTYPE", "DOCTYPE 'net'", -EBADMSG},
 		{"bad_element_type", "element_type=\"string\"",
@@ -213,8 +221,10 @@ START_TEST(every_reject_at_its_field)
 		int ret;
 
 		snprintf(rel, sizeof(rel), "reject/%s.xml", v[i].file);
-		ck_assert_msg(json_object_get(rej, rel), "%s: not in "
-			      "expected.json", rel);
+		ck_assert_msg(json_object_get(rej, rel),
+			      "%s: not in "
+			      "expected.json",
+			      rel);
 		snprintf(rel, sizeof(rel), "openvino-ir/reject/%s.xml",
 			 v[i].file);
 		path = tu_fixture(rel);
@@ -236,8 +246,8 @@ END_TEST
 
 #define HEAD "<?xml version=\"1.0\"?>\n<net name=\"t\" version=\"11\">\n"
 
-static const char *const clash_doc =
-	HEAD "<layers>"
+static const char *const clash_doc = HEAD
+	"<layers>"
 	"<layer id=\"7\" name=\"w\" type=\"Const\" version=\"opset1\">"
 	"<data element_type=\"u8\" shape=\"2\" offset=\"0\" size=\"2\"/>"
 	"<output><port id=\"0\" precision=\"U8\" names=\"a\\,b,c\"/>"
@@ -264,9 +274,9 @@ START_TEST(names_output_names_and_clashes)
 	/* the first output name, "\," unescaped */
 	t = tu_tensor(img, "a,b");
 	ck_assert_ptr_nonnull(t);
-	n = json_object_get(json_object_get(json_object_get(meta, "consts"),
-					    "a,b"),
-			    "output_names");
+	n = json_object_get(
+		json_object_get(json_object_get(meta, "consts"), "a,b"),
+		"output_names");
 	ck_assert_uint_eq(json_array_size(n), 2);
 	ck_assert_str_eq(json_string_value(json_array_get(n, 1)), "c");
 	/* no output name: the layer's; the second "w" gets its id */
@@ -313,12 +323,12 @@ START_TEST(refusals)
 		   "IR v7", "version=\"7\"");
 	reject_doc("<net version=\"12\"><layers/></net>", -ENOTSUP,
 		   "net version 12", "version=");
-	reject_doc("<net name=\"x\"></net>", -EBADMSG, "no 'version'",
-		   "<net");
+	reject_doc("<net name=\"x\"></net>", -EBADMSG, "no 'version'", "<net");
 	reject_doc(HEAD "<layers><layer id=\"1\" name=\"a\" type=\"Add\"/>"
 			"<layer id=\"1\" name=\"b\" type=\"Add\"/></layers>"
 			"</net>",
-		   -EBADMSG, "layer id 1: given twice", "<layer id=\"1\" "
+		   -EBADMSG, "layer id 1: given twice",
+		   "<layer id=\"1\" "
 		   "name=\"b\"");
 	reject_doc(HEAD "<layers><layer id=\"x1\" type=\"Add\"/></layers>"
 			"</net>",
@@ -396,8 +406,8 @@ START_TEST(missing_bin)
 	ck_assert_uint_eq(img->tree->ntensors, 13);
 	t = tu_tensor(img, "fc1.weight");
 	ck_assert_ptr_nonnull(t);
-	ck_assert_ptr_nonnull(strstr(tu_xattr(img, t->path, "unreadable"),
-				     "model.bin"));
+	ck_assert_ptr_nonnull(
+		strstr(tu_xattr(img, t->path, "unreadable"), "model.bin"));
 	ck_assert_int_ne(tfs_image_read(img, t->node, 0, 16, &v), 0);
 	tfs_image_close(img);
 	unlink(path);
