@@ -130,6 +130,7 @@ struct ov {
 	char why[TFS_DIAG_MSG_MAX];
 	char bin_name[256];
 	uint64_t consts, const_bytes;
+	uint64_t body_consts; /* Consts inside TensorIterator/Loop bodies */
 };
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -402,6 +403,12 @@ static int ov_start(void *arg, const char *name, unsigned depth, uint64_t at,
 	}
 	if (z->where != OV_LAYER && z->where != OV_OUTPUT)
 		return 0;
+	if (depth > 5 && strcmp(name, "layer") == 0) {
+		x = ov_attr(a, n, "type");
+		if (x && strcmp(x->value, "Const") == 0)
+			z->body_consts++;
+		return 0;
+	}
 	l = &z->layers[z->nlayers - 1];
 	if (depth == 4) {
 		z->where = strcmp(name, "output") == 0 ? OV_OUTPUT : OV_LAYER;
@@ -944,21 +951,18 @@ static int ov_const(struct ov *z, struct ov_layer *l, json_t *consts)
 	if (ret)
 		return ret;
 	/* metadata: layer, names, consumers */
+	/* the map owns @o (and @o @c) from here, also when the set fails */
 	o = json_object();
+	if (!o || json_object_set_new(consts, l->tensor, o))
+		return tfs_diag_oom(z->d);
 	c = json_array();
-	if (!o || !c || json_object_set_new(o, "consumers", c) ||
+	if (!c || json_object_set_new(o, "consumers", c) ||
 	    json_object_set_new(o, "layer_id",
 				json_integer((json_int_t)l->id)) ||
 	    json_object_set_new(o, "layer", json_string(l->name)) ||
 	    json_object_set_new(o, "element_type", json_string(l->etype)) ||
-	    json_object_set_new(o, "output_names", ov_names_json(l->names)) ||
-	    json_object_set_new(consts, l->tensor, o)) {
-		if (!o || !c) {
-			json_decref(o);
-			json_decref(c);
-		}
+	    json_object_set_new(o, "output_names", ov_names_json(l->names)))
 		return tfs_diag_oom(z->d);
-	}
 	for (e = ov_first_edge(z, l->id), i = 0;
 	     e < z->nedges && z->edges[e].from == l->id && i < 64; e++, i++) {
 		const struct ov_layer *to = ov_find(z, z->edges[e].to);
@@ -1044,8 +1048,9 @@ static int ov_summary(struct ov *z, json_t *meta)
 		if (strcmp(l->type, "Parameter") == 0) {
 			json_t *p = json_pack("{sssIssss}", "name", l->name,
 					      "layer_id", (json_int_t)l->id,
-					      "element_type", l->etype, "shape",
-					      l->shape);
+					      "element_type",
+					      l->etype ? l->etype : "", "shape",
+					      l->shape ? l->shape : "");
 
 			if (!p || json_array_append_new(in, p))
 				goto oom;
@@ -1189,6 +1194,14 @@ static int ov_load(const struct tfs_source *src, struct tfs_builder *b,
 		ret = ov_summary(&z, meta);
 	if (!ret && (json_object_set(meta, "consts", consts) ||
 		     json_object_set(meta, "decompression", dec)))
+		ret = tfs_diag_oom(d);
+	if (!ret && z.body_consts &&
+	    (json_object_set_new(meta, "body_consts",
+				 json_integer((json_int_t)z.body_consts)) ||
+	     tfs_builder_warn(b, TFS_NO_OFFSET,
+			      "%llu Const layers inside TensorIterator or "
+			      "Loop bodies: not read",
+			      (unsigned long long)z.body_consts)))
 		ret = tfs_diag_oom(d);
 	if (!ret && z.unreadable && z.consts)
 		ret = tfs_builder_warn(b, TFS_NO_OFFSET, "%s", z.unreadable)
