@@ -547,7 +547,8 @@ static int ov_index(struct ov *z)
 					   "layer id %llu: given twice",
 					   (unsigned long long)a->id);
 	}
-	qsort(z->edges, z->nedges, sizeof(*z->edges), ov_cmp_edge);
+	if (z->nedges) /* edges may be NULL: qsort's pointer is nonnull */
+		qsort(z->edges, z->nedges, sizeof(*z->edges), ov_cmp_edge);
 	z->by_to = malloc((z->nedges + 1) * sizeof(*z->by_to));
 	if (!z->by_to)
 		return tfs_diag_oom(z->d);
