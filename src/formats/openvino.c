@@ -178,21 +178,36 @@ static const struct ov_type *ov_type(const char *name)
 	return NULL;
 }
 
+/*
+ * The array @p of *@cap items of @size bytes with room for item @n: @p,
+ * or @p reallocated (*@cap updated), or NULL (@p untouched).  Counts are
+ * bounded by OV_MAX_* and the document's size: no overflow.
+ */
+static void *ov_grow(void *p, size_t *cap, size_t n, size_t size)
+{
+	size_t c = *cap ? 2 * *cap : 64;
+	void *q;
+
+	if (n < *cap)
+		return p;
+	q = realloc(p, c * size);
+	if (q)
+		*cap = c;
+	return q;
+}
+
 static int ov_own(struct ov *z, char *s)
 {
 	char **n;
 
 	if (!s)
 		return tfs_diag_oom(z->d);
-	if (z->nowned == z->owned_cap) {
-		z->owned_cap = z->owned_cap ? 2 * z->owned_cap : 64;
-		n = realloc(z->owned, z->owned_cap * sizeof(*n));
-		if (!n) {
-			free(s);
-			return tfs_diag_oom(z->d);
-		}
-		z->owned = n;
+	n = ov_grow(z->owned, &z->owned_cap, z->nowned, sizeof(*n));
+	if (!n) {
+		free(s);
+		return tfs_diag_oom(z->d);
 	}
+	z->owned = n;
 	z->owned[z->nowned++] = s;
 	return 0;
 }
@@ -237,15 +252,10 @@ static int ov_layer_open(struct ov *z, uint64_t at,
 	if (z->nlayers >= OV_MAX_LAYERS)
 		return tfs_diag_at(z->d, -E2BIG, at, "layers: more than %u",
 				   OV_MAX_LAYERS);
-	if (z->nlayers == z->layers_cap) {
-		size_t cap = z->layers_cap ? 2 * z->layers_cap : 64;
-
-		l = realloc(z->layers, cap * sizeof(*l));
-		if (!l)
-			return tfs_diag_oom(z->d);
-		z->layers = l;
-		z->layers_cap = cap;
-	}
+	l = ov_grow(z->layers, &z->layers_cap, z->nlayers, sizeof(*l));
+	if (!l)
+		return tfs_diag_oom(z->d);
+	z->layers = l;
 	l = &z->layers[z->nlayers++];
 	memset(l, 0, sizeof(*l));
 	l->at = at;
@@ -350,15 +360,10 @@ static int ov_edge(struct ov *z, uint64_t at, const struct tfs_xml_attr *a,
 	if (z->nedges >= OV_MAX_EDGES)
 		return tfs_diag_at(z->d, -E2BIG, at, "edges: more than %u",
 				   OV_MAX_EDGES);
-	if (z->nedges == z->edges_cap) {
-		size_t cap = z->edges_cap ? 2 * z->edges_cap : 64;
-
-		e = realloc(z->edges, cap * sizeof(*e));
-		if (!e)
-			return tfs_diag_oom(z->d);
-		z->edges = e;
-		z->edges_cap = cap;
-	}
+	e = ov_grow(z->edges, &z->edges_cap, z->nedges, sizeof(*e));
+	if (!e)
+		return tfs_diag_oom(z->d);
+	z->edges = e;
 	e = &z->edges[z->nedges++];
 	e->from = v[0];
 	e->from_port = v[1];
