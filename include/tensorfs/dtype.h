@@ -84,6 +84,8 @@ enum tfs_dtype {
 	TFS_DTYPE_UINT4,
 	TFS_DTYPE_INT2,
 	TFS_DTYPE_UINT2,
+	/* OpenVINO's u1: 8 per byte, element 0 in the most significant bit */
+	TFS_DTYPE_UINT1,
 	/*
 	 * pre-GGUF ggml blocks (specs/ggml-legacy.md section 4): the same
 	 * ids as today's, other bit layouts (gen 0: ggjt v1 and older, gen 1:

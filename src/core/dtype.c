@@ -68,6 +68,7 @@ static const struct tfs_dtype_info dtypes[TFS_DTYPE_COUNT] = {
 	P(UINT4, "uint4", 2, UINT),
 	P(INT2, "int2", 4, INT),
 	P(UINT2, "uint2", 4, UINT),
+	P(UINT1, "uint1", 8, UINT), /* most significant bit first */
 	/* specs/ggml-legacy.md section 4: f32 scales until ggjt v3 */
 	T(Q4_0_V1, "q4_0_v1", 32, 20, OPAQUE),
 	T(Q4_1_V1, "q4_1_v1", 32, 24, OPAQUE),

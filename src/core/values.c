@@ -493,13 +493,18 @@ int tfs_values_decode(enum tfs_dtype t, unsigned flags, const void *src,
 	}
 	if (di->block_elems > 1 &&
 	    (di->kind == TFS_KIND_INT || di->kind == TFS_KIND_UINT)) {
-		/* int4/uint4/int2/uint2: low bits first (specs/onnx.md s3) */
+		/*
+		 * int4/uint4/int2/uint2: low bits first (specs/onnx.md s3);
+		 * uint1: the most significant bit first (OpenVINO's u1)
+		 */
 		unsigned bits = 8 / di->block_elems;
 		int v;
 
 		for (i = 0; i < nblocks; i++)
 			for (j = 0; j < di->block_elems; j++) {
-				v = (p[i] >> (j * bits)) & ((1 << bits) - 1);
+				v = (p[i] >> (t == TFS_DTYPE_UINT1 ? 7 - j
+								  : j * bits)) &
+				    ((1 << bits) - 1);
 				if (di->kind == TFS_KIND_INT &&
 				    v >> (bits - 1))
 					v -= 1 << bits;
