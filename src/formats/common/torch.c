@@ -162,6 +162,75 @@ static bool is_dict(const struct tfs_torch *z, const struct tfs_pkl_value *v)
 		(v->dict_items || !v->nitems));
 }
 
+/*
+ * TorchScript: an object of a __torch__ class (NEWOBJ), its attributes the
+ * dict BUILD gave it.
+ */
+static bool is_object(const struct tfs_torch *z, const struct tfs_pkl_value *v)
+{
+	const struct tfs_pkl_value *g;
+
+	if (!z->script || v->kind != TFS_PKL_NEWOBJ)
+		return false;
+	g = V(z, v->call.a);
+	return g->kind == TFS_PKL_GLOBAL && g->g.module.len >= 9 &&
+	       !memcmp(g->g.module.p, "__torch__", 9) &&
+	       (g->g.module.len == 9 || g->g.module.p[9] == '.');
+}
+
+/*
+ * TorchScript's torch.jit._pickle helpers: build_intlist([1, 2]) and its
+ * kin, restore_type_tag(value, type) are their first argument; 0 when
+ * @v is none of them.
+ */
+static const struct tfs_pkl_value *jit_identity(const struct tfs_torch *z,
+						const struct tfs_pkl_value *v,
+						uint32_t *arg)
+{
+	const struct tfs_pkl_value *g, *args;
+
+	if (!z->script || v->kind != TFS_PKL_REDUCE)
+		return NULL;
+	g = V(z, v->call.a);
+	args = V(z, v->call.b);
+	if (g->kind != TFS_PKL_GLOBAL || args->kind != TFS_PKL_TUPLE ||
+	    !args->nitems || g->g.module.len != 17 ||
+	    memcmp(g->g.module.p, "torch.jit._pickle", 17))
+		return NULL;
+	*arg = args->items[0];
+	return V(z, *arg);
+}
+
+/* the BUILD state of __torch__ object @v, checked to be a dict */
+static int object_state(struct tfs_torch *z, const struct tfs_pkl_value *v,
+			uint32_t *state)
+{
+	const struct tfs_pkl_value *g = V(z, v->call.a), *args, *s;
+
+	args = V(z, v->call.b);
+	if (args->nitems)
+		return tfs_diag_at(z->d, -EBADMSG, v->offset,
+				   "object %.*s.%.*s: NEWOBJ with %u "
+				   "arguments, not ()",
+				   (int)g->g.module.len, g->g.module.p,
+				   (int)g->g.name.len, g->g.name.p,
+				   args->nitems);
+	if (v->state == TFS_PKL_NO_VALUE) {
+		*state = TFS_PKL_NO_VALUE;
+		return 0;
+	}
+	s = V(z, v->state);
+	if (s->kind != TFS_PKL_DICT)
+		return tfs_diag_at(z->d, -EBADMSG, s->offset,
+				   "object %.*s.%.*s: BUILD state is a %s, "
+				   "not a dict",
+				   (int)g->g.module.len, g->g.module.p,
+				   (int)g->g.name.len, g->g.name.p,
+				   tfs_pkl_kind_name(s->kind));
+	*state = v->state;
+	return 0;
+}
+
 static int has_tensor(struct tfs_torch *z, uint32_t idx, int depth, bool *yes)
 {
 	const struct tfs_pkl_value *v = V(z, idx);
@@ -176,6 +245,8 @@ static int has_tensor(struct tfs_torch *z, uint32_t idx, int depth, bool *yes)
 	}
 	if (v->kind == TFS_PKL_REDUCE || v->kind == TFS_PKL_NEWOBJ)
 		ret = has_tensor(z, v->call.b, depth + 1, yes);
+	if (!ret && is_object(z, v) && v->state != TFS_PKL_NO_VALUE)
+		ret = has_tensor(z, v->state, depth + 1, yes);
 	for (i = 0; !ret && !*yes && i < v->nitems; i++)
 		ret = has_tensor(z, v->items[i], depth + 1, yes);
 	return ret;
@@ -332,6 +403,7 @@ int tfs_torch_to_json(struct tfs_torch *z, uint32_t idx, int depth,
 		      json_t **out)
 {
 	const struct tfs_pkl_value *v = V(z, idx), *args;
+	uint32_t jidx;
 	char num[TFS_PKL_MAX_LONG * 3 + 2];
 	int ret = visit(z, v, depth);
 
@@ -374,6 +446,14 @@ int tfs_torch_to_json(struct tfs_torch *z, uint32_t idx, int depth,
 	case TFS_PKL_REDUCE:
 	case TFS_PKL_NEWOBJ:
 		args = V(z, v->call.b);
+		if (is_object(z, v)) {
+			ret = object_state(z, v, &jidx);
+			if (ret || jidx == TFS_PKL_NO_VALUE)
+				return ret ? ret : call_json(z, v, depth, out);
+			return tfs_torch_to_json(z, jidx, depth + 1, out);
+		}
+		if (jit_identity(z, v, &jidx))
+			return tfs_torch_to_json(z, jidx, depth + 1, out);
 		if (is_dict(z, v))
 			return dict_json(z, v, depth, out);
 		/* torch.Size((2, 3)), set([1]): the sequence itself */
@@ -768,6 +848,12 @@ static int walk_dict(struct tfs_torch *z, const struct tfs_pkl_value *v,
 	return ret;
 }
 
+int tfs_torch_walk_named(struct tfs_torch *z, const char *p, size_t n,
+			 uint32_t idx)
+{
+	return walk_member(z, p, n, idx, 0);
+}
+
 int tfs_torch_walk(struct tfs_torch *z, uint32_t idx, int depth)
 {
 	const struct tfs_pkl_value *v = V(z, idx);
@@ -780,6 +866,14 @@ int tfs_torch_walk(struct tfs_torch *z, uint32_t idx, int depth)
 		return ret;
 	if (is_tensor(z, v))
 		return add_tensor(z, v);
+	if (is_object(z, v)) {
+		ret = object_state(z, v, &i);
+		if (ret || i == TFS_PKL_NO_VALUE)
+			return ret ? ret : leaf(z, idx, depth);
+		return tfs_torch_walk(z, i, depth + 1);
+	}
+	if (jit_identity(z, v, &i))
+		return tfs_torch_walk(z, i, depth + 1);
 	if (is_dict(z, v) && v->nitems)
 		return walk_dict(z, v, depth);
 	if (v->kind == TFS_PKL_TUPLE && v->nitems)
@@ -1031,11 +1125,13 @@ int tfs_torch_zip_records(struct tfs_torch *z, const struct tfs_zip *zip,
 		ret = 0;
 		if (e.name_len <= plen || memcmp(e.name, prefix, plen) ||
 		    e.name[plen] != '/')
-			ret = tfs_builder_warn(z->b, e.central_offset,
-					       "zip: record '%s' is outside "
-					       "the folder '%.*s'",
-					       PNAME(e.name, e.name_len),
-					       (int)plen, prefix);
+			ret = z->quiet ? 0
+				       : tfs_builder_warn(
+						 z->b, e.central_offset,
+						 "zip: record '%s' is outside "
+						 "the folder '%.*s'",
+						 PNAME(e.name, e.name_len),
+						 (int)plen, prefix);
 		else if (e.name_len > plen + dl &&
 			 !memcmp(e.name + plen, dir, dl))
 			ret = zip_storage(z, &e, plen + dl);

@@ -71,6 +71,7 @@ struct tfs_torch {
 	/* TorchScript: __torch__ objects are walked by their BUILD dict, the
 	 * torch.jit._pickle helpers are the identity */
 	bool script;
+	bool quiet; /* no warning for records outside the folder */
 };
 
 /* torch.save's allow list (torch.load(weights_only=True)'s, for tensors) */
