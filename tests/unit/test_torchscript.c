@@ -41,10 +41,11 @@ static void check_tensors(struct tfs_image *img, const char *file, json_t *t)
 		json_t *fo = json_object_get(w, "file_offset");
 
 		ck_assert_msg(x != NULL, "%s: no tensor '%s'", file, name);
-		ck_assert_str_eq(x->dtype, json_string_value(
-						   json_object_get(w, "dtype")));
-		ck_assert_uint_eq(x->size, (uint64_t)json_integer_value(
-						   json_object_get(w, "nbytes")));
+		ck_assert_str_eq(x->dtype, json_string_value(json_object_get(
+						   w, "dtype")));
+		ck_assert_uint_eq(x->size,
+				  (uint64_t)json_integer_value(
+					  json_object_get(w, "nbytes")));
 		if (fo)
 			ck_assert_uint_eq(x->offset,
 					  (uint64_t)json_integer_value(fo));
@@ -80,9 +81,8 @@ START_TEST(scripted_and_traced)
 		ck_assert_str_eq(
 			json_string_value(json_object_get(ts, "root_class")),
 			json_string_value(json_object_get(v, "root_class")));
-		ck_assert_int_ne(json_integer_value(
-					 json_object_get(ts, "version")),
-				 0);
+		ck_assert_int_ne(
+			json_integer_value(json_object_get(ts, "version")), 0);
 		json_decref(meta);
 		tfs_image_close(img);
 	}
@@ -101,8 +101,7 @@ START_TEST(leaves_and_paths)
 				      &img, &d),
 			 0);
 	ck_assert_ptr_nonnull(tu_tensor(img, "bn.running_var"));
-	ck_assert_str_eq(tu_tensor(img, "conv1.weight")->path,
-			 "conv1/weight");
+	ck_assert_str_eq(tu_tensor(img, "conv1.weight")->path, "conv1/weight");
 	meta = tu_meta_json(img, "metadata.json");
 	leaves = json_object_get(meta, "leaves");
 	ck_assert(json_is_false(json_object_get(leaves, "training")));
@@ -117,8 +116,7 @@ START_TEST(leaves_and_paths)
 	ck_assert_int_eq(tu_load_file(tu_fixture("torchscript/const_traced.pt"),
 				      &img, &d),
 			 0);
-	ck_assert_str_eq(tu_tensor(img, "CONSTANTS.c0")->path,
-			 "CONSTANTS/c0");
+	ck_assert_str_eq(tu_tensor(img, "CONSTANTS.c0")->path, "CONSTANTS/c0");
 	tfs_image_close(img);
 }
 END_TEST
@@ -131,9 +129,10 @@ START_TEST(lightning_ckpt)
 	struct tfs_diag d;
 
 	v = json_object_get(json_object_get(e, "valid"), "lightning_like.ckpt");
-	ck_assert_msg(tu_load_file(tu_fixture("torchscript/lightning_like.ckpt"),
-				   &img, &d) == 0,
-		      "%s", d.msg);
+	ck_assert_msg(
+		tu_load_file(tu_fixture("torchscript/lightning_like.ckpt"),
+			     &img, &d) == 0,
+		"%s", d.msg);
 	ck_assert_str_eq(img->tree->format, "pytorch");
 	check_tensors(img, "lightning_like.ckpt",
 		      json_object_get(v, "tensors"));
@@ -183,7 +182,8 @@ START_TEST(rejects)
 	size_t len;
 
 	b = tu_read_file(
-		tu_fixture("torchscript/reject/evil_os_system_script.pt"), &len);
+		tu_fixture("torchscript/reject/evil_os_system_script.pt"),
+		&len);
 	tu_expect_reject(b, len, -ENOTSUP, "os.system",
 			 find(b, len, "cos\nsystem\n", 11));
 	free(b);
