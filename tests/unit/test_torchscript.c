@@ -200,6 +200,64 @@ START_TEST(rejects)
 }
 END_TEST
 
+/*
+ * tests/fixtures/torchscript (generate.py, real torch.save): Lightning
+ * hyper_parameters as argparse.Namespace and AttributeDict are dicts;
+ * TorchScript pickles that break the object rules, at the opcode.
+ */
+START_TEST(own_fixtures)
+{
+	struct tfs_image *img;
+	struct tfs_diag d;
+	json_t *meta, *leaves;
+	uint8_t *b;
+	size_t len;
+
+	ck_assert_msg(tu_load_file(tu_testdata("torchscript/valid/"
+					       "lightning_namespace.ckpt"),
+				   &img, &d) == 0,
+		      "%s", d.msg);
+	ck_assert_ptr_nonnull(tu_tensor(img, "state_dict.model.w"));
+	meta = tu_meta_json(img, "metadata.json");
+	leaves = json_object_get(meta, "leaves");
+	ck_assert_int_eq(json_integer_value(json_object_get(
+				 leaves, "hyper_parameters.layers")),
+			 3);
+	ck_assert_str_eq(json_string_value(json_object_get(
+				 leaves, "hyper_parameters.optim.kind")),
+			 "adam");
+	json_decref(meta);
+	tfs_image_close(img);
+	ck_assert_msg(tu_load_file(tu_testdata("torchscript/valid/"
+					       "lightning_attrdict.ckpt"),
+				   &img, &d) == 0,
+		      "%s", d.msg);
+	meta = tu_meta_json(img, "metadata.json");
+	leaves = json_object_get(meta, "leaves");
+	ck_assert_str_eq(json_string_value(json_object_get(
+				 leaves, "hyper_parameters.name")),
+			 "mlp2");
+	ck_assert_int_eq(json_integer_value(json_object_get(
+				 leaves, "hyper_parameters.layers")),
+			 4);
+	json_decref(meta);
+	tfs_image_close(img);
+
+	/* PROTO 2, GLOBAL '__torch__ Net' (15), EMPTY_TUPLE, NEWOBJ, here */
+	b = tu_read_file(tu_testdata("torchscript/reject/build_list_script.pt"),
+			 &len);
+	tu_expect_reject(b, len, -EBADMSG, "BUILD state is a list",
+			 record_data(b, len, "/data.pkl") + 19);
+	free(b);
+	b = tu_read_file(
+		tu_testdata("torchscript/reject/root_not_object_script.pt"),
+		&len);
+	tu_expect_reject(b, len, -EBADMSG, "not a __torch__ module",
+			 record_data(b, len, "/data.pkl") + 2);
+	free(b);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("torchscript");
@@ -209,6 +267,7 @@ int main(void)
 	tcase_add_test(tc, leaves_and_paths);
 	tcase_add_test(tc, lightning_ckpt);
 	tcase_add_test(tc, rejects);
+	tcase_add_test(tc, own_fixtures);
 	suite_add_tcase(s, tc);
 	return tu_run_with_fixtures(s);
 }

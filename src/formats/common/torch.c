@@ -104,6 +104,13 @@ bool tfs_torch_allow(void *arg, const char *m, size_t ml, const char *n,
 		       IN(n, nl, pt_torch_names);
 	if (MOD_IS("builtins") || MOD_IS("__builtin__"))
 		return IN(n, nl, pt_builtins);
+	/* Lightning's hyper_parameters: attribute bags, kept as dicts */
+	if (MOD_IS("argparse"))
+		return nl == 9 && memcmp(n, "Namespace", 9) == 0;
+	if (MOD_IS("pytorch_lightning.utilities.parsing") ||
+	    MOD_IS("lightning_fabric.utilities.data") ||
+	    MOD_IS("lightning.fabric.utilities.data"))
+		return nl == 13 && memcmp(n, "AttributeDict", 13) == 0;
 	if (MOD_IS("_codecs")) /* protocol 2's bytes: encode(str, latin1) */
 		return nl == 6 && memcmp(n, "encode", 6) == 0;
 	return false;
@@ -229,6 +236,36 @@ static int object_state(struct tfs_torch *z, const struct tfs_pkl_value *v,
 				   tfs_pkl_kind_name(s->kind));
 	*state = v->state;
 	return 0;
+}
+
+/*
+ * argparse.Namespace (BUILD with its attributes) and Lightning's
+ * AttributeDict (a dict subclass: SETITEMS on the object): walked as dicts
+ */
+static bool is_attrs(const struct tfs_torch *z, const struct tfs_pkl_value *v)
+{
+	const struct tfs_pkl_value *g;
+
+	if (v->kind != TFS_PKL_NEWOBJ && v->kind != TFS_PKL_REDUCE)
+		return false;
+	g = V(z, v->call.a);
+	return tfs_pkl_is_global(g, "argparse", "Namespace") ||
+	       tfs_pkl_is_global(g, "pytorch_lightning.utilities.parsing",
+				 "AttributeDict") ||
+	       tfs_pkl_is_global(g, "lightning_fabric.utilities.data",
+				 "AttributeDict") ||
+	       tfs_pkl_is_global(g, "lightning.fabric.utilities.data",
+				 "AttributeDict");
+}
+
+/* the attribute dict of @v (is_attrs): its BUILD state, if a dict */
+static uint32_t attrs_state(const struct tfs_torch *z,
+			    const struct tfs_pkl_value *v)
+{
+	if (v->state != TFS_PKL_NO_VALUE &&
+	    V(z, v->state)->kind == TFS_PKL_DICT && V(z, v->state)->nitems)
+		return v->state;
+	return TFS_PKL_NO_VALUE;
 }
 
 static int has_tensor(struct tfs_torch *z, uint32_t idx, int depth, bool *yes)
@@ -454,6 +491,11 @@ int tfs_torch_to_json(struct tfs_torch *z, uint32_t idx, int depth,
 		}
 		if (jit_identity(z, v, &jidx))
 			return tfs_torch_to_json(z, jidx, depth + 1, out);
+		if (is_attrs(z, v) && !v->nitems &&
+		    attrs_state(z, v) != TFS_PKL_NO_VALUE)
+			return tfs_torch_to_json(z, v->state, depth + 1, out);
+		if (is_attrs(z, v) && (v->dict_items || !v->nitems))
+			return dict_json(z, v, depth, out);
 		if (is_dict(z, v))
 			return dict_json(z, v, depth, out);
 		/* torch.Size((2, 3)), set([1]): the sequence itself */
@@ -874,6 +916,11 @@ int tfs_torch_walk(struct tfs_torch *z, uint32_t idx, int depth)
 	}
 	if (jit_identity(z, v, &i))
 		return tfs_torch_walk(z, i, depth + 1);
+	if (is_attrs(z, v) && !v->nitems &&
+	    attrs_state(z, v) != TFS_PKL_NO_VALUE)
+		return tfs_torch_walk(z, v->state, depth + 1);
+	if (is_attrs(z, v) && v->dict_items && v->nitems)
+		return walk_dict(z, v, depth);
 	if (is_dict(z, v) && v->nitems)
 		return walk_dict(z, v, depth);
 	if (v->kind == TFS_PKL_TUPLE && v->nitems)
