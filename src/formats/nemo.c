@@ -89,6 +89,7 @@ struct tar_ctx {
 	struct tfs_diag *d;
 	json_t *members, *text, *seen;
 	uint64_t text_total;
+	unsigned mounted;
 };
 
 static int member(struct tar_ctx *z, const struct tfs_tar_member *m)
@@ -124,6 +125,7 @@ static int member(struct tar_ctx *z, const struct tfs_tar_member *m)
 		if (ret)
 			return inner_failed(z->d, ret, m);
 		as = tfs_format_shown(fmt);
+		z->mounted++;
 	} else if (is_text(p, m->size) &&
 		   z->text_total + m->size <= TAR_TEXT_TOTAL) {
 		z->text_total += m->size;
@@ -159,6 +161,7 @@ static int tar_load(const struct tfs_source *src, struct tfs_builder *b,
 	struct tfs_tar_member *m = NULL;
 	struct tfs_tar_iter it;
 	json_t *meta = tfs_builder_metadata(b), *tar;
+	char sum[128];
 	int ret;
 
 	if (gzip_magic(src))
@@ -182,10 +185,17 @@ static int tar_load(const struct tfs_source *src, struct tfs_builder *b,
 	}
 	if (ret)
 		goto out;
+	snprintf(sum, sizeof(sum),
+		 "tar of %zu members: %u mounted as directories, %zu shown "
+		 "as text",
+		 json_array_size(z.members), z.mounted,
+		 json_object_size(z.text));
 	tar = json_pack("{s:O,s:I}", "members", z.members, "count",
 			(json_int_t)json_array_size(z.members));
 	if (!tar || json_object_set_new(meta, "tar", tar) ||
-	    (json_object_size(z.text) && json_object_set(meta, "text", z.text)))
+	    (json_object_size(z.text) &&
+	     json_object_set(meta, "text", z.text)) ||
+	    tfs_builder_set_xattr_str(b, TFS_BUILDER_ROOT, "summary", sum))
 		ret = tfs_diag_oom(d);
 out:
 	free(m);

@@ -245,6 +245,24 @@ static int ts_constants(struct tfs_torch *z, const struct tfs_zip *zip,
 	return ret;
 }
 
+/* the root's one-line "summary" (tensorfs info) */
+static int ts_summary(struct tfs_torch *mod, struct tfs_torch *con)
+{
+	char buf[TFS_PKL_MAX_GLOBAL * 2 + 96];
+
+	snprintf(buf, sizeof(buf),
+		 "TorchScript module %s, archive version %lld, %zu tensors, "
+		 "%zu constants",
+		 json_string_value(json_object_get(mod->info, "root_class")),
+		 (long long)json_integer_value(
+			 json_object_get(mod->info, "version")),
+		 mod->nt, con->nt);
+	return tfs_builder_set_xattr_str(mod->b, TFS_BUILDER_ROOT, "summary",
+					 buf)
+		       ? tfs_diag_oom(mod->d)
+		       : 0;
+}
+
 static int ts_load(const struct tfs_source *src, struct tfs_builder *b,
 		   struct tfs_diag *d)
 {
@@ -277,6 +295,8 @@ static int ts_load(const struct tfs_source *src, struct tfs_builder *b,
 		ret = tfs_torch_finish(&mod, "torchscript");
 	if (!ret)
 		ret = tfs_torch_finish(&con, NULL);
+	if (!ret)
+		ret = ts_summary(&mod, &con);
 out:
 	if (!ret && ret2)
 		ret = ret2;

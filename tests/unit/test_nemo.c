@@ -37,6 +37,9 @@ START_TEST(mlp_nemo)
 		tu_load_file(tu_fixture("torchscript/mlp.nemo"), &img, &d) == 0,
 		"%s", d.msg);
 	ck_assert_str_eq(img->tree->format, "nemo");
+	tu_expect_xattr(img, "", "summary",
+			"tar of 2 members: 1 mounted as directories, 1 shown "
+			"as text");
 	ck_assert_uint_eq(img->tree->ntensors, json_array_size(t));
 	for (i = 0; i < json_array_size(t); i++) {
 		json_t *w = json_array_get(t, i);

@@ -102,6 +102,9 @@ START_TEST(leaves_and_paths)
 			 0);
 	ck_assert_ptr_nonnull(tu_tensor(img, "bn.running_var"));
 	ck_assert_str_eq(tu_tensor(img, "conv1.weight")->path, "conv1/weight");
+	tu_expect_xattr(img, "", "summary",
+			"TorchScript module __torch__.CNN, archive version 3, "
+			"10 tensors, 0 constants");
 	meta = tu_meta_json(img, "metadata.json");
 	leaves = json_object_get(meta, "leaves");
 	ck_assert(json_is_false(json_object_get(leaves, "training")));
