@@ -3,8 +3,11 @@
  * PyTorch checkpoints (torch.save), both generations; docs/formats/
  * pytorch.md.  Nothing in the file is ever executed: the pickles are run by
  * the restricted reader (parse/pickle.h), which only builds values, with
- * the allow list below (what torch.load(weights_only=True) accepts for
- * tensors and plain containers); any other global refuses the file by name.
+ * the allow list of common/torch.c (what torch.load(weights_only=True)
+ * accepts for tensors and plain containers, and Lightning's attribute
+ * bags); any other global refuses the file by name.  The walk of the
+ * object, the storages and the tensor files are common/torch.c's too,
+ * shared with TorchScript archives (torchscript.c).
  *
  * Zip format (torch >= 1.6): every record under one top folder P/ (any
  * name): P/data.pkl the object, P/data/<key> each storage's raw bytes
