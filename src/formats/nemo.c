@@ -92,22 +92,25 @@ struct tar_ctx {
 	unsigned mounted;
 };
 
-static int member(struct tar_ctx *z, const struct tfs_tar_member *m)
+/* what member @m is: mounted, text, or only listed (*@as) */
+static int member_add(struct tar_ctx *z, const struct tfs_tar_member *m,
+		      const char *key, const uint8_t *p, const char **as)
 {
-	const struct tfs_format *fmt = NULL;
-	const char *as = "listed";
-	const uint8_t *p = z->src->data + m->data_offset;
-	json_t *j;
+	const struct tfs_format *fmt;
 	int ret = 0;
 
-	if (!tfs_tar_is_file(m) || !m->name_len)
-		goto list;
-	if (json_object_get(z->seen, m->name))
+	if (!tfs_tar_is_file(m) || !m->name_len) {
+		*as = !tfs_tar_is_file(m) && m->type == '5' ? "directory"
+		      : tfs_tar_is_file(m)		    ? "listed"
+					   : "skipped (link or device)";
+		return 0;
+	}
+	if (json_object_get(z->seen, key))
 		return tfs_diag_at(z->d, -EBADMSG, m->header_offset,
 				   "tar: member name '%s': a second regular "
 				   "file of that name",
 				   m->name);
-	if (json_object_set_new(z->seen, m->name, json_true()))
+	if (json_object_set_new(z->seen, key, json_true()))
 		return tfs_diag_oom(z->d);
 	fmt = member_format(z->src, m);
 	if (fmt && fmt == &tfs_format_nemo && !tfs_tar_magic(p, m->size))
@@ -124,33 +127,51 @@ static int member(struct tar_ctx *z, const struct tfs_tar_member *m)
 		tar_nesting--;
 		if (ret)
 			return inner_failed(z->d, ret, m);
-		as = tfs_format_shown(fmt);
+		*as = tfs_format_shown(fmt);
 		z->mounted++;
 	} else if (is_text(p, m->size) &&
 		   z->text_total + m->size <= TAR_TEXT_TOTAL) {
 		z->text_total += m->size;
-		as = "text";
+		*as = "text";
 		if (json_object_set_new(
-			    z->text, m->name,
+			    z->text, key,
 			    json_stringn((const char *)p, (size_t)m->size)))
 			return tfs_diag_oom(z->d);
-		if (!strchr(m->name, '/') && m->name[0] != '.') {
-			ret = tfs_builder_add_meta_file(z->b, m->name, p,
+		if (!strchr(key, '/') && key[0] != '.') {
+			ret = tfs_builder_add_meta_file(z->b, key, p,
 							(size_t)m->size);
 			if (ret == -ENOMEM)
 				return tfs_diag_oom(z->d);
 			ret = 0; /* a name the builder has: metadata only */
 		}
 	}
-list:
-	j = json_pack("{s:s,s:I,s:I,s:s}", "name", m->name, "size",
-		      (json_int_t)m->size, "offset", (json_int_t)m->data_offset,
-		      "as",
-		      tfs_tar_is_file(m) ? as
-		      : m->type == '5'	 ? "directory"
-					 : "skipped (link or device)");
-	if (!j || json_array_append_new(z->members, j))
-		return tfs_diag_oom(z->d);
+	return ret;
+}
+
+static int member(struct tar_ctx *z, const struct tfs_tar_member *m)
+{
+	const char *as = "listed";
+	const uint8_t *p = z->src->data + m->data_offset;
+	char *esc = NULL;
+	json_t *j;
+	int ret = 0;
+
+	/* JSON takes UTF-8: another name is written escaped (docs/tree.md) */
+	if (!tfs_utf8_valid((const unsigned char *)m->name, m->name_len)) {
+		esc = tfs_name_escape(m->name, m->name_len,
+				      3 * m->name_len + 16);
+		if (!esc)
+			return tfs_diag_oom(z->d);
+	}
+	ret = member_add(z, m, esc ? esc : m->name, p, &as);
+	if (!ret) {
+		j = json_pack("{s:s,s:I,s:I,s:s}", "name", esc ? esc : m->name,
+			      "size", (json_int_t)m->size, "offset",
+			      (json_int_t)m->data_offset, "as", as);
+		if (!j || json_array_append_new(z->members, j))
+			ret = tfs_diag_oom(z->d);
+	}
+	free(esc);
 	return ret;
 }
 
