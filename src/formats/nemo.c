@@ -57,7 +57,7 @@ static const struct tfs_format *member_format(const struct tfs_source *src,
 {
 	struct tfs_source s = {0};
 
-	if (!m->size || src->ops)
+	if (!m->size)
 		return NULL;
 	s.data = src->data + m->data_offset;
 	s.size = m->size;
@@ -115,6 +115,15 @@ static int member_add(struct tar_ctx *z, const struct tfs_tar_member *m,
 	fmt = member_format(z->src, m);
 	if (fmt && fmt == &tfs_format_nemo && !tfs_tar_magic(p, m->size))
 		fmt = NULL; /* a .tar.gz inside: listed */
+	if (fmt && z->src->ops) {
+		/* tfs_source_slice: no container inside a remote archive yet */
+		*as = "container, not mounted from a remote archive";
+		return tfs_builder_warn(z->b, m->header_offset,
+					"tar: member '%s' (%s) is not mounted: "
+					"a container inside a remote archive "
+					"is not supported; mount a local copy",
+					m->name, tfs_format_shown(fmt));
+	}
 	if (fmt) {
 		if (tar_nesting >= TAR_MAX_NESTING)
 			return tfs_diag_at(z->d, -E2BIG, m->header_offset,
