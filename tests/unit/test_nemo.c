@@ -121,6 +121,84 @@ START_TEST(rejects)
 }
 END_TEST
 
+/* tests/fixtures/nemo (generate.py: Python's tarfile) */
+START_TEST(own_fixtures)
+{
+	struct tfs_image *img, *ref;
+	const struct tfs_tensor *x, *y;
+	struct tfs_diag d;
+	json_t *meta, *members, *w;
+	uint8_t *a, *b;
+	size_t la, lb, i;
+	bool link = false;
+
+	ck_assert_msg(tu_load_file(tu_testdata("nemo/valid/nested.nemo"), &img,
+				   &d) == 0,
+		      "%s", d.msg);
+	ck_assert_msg(tu_load_file(tu_testdata("torchscript/valid/"
+					       "lightning_attrdict.ckpt"),
+				   &ref, &d) == 0,
+		      "%s", d.msg);
+	/* a .nemo in a tar: its weights two directories down, same bytes */
+	ck_assert_uint_eq(img->tree->ntensors, ref->tree->ntensors);
+	for (i = 0; i < ref->tree->ntensors; i++) {
+		char path[256];
+
+		y = &ref->tree->tensors[i];
+		snprintf(path, sizeof(path), "inner.nemo/model_weights.ckpt/%s",
+			 y->path);
+		x = NULL;
+		for (size_t k = 0; k < img->tree->ntensors; k++)
+			if (!strcmp(img->tree->tensors[k].path, path))
+				x = &img->tree->tensors[k];
+		ck_assert_msg(x != NULL, "no %s", path);
+		a = tu_read_node(img, x->node, &la);
+		b = tu_read_node(ref, y->node, &lb);
+		ck_assert_uint_eq(la, lb);
+		ck_assert(!memcmp(a, b, la));
+		free(a);
+		free(b);
+	}
+	meta = tu_meta_json(img, "metadata.json");
+	ck_assert_str_eq(
+		json_string_value(json_object_get(
+			json_object_get(meta, "text"),
+			"dddddddddddddddddddddddddddddddddddddddddddddddddddddddddd"
+			"dddddddddddddddddddddddddddddddddddddddddddddddddddddddd"
+			"dddddd/notes.txt")),
+		"long pax name\n");
+	members = json_object_get(json_object_get(meta, "tar"), "members");
+	json_array_foreach(
+		members, i,
+		w) if (!strcmp(json_string_value(json_object_get(w, "name")),
+			       "link")) link =
+		!strcmp(json_string_value(json_object_get(w, "as")),
+			"skipped (link or device)");
+	ck_assert(link);
+	json_decref(meta);
+	tfs_image_close(ref);
+	tfs_image_close(img);
+
+	ck_assert_int_eq(tu_load_file(tu_testdata("nemo/valid/latin1_name.tar"),
+				      &img, &d),
+			 0);
+	meta = tu_meta_json(img, "metadata.json");
+	ck_assert_str_eq(json_string_value(json_object_get(
+				 json_object_get(meta, "text"), "caf%E9.txt")),
+			 "hello\n");
+	json_decref(meta);
+	tfs_image_close(img);
+
+	a = tu_read_file(tu_testdata("nemo/reject/duplicate.tar"), &la);
+	tu_expect_reject(a, la, -EBADMSG, "a second regular file", 1024);
+	free(a);
+	/* the name comes from the pax record: its offset (data of block 0) */
+	a = tu_read_file(tu_testdata("nemo/reject/absolute_pax.tar"), &la);
+	tu_expect_reject(a, la, -EBADMSG, "absolute", 512);
+	free(a);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("nemo");
@@ -128,6 +206,7 @@ int main(void)
 
 	tcase_add_test(tc, mlp_nemo);
 	tcase_add_test(tc, rejects);
+	tcase_add_test(tc, own_fixtures);
 	suite_add_tcase(s, tc);
 	return tu_run_with_fixtures(s);
 }
