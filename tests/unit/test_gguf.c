@@ -47,23 +47,6 @@ static void expect_tensor(struct tfs_image *img, const char *name,
 	free(b);
 }
 
-/* .tensorfs/metadata.json, parsed */
-static json_t *metadata(struct tfs_image *img)
-{
-	uint32_t n = tfs_tree_resolve(img->tree, ".tensorfs/metadata.json");
-	json_error_t err;
-	uint8_t *b;
-	size_t len;
-	json_t *j;
-
-	ck_assert_uint_ne(n, TFS_NO_NODE);
-	b = tu_read_node(img, n, &len);
-	j = json_loadb((const char *)b, len, 0, &err);
-	ck_assert_msg(j != NULL, "metadata.json: %s", err.text);
-	free(b);
-	return j;
-}
-
 /* the member @key of metadata.json's "metadata", compact JSON */
 static void expect_kv(json_t *meta, const char *key, const char *want)
 {
@@ -137,7 +120,7 @@ static void check_basic(const char *file, const char *version)
 	tu_expect_xattr(img, "", "gguf.test.f64", "3.25");
 	/* arrays are in metadata.json only */
 	ck_assert_ptr_null(tu_xattr(img, "", "gguf.test.arr_i32"));
-	meta = metadata(img);
+	meta = tu_meta_json(img, "metadata.json");
 	ck_assert_uint_eq(json_object_size(json_object_get(meta, "metadata")),
 			  15);
 	expect_kv(meta, "test.arr_i32", "[1,-2,3]");
@@ -183,7 +166,7 @@ START_TEST(shared_small)
 		      basic[6].sha);
 	expect_tensor(img, "token_embd.weight", "float32", "[2,3]", "[3,2]",
 		      256, 24, basic[0].sha);
-	meta = metadata(img);
+	meta = tu_meta_json(img, "metadata.json");
 	ck_assert_int_eq(
 		json_integer_value(json_object_get(meta, "data_start")), 192);
 	expect_kv(meta, "general.alignment", "64");
@@ -316,7 +299,7 @@ START_TEST(every_type_and_value)
 	tu_expect_xattr(img, "", "gguf.t.u64", "18446744073709551615");
 	tu_expect_xattr(img, "", "gguf.t.i64", "-9223372036854775808");
 	tu_expect_xattr(img, "", "gguf.general.name", "caf\xc3\xa9");
-	meta = metadata(img);
+	meta = tu_meta_json(img, "metadata.json");
 	expect_kv(meta, "t.nested", "[[1,-2],[\"a\"],[[7]]]");
 	expect_kv(meta, "t.arr_str", "[\"x\",\"\",\"\xe4\xb8\xad\"]");
 	expect_kv(meta, "t.arr_empty", "[]");
@@ -581,7 +564,7 @@ START_TEST(large_vocab_lazy)
 	n = &img->tree->nodes[node];
 	ck_assert_ptr_nonnull(n->lazy);
 	ck_assert_ptr_null(n->mem);
-	meta = metadata(img);
+	meta = tu_meta_json(img, "metadata.json");
 	ck_assert_ptr_nonnull(n->mem);
 	tokens = json_object_get(json_object_get(meta, "metadata"),
 				 "tokenizer.ggml.tokens");
@@ -630,7 +613,7 @@ START_TEST(lazy_metadata_in_directory)
 	ck_assert_str_eq(img->skipped[0].path, "bad.gguf");
 	ck_assert_ptr_nonnull(strstr(img->skipped[0].why, "duplicate"));
 	ck_assert_uint_eq(img->tree->ntensors, 1);
-	meta = metadata(img);
+	meta = tu_meta_json(img, "metadata.json");
 	c = json_object_get(json_object_get(meta, "containers"), "good.gguf");
 	ck_assert_uint_eq(
 		json_array_size(json_object_get(json_object_get(c, "metadata"),
@@ -710,7 +693,7 @@ START_TEST(split_set_among_others)
 	ck_assert_uint_eq(img->tree->ntensors, 2);
 	ck_assert_uint_eq(img->nsrcs, 1);
 	/* nothing of the set is left in metadata.json */
-	meta = metadata(img);
+	meta = tu_meta_json(img, "metadata.json");
 	ck_assert_uint_eq(json_object_size(json_object_get(meta, "containers")),
 			  1);
 	json_decref(meta);

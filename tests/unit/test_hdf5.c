@@ -25,31 +25,6 @@
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static json_t *expected(void)
-{
-	json_error_t err;
-	json_t *j = json_load_file(tu_fixture("hdf5/expected.json"), 0, &err);
-
-	ck_assert_msg(j != NULL, "expected.json: %s", err.text);
-	return j;
-}
-
-static json_t *metadata(struct tfs_image *img)
-{
-	uint32_t n = tfs_tree_resolve(img->tree, ".tensorfs/metadata.json");
-	json_error_t err;
-	uint8_t *b;
-	size_t len;
-	json_t *j;
-
-	ck_assert_uint_ne(n, TFS_NO_NODE);
-	b = tu_read_node(img, n, &len);
-	j = json_loadb((const char *)b, len, 0, &err);
-	ck_assert_msg(j != NULL, "metadata.json: %s", err.text);
-	free(b);
-	return j;
-}
-
 /* the tensorfs dtype expected for an expected.json dataset */
 static void want_dtype(const json_t *ds, char *out, size_t len)
 {
@@ -282,7 +257,7 @@ static void check_attrs(json_t *meta, const char *file, json_t *want)
 
 START_TEST(every_valid_fixture)
 {
-	json_t *exp = expected(), *valid = json_object_get(exp, "valid"), *v;
+	json_t *exp = tu_expected_json("hdf5"), *valid = json_object_get(exp, "valid"), *v;
 	const char *file;
 	unsigned files = 0, datasets = 0, chunked = 0;
 
@@ -301,7 +276,7 @@ START_TEST(every_valid_fixture)
 		snprintf(rel, sizeof(rel), "hdf5/%s", file);
 		ck_assert_msg(tu_load_file(tu_fixture(rel), &img, &d) == 0,
 			      "%s: %s", file, d.msg);
-		meta = metadata(img);
+		meta = tu_meta_json(img, "metadata.json");
 		ck_assert_str_eq(
 			json_string_value(json_object_get(meta, "format")),
 			"hdf5");
@@ -360,7 +335,7 @@ START_TEST(keras_layouts)
 	ck_assert_int_eq(tu_load_file(tu_fixture("hdf5/keras2_save_weights.h5"),
 				      &img, &d),
 			 0);
-	meta = metadata(img);
+	meta = tu_meta_json(img, "metadata.json");
 	k = json_object_get(meta, "keras");
 	ck_assert_str_eq(json_string_value(json_object_get(k, "layout")),
 			 "keras2-weights");
@@ -418,7 +393,7 @@ START_TEST(keras_layouts)
 	ck_assert_int_eq(
 		tu_load_file(tu_fixture("hdf5/keras2_model_save.h5"), &img, &d),
 		0);
-	meta = metadata(img);
+	meta = tu_meta_json(img, "metadata.json");
 	k = json_object_get(meta, "keras");
 	ck_assert_str_eq(json_string_value(json_object_get(k, "layout")),
 			 "keras2-model");
@@ -432,7 +407,7 @@ START_TEST(keras_layouts)
 		tu_load_file(tu_fixture("hdf5/keras3_model.weights.h5"), &img,
 			     &d),
 		0);
-	meta = metadata(img);
+	meta = tu_meta_json(img, "metadata.json");
 	ck_assert_str_eq(json_string_value(json_object_get(
 				 json_object_get(meta, "keras"), "layout")),
 			 "keras3-weights");
@@ -492,7 +467,7 @@ START_TEST(deep_v2_btree_group)
 		ck_assert_uint_eq(b[2] | b[3] << 8, i + 1);
 		free(b);
 	}
-	meta = metadata(img);
+	meta = tu_meta_json(img, "metadata.json");
 	a = json_object_get(json_object_get(meta, "attributes"), "big");
 	ck_assert_uint_eq(json_object_size(a), 12);
 	ck_assert_int_eq(json_integer_value(json_object_get(a, "a11")), 11);
@@ -587,7 +562,7 @@ START_TEST(committed_datatype)
 	ck_assert_uint_eq(len, 36);
 	ck_assert(memcmp(b, want, 36) == 0);
 	free(b);
-	meta = metadata(img);
+	meta = tu_meta_json(img, "metadata.json");
 	t = json_object_get(
 		json_object_get(json_object_get(meta, "attributes"), "y"), "t");
 	ck_assert_int_eq(json_integer_value(json_object_get(t, "a")), 7);
@@ -626,7 +601,7 @@ START_TEST(huge_heap_object)
 	ck_assert_int_eq(
 		tu_load_file(tu_testdata("hdf5/huge_attr_latest.h5"), &img, &d),
 		0);
-	meta = metadata(img);
+	meta = tu_meta_json(img, "metadata.json");
 	a = json_object_get(json_object_get(meta, "attributes"), "x");
 	ck_assert_uint_eq(json_object_size(a), 11);
 	big = json_object_get(a, "big");

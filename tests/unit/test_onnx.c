@@ -27,31 +27,6 @@
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static json_t *expected(void)
-{
-	json_error_t err;
-	json_t *j = json_load_file(tu_fixture("onnx/expected.json"), 0, &err);
-
-	ck_assert_msg(j != NULL, "expected.json: %s", err.text);
-	return j;
-}
-
-static json_t *metadata(struct tfs_image *img)
-{
-	uint32_t n = tfs_tree_resolve(img->tree, ".tensorfs/metadata.json");
-	json_error_t err;
-	uint8_t *b;
-	size_t len;
-	json_t *j;
-
-	ck_assert_uint_ne(n, TFS_NO_NODE);
-	b = tu_read_node(img, n, &len);
-	j = json_loadb((const char *)b, len, 0, &err);
-	ck_assert_msg(j != NULL, "metadata.json: %s", err.text);
-	free(b);
-	return j;
-}
-
 static char *compact(const json_t *v)
 {
 	char *s = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
@@ -196,7 +171,7 @@ static void check_valid(const char *file, const json_t *v)
 	ret = tu_load_file(tu_fixture(rel), &img, &d);
 	ck_assert_msg(ret == 0, "%s: %s", file, d.msg);
 	ck_assert_str_eq(img->tree->format, "onnx");
-	meta = metadata(img);
+	meta = tu_meta_json(img, "metadata.json");
 	strings = json_object_get(meta, "string_tensors");
 	if (!json_is_true(json_object_get(v, "bare_tensor")))
 		expect_model(file, meta, json_object_get(v, "model"));
@@ -231,7 +206,7 @@ static void check_valid(const char *file, const json_t *v)
 
 START_TEST(every_valid_fixture)
 {
-	json_t *j = expected(), *v;
+	json_t *j = tu_expected_json("onnx"), *v;
 	const char *file;
 	unsigned n = 0;
 
@@ -269,7 +244,7 @@ START_TEST(external_is_located)
 	b = tu_read_node(img, x->node, &len);
 	ck_assert_uint_eq(len, 128);
 	ck_assert(memcmp(b, data + 1472, 128) == 0);
-	meta = metadata(img);
+	meta = tu_meta_json(img, "metadata.json");
 	ck_assert_str_eq(json_string_value(json_array_get(
 				 json_object_get(meta, "external_files"), 0)),
 			 "model.onnx_data");
@@ -314,7 +289,7 @@ static const struct {
 
 START_TEST(every_reject)
 {
-	json_t *j = expected(), *v;
+	json_t *j = tu_expected_json("onnx"), *v;
 	struct tfs_image *img;
 	struct tfs_diag d;
 	const char *file;

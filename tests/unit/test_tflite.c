@@ -23,31 +23,6 @@
 #include "tensorfs/image.h"
 #include "testutil.h"
 
-static json_t *expected(void)
-{
-	json_error_t err;
-	json_t *j = json_load_file(tu_fixture("tflite/expected.json"), 0, &err);
-
-	ck_assert_msg(j != NULL, "expected.json: %s", err.text);
-	return j;
-}
-
-static json_t *metadata(struct tfs_image *img)
-{
-	uint32_t n = tfs_tree_resolve(img->tree, ".tensorfs/metadata.json");
-	json_error_t err;
-	uint8_t *b;
-	size_t len;
-	json_t *j;
-
-	ck_assert_uint_ne(n, TFS_NO_NODE);
-	b = tu_read_node(img, n, &len);
-	j = json_loadb((const char *)b, len, 0, &err);
-	ck_assert_msg(j != NULL, "metadata.json: %s", err.text);
-	free(b);
-	return j;
-}
-
 /* "[a,b]" of a JSON array of integers */
 static void shape_text(const json_t *a, char *buf, size_t cap)
 {
@@ -228,7 +203,7 @@ static void expect_model(const char *rel, const json_t *want)
 	ck_assert_msg(tu_load_file(tu_fixture(path), &img, &d) == 0, "%s: %s",
 		      rel, d.msg);
 	ck_assert_str_eq(img->format->name, "tflite");
-	meta = metadata(img);
+	meta = tu_meta_json(img, "metadata.json");
 	json_array_foreach(json_object_get(want, "tensors"), i, t)
 	{
 		if (json_is_true(json_object_get(t, "constant"))) {
@@ -273,7 +248,7 @@ static void expect_model(const char *rel, const json_t *want)
 
 START_TEST(every_fixture)
 {
-	json_t *exp = expected(), *want;
+	json_t *exp = tu_expected_json("tflite"), *want;
 	const char *rel;
 	size_t n = 0;
 
@@ -351,7 +326,7 @@ START_TEST(every_reject)
 	char rel[128];
 	struct tfs_image *img = NULL;
 	struct tfs_diag d;
-	json_t *exp = expected();
+	json_t *exp = tu_expected_json("tflite");
 	size_t i;
 	int ret;
 
@@ -467,7 +442,7 @@ START_TEST(generated_listed)
 				      &img, &d),
 			 0);
 	ck_assert_uint_eq(img->tree->ntensors, 18);
-	meta = metadata(img);
+	meta = tu_meta_json(img, "metadata.json");
 	list = json_object_get(meta, "tensors_without_data");
 	ck_assert_uint_eq(json_array_size(list), 4);
 	for (k = 0; k < 4; k++) {
@@ -506,7 +481,7 @@ START_TEST(generated_listed)
 		tu_load_file(tu_testdata("tflite/valid/offsets.tflite"), &img,
 			     &d),
 		0);
-	meta = metadata(img);
+	meta = tu_meta_json(img, "metadata.json");
 	ck_assert_uint_eq(json_array_size(json_object_get(meta, "warnings")),
 			  1);
 	warnings = json_dumps(json_object_get(meta, "warnings"), 0);

@@ -383,3 +383,15 @@ json_t *tu_meta_json(struct tfs_image *img, const char *file)
 	free(b);
 	return j;
 }
+
+json_t *tu_expected_json(const char *dir)
+{
+	char rel[128];
+	json_error_t err;
+	json_t *j;
+
+	snprintf(rel, sizeof(rel), "%s/expected.json", dir);
+	j = json_load_file(tu_fixture(rel), 0, &err);
+	ck_assert_msg(j != NULL, "%s: %s", rel, err.text);
+	return j;
+}

@@ -98,5 +98,7 @@ int tu_run_with_fixtures(Suite *s);
  * NUL inside a string allowed); fails the test when missing or not JSON
  */
 json_t *tu_meta_json(struct tfs_image *img, const char *file);
+/* ../shared/fixtures/@dir/expected.json, parsed; fails the test if not */
+json_t *tu_expected_json(const char *dir);
 
 #endif
