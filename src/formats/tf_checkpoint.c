@@ -130,10 +130,24 @@ static bool ends_with(const char *s, const char *suffix)
 	return n >= k && memcmp(s + n - k, suffix, k) == 0;
 }
 
+/* a SavedModel's graph or a TF1 .meta: no tensors, refused by name */
+static bool graph_only(const struct tfs_source *src)
+{
+	const char *base;
+
+	if (!src->path)
+		return false;
+	base = strrchr(src->path, '/');
+	base = base ? base + 1 : src->path;
+	return strcmp(base, "saved_model.pb") == 0 || ends_with(base, ".meta");
+}
+
 static int tc_probe(const struct tfs_source *src)
 {
 	if (tfs_sst_has_magic(src->data, src->size))
 		return 100;
+	if (graph_only(src))
+		return 95;
 	/* a damaged .index: refused by this reader, naming why */
 	if (src->path && ends_with(src->path, ".index"))
 		return 50;
@@ -769,6 +783,13 @@ static int tc_load(const struct tfs_source *src, struct tfs_builder *b,
 	z.skipped = json_array();
 	if (!z.strings || !z.skipped) {
 		ret = oom(&z);
+		goto out;
+	}
+	if (graph_only(src) && !tfs_sst_has_magic(src->data, src->size)) {
+		ret = tfs_diag_at(d, -ENOTSUP, 0,
+				  "file: a SavedModel graph or MetaGraphDef "
+				  "holds no tensors: mount the SavedModel's "
+				  "folder or its variables/variables.index");
 		goto out;
 	}
 	if (src->size > TC_INDEX_MAX) {
