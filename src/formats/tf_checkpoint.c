@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -767,6 +768,97 @@ out:
 	return ret;
 }
 
+/* the last path component of a checkpoint path (written on another host) */
+static json_t *base_json(const char *v, size_t n)
+{
+	const char *p = memrchr(v, '/', n);
+
+	if (p) {
+		n -= (size_t)(p + 1 - v);
+		v = p + 1;
+	}
+	return json_stringn(v, n);
+}
+
+/*
+ * The `checkpoint` file beside the index (a text CheckpointState, a hint
+ * only): its fields into metadata.json, paths by basename, and whether
+ * this bundle is the latest.  Missing or unreadable: nothing.
+ */
+static int read_state(struct tc *z)
+{
+	const struct tfs_source *s;
+	const char *p, *end, *nl;
+	json_t *st, *all;
+	uint32_t h;
+
+	if (tfs_builder_open_companion(z->b, "checkpoint", &h, z->d)) {
+		int ret = z->d->err;
+
+		tfs_diag_clear(z->d);
+		return ret == -ENOMEM ? oom(z) : 0;
+	}
+	s = tfs_builder_source(z->b, h);
+	if (!s || s->size > (1u << 20))
+		return 0;
+	st = json_object();
+	all = json_array();
+	if (!st || !all || json_object_set_new(st, "all_model_checkpoint_paths",
+					       all)) {
+		json_decref(st);
+		return oom(z);
+	}
+	for (p = (const char *)s->data, end = p + s->size; p < end; p = nl + 1) {
+		const char *colon, *v, *ve;
+		json_t *val;
+		char key[64];
+
+		nl = memchr(p, '\n', (size_t)(end - p));
+		if (!nl)
+			nl = end;
+		colon = memchr(p, ':', (size_t)(nl - p));
+		if (!colon || colon - p >= (ptrdiff_t)sizeof(key))
+			continue;
+		memcpy(key, p, (size_t)(colon - p));
+		key[colon - p] = 0;
+		for (v = colon + 1; v < nl && *v == ' '; v++)
+			;
+		for (ve = nl; ve > v && (ve[-1] == ' ' || ve[-1] == '\r');)
+			ve--;
+		if (ve - v >= 2 && *v == '"' && ve[-1] == '"') {
+			v++;
+			ve--;
+		}
+		if (strstr(key, "_path"))
+			val = base_json(v, (size_t)(ve - v));
+		else
+			val = json_stringn(v, (size_t)(ve - v));
+		if (!val)
+			continue; /* not UTF-8: left out */
+		if (strcmp(key, "all_model_checkpoint_paths") == 0) {
+			if (json_array_append_new(all, val))
+				goto oom;
+		} else if (json_object_set_new(st, key, val)) {
+			goto oom;
+		}
+	}
+	if (z->prefix &&
+	    json_object_set_new(
+		    st, "latest",
+		    json_boolean(json_string_value(json_object_get(
+					 st, "model_checkpoint_path")) &&
+				 strcmp(json_string_value(json_object_get(
+						st, "model_checkpoint_path")),
+					z->prefix) == 0)))
+		goto oom;
+	if (json_object_set_new(z->meta, "checkpoint_state", st))
+		return oom(z);
+	return 0;
+oom:
+	json_decref(st);
+	return oom(z);
+}
+
 static int tc_load(const struct tfs_source *src, struct tfs_builder *b,
 		   struct tfs_diag *d)
 {
@@ -822,6 +914,7 @@ static int tc_load(const struct tfs_source *src, struct tfs_builder *b,
 			goto out;
 		}
 		ret = open_shards(&z);
+		ret = ret ? ret : read_state(&z);
 		if (ret)
 			goto out;
 	}

@@ -214,6 +214,7 @@ START_TEST(tf2_names_and_info)
 {
 	struct tfs_image *img = NULL;
 	struct tfs_diag d;
+	json_t *meta, *st;
 
 	ck_assert_int_eq(
 		tu_load_file(tu_fixture("tf-checkpoint/synthesized/"
@@ -230,6 +231,28 @@ START_TEST(tf2_names_and_info)
 		"optimizer/m");
 	tu_expect_xattr(img, "", "info.generation",
 			"V2 tensor bundle, 3 shards");
+	/* the checkpoint file beside it names this bundle */
+	meta = tu_meta_json(img, "metadata.json");
+	st = json_object_get(meta, "checkpoint_state");
+	ck_assert_str_eq(json_string_value(json_object_get(
+				 st, "model_checkpoint_path")),
+			 "model.ckpt-7");
+	ck_assert(json_is_true(json_object_get(st, "latest")));
+	json_decref(meta);
+	tfs_image_close(img);
+	/* TF Serving's: an absolute path of another machine, by basename */
+	ck_assert_int_eq(
+		tu_load_file(tu_fixture("tf-checkpoint/real/half_plus_two_cpu/"
+					"variables.index"),
+			     &img, &d),
+		0);
+	meta = tu_meta_json(img, "metadata.json");
+	st = json_object_get(meta, "checkpoint_state");
+	ck_assert_str_eq(json_string_value(json_object_get(
+				 st, "model_checkpoint_path")),
+			 "export");
+	ck_assert(json_is_false(json_object_get(st, "latest")));
+	json_decref(meta);
 	tfs_image_close(img);
 }
 END_TEST
