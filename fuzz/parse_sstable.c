@@ -19,11 +19,12 @@ static void refused(int ret, const struct tfs_diag *d)
 {
 	tfs_fuzz_check_refusal(ret, d);
 	if (ret != -ENOMEM && (!d->has_offset || d->offset > in_size))
-		tfs_fuzz_fail("sstable: refusal without an offset in the input");
+		tfs_fuzz_fail(
+			"sstable: refusal without an offset in the input");
 }
 
-static int entries(const struct tfs_sst_block *b, int (*fn)(const uint8_t *,
-							    uint64_t))
+static int entries(const struct tfs_sst_block *b,
+		   int (*fn)(const uint8_t *, uint64_t))
 {
 	struct tfs_sst_iter it;
 	struct tfs_diag d;
@@ -33,8 +34,8 @@ static int entries(const struct tfs_sst_block *b, int (*fn)(const uint8_t *,
 	ret = tfs_sst_iter_init(&it, b, "block", &d);
 	while (!ret && (ret = tfs_sst_iter_next(&it, &d)) == 1) {
 		ret = 0;
-		if (it.value < b->data || it.value + it.value_len >
-						 b->data + b->len)
+		if (it.value < b->data ||
+		    it.value + it.value_len > b->data + b->len)
 			tfs_fuzz_fail("sstable: value outside its block");
 		if (fn)
 			fn(it.value, it.value_len);

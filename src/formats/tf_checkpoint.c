@@ -112,7 +112,7 @@ struct tc {
 	struct tfs_strmap dirs; /* every folder of every key */
 	char **dir_names;	/* its keys (the map borrows them) */
 	size_t ndirs, capdirs;
-	char *prefix;		/* PREFIX of PREFIX.index, or NULL */
+	char *prefix; /* PREFIX of PREFIX.index, or NULL */
 };
 
 static int oom(struct tc *z)
@@ -218,8 +218,7 @@ static int read_header(struct tc *z, const uint8_t *p, uint64_t len,
 		return ret;
 	if (z->nshards < 1 || z->nshards > TC_MAX_SHARDS)
 		return tfs_diag_at(z->d, -EBADMSG, at,
-				   "header: num_shards %" PRId64
-				   " (1 to %u)",
+				   "header: num_shards %" PRId64 " (1 to %u)",
 				   (int64_t)z->nshards, TC_MAX_SHARDS);
 	z->have_header = true;
 	return 0;
@@ -308,11 +307,10 @@ static int read_entry(struct tc *z, struct tc_entry *e, const uint8_t *p,
 			if (f.wire != TFS_PB_VARINT)
 				break;
 			if (f.v > (uint64_t)INT64_MAX)
-				return tfs_diag_at(z->d, -EBADMSG, f.value_at,
-						   "tensor '%s': negative %s",
-						   KNAME(e),
-						   f.number == 4 ? "offset"
-								 : "size");
+				return tfs_diag_at(
+					z->d, -EBADMSG, f.value_at,
+					"tensor '%s': negative %s", KNAME(e),
+					f.number == 4 ? "offset" : "size");
 			if (f.number == 4)
 				e->offset = f.v;
 			else
@@ -351,15 +349,15 @@ static int entry(struct tc *z, const struct tfs_sst_iter *it)
 
 	/* keys strictly increasing, bytewise, across the whole table */
 	if (z->have_prev) {
-		cmp = memcmp(z->prev, it->key, n < z->prev_len ? n : z->prev_len);
+		cmp = memcmp(z->prev, it->key,
+			     n < z->prev_len ? n : z->prev_len);
 		if (cmp > 0 || (cmp == 0 && n <= z->prev_len))
-			return tfs_diag_at(z->d, -EBADMSG, it->at,
-					   "data block: key '%s': keys not "
-					   "strictly increasing",
-					   tfs_name_printable(nb, sizeof(nb),
-							      (const char *)
-								      it->key,
-							      n));
+			return tfs_diag_at(
+				z->d, -EBADMSG, it->at,
+				"data block: key '%s': keys not "
+				"strictly increasing",
+				tfs_name_printable(nb, sizeof(nb),
+						   (const char *)it->key, n));
 	} else if (n != 0) {
 		return tfs_diag_at(z->d, -EBADMSG, it->at,
 				   "data block: first key is not the empty "
@@ -385,8 +383,8 @@ static int entry(struct tc *z, const struct tfs_sst_iter *it)
 	if (it->key[0] == 0)
 		return 0;
 	if (z->ne == TC_MAX_ENTRIES)
-		return tfs_diag_at(z->d, -E2BIG, it->at,
-				   "more than %u tensors", TC_MAX_ENTRIES);
+		return tfs_diag_at(z->d, -E2BIG, it->at, "more than %u tensors",
+				   TC_MAX_ENTRIES);
 	if (z->ne == z->cap) {
 		size_t c = z->cap ? z->cap * 2 : 64;
 		struct tc_entry *p = reallocarray(z->e, c, sizeof(*p));
@@ -424,8 +422,8 @@ static int read_table(struct tc *z)
 				       z->d);
 	ret = ret ? ret : tfs_sst_iter_init(&ii, &ib, "index block", z->d);
 	while (!ret && (ret = tfs_sst_iter_next(&ii, z->d)) == 1) {
-		ret = tfs_sst_handle_decode(ii.value, ii.value_len,
-					    ii.value_at, &h, z->d);
+		ret = tfs_sst_handle_decode(ii.value, ii.value_len, ii.value_at,
+					    &h, z->d);
 		ret = ret ? ret
 			  : tfs_sst_block_read(p, size, &h, "data block", &db,
 					       z->d);
@@ -456,8 +454,9 @@ static int open_shards(struct tc *z)
 	if (!z->shard_src)
 		return oom(z);
 	for (i = 0; i < z->nshards; i++) {
-		snprintf(name, sizeof(name), "%s.data-%05" PRIu64 "-of-%05" PRIu64,
-			 z->prefix, i, z->nshards);
+		snprintf(name, sizeof(name),
+			 "%s.data-%05" PRIu64 "-of-%05" PRIu64, z->prefix, i,
+			 z->nshards);
 		ret = tfs_builder_open_companion(z->b, name, &z->shard_src[i],
 						 z->d);
 		if (ret == -ENOMEM)
@@ -553,9 +552,9 @@ static int check_strings(struct tc *z, struct tc_entry *e, uint64_t count,
 				   KNAME(e));
 	if (tfs_cursor_remaining(&c) != total)
 		return tfs_diag_at(z->d, -EBADMSG, e->at,
-				   "tensor '%s': size %" PRIu64
-				   " != %" PRIu64 " bytes of lengths + 4 + %"
-				   PRIu64 " string bytes",
+				   "tensor '%s': size %" PRIu64 " != %" PRIu64
+				   " bytes of lengths + 4 + %" PRIu64
+				   " string bytes",
 				   KNAME(e), e->size, at, total);
 	/* the entry's CRC: the lengths again, the checksum, the bytes */
 	crc = lcrc;
@@ -649,10 +648,10 @@ static int add_tensor(struct tc *z, struct tc_entry *e)
 
 	if (!e->dt->dtype) {
 		/* resource, variant, e4m3b11fnuz: listed, not served */
-		return json_array_append_new(
-			       z->skipped,
-			       json_pack("{s:s%,s:s}", "key", e->key,
-					 e->key_len, "dtype", e->dt->tf))
+		return json_array_append_new(z->skipped,
+					     json_pack("{s:s%,s:s}", "key",
+						       e->key, e->key_len,
+						       "dtype", e->dt->tf))
 			       ? oom(z)
 			       : 0;
 	}
@@ -695,13 +694,12 @@ static int add_tensor(struct tc *z, struct tc_entry *e)
 		e->source = z->shard_src[e->shard];
 		ssize = tfs_builder_source(z->b, e->source)->size;
 		if (!tfs_range_ok(e->offset, e->size, ssize))
-			return tfs_diag_at(z->d, -EBADMSG, e->at,
-					   "tensor '%s': bytes %" PRIu64
-					   "..+%" PRIu64 " past the end of its "
-					   "shard %" PRIu64 " (%" PRIu64
-					   " bytes)",
-					   KNAME(e), e->offset, e->size,
-					   e->shard, ssize);
+			return tfs_diag_at(
+				z->d, -EBADMSG, e->at,
+				"tensor '%s': bytes %" PRIu64 "..+%" PRIu64
+				" past the end of its "
+				"shard %" PRIu64 " (%" PRIu64 " bytes)",
+				KNAME(e), e->offset, e->size, e->shard, ssize);
 		s.source = e->source;
 		s.offset = e->offset;
 		s.length = e->size;
@@ -710,8 +708,8 @@ static int add_tensor(struct tc *z, struct tc_entry *e)
 			if (!strs)
 				return oom(z);
 			ret = check_strings(z, e, count, strs);
-			if (!ret && json_object_set_new(z->strings, e->key,
-							strs))
+			if (!ret &&
+			    json_object_set_new(z->strings, e->key, strs))
 				ret = oom(z);
 			if (ret) {
 				if (ret != -ENOMEM)
@@ -803,12 +801,13 @@ static int read_state(struct tc *z)
 		return 0;
 	st = json_object();
 	all = json_array();
-	if (!st || !all || json_object_set_new(st, "all_model_checkpoint_paths",
-					       all)) {
+	if (!st || !all ||
+	    json_object_set_new(st, "all_model_checkpoint_paths", all)) {
 		json_decref(st);
 		return oom(z);
 	}
-	for (p = (const char *)s->data, end = p + s->size; p < end; p = nl + 1) {
+	for (p = (const char *)s->data, end = p + s->size; p < end;
+	     p = nl + 1) {
 		const char *colon, *v, *ve;
 		json_t *val;
 		char key[64];

@@ -34,13 +34,13 @@
 #include "tensorfs/names.h"
 #include "tensorfs/source.h"
 
-#define TJ_FILE_MAX (256ull << 20)   /* model.json at most (spec §1) */
-#define TJ_PROBE_SCAN (16u << 20)    /* the probe looks this far for the key */
+#define TJ_FILE_MAX (256ull << 20) /* model.json at most (spec §1) */
+#define TJ_PROBE_SCAN (16u << 20)  /* the probe looks this far for the key */
 #define TJ_MAX_WEIGHTS (1u << 20)
 #define TJ_MAX_PATHS 4096
 #define TJ_MAX_DIMS 32
-#define TJ_META_NODES (4u << 20)     /* JSON values of one metadata member */
-#define TJ_MAX_STRINGS 4096	     /* decoded strings kept per weight */
+#define TJ_META_NODES (4u << 20) /* JSON values of one metadata member */
+#define TJ_MAX_STRINGS 4096	 /* decoded strings kept per weight */
 
 enum tj_quant { TJ_Q_NONE = 0, TJ_Q_UINT8, TJ_Q_UINT16, TJ_Q_FLOAT16 };
 
@@ -62,8 +62,8 @@ struct tj_weight {
 };
 
 struct tj_file {
-	char *path;	/* as written, "./" stripped */
-	uint64_t at;	/* the string's offset */
+	char *path;  /* as written, "./" stripped */
+	uint64_t at; /* the string's offset */
 	uint32_t source;
 	uint64_t size;
 	uint64_t start; /* its first byte in the group's concatenation */
@@ -71,7 +71,7 @@ struct tj_file {
 
 struct tj_group {
 	uint64_t at;
-	size_t first, count; /* weights */
+	size_t first, count;  /* weights */
 	size_t fpath, npaths; /* into z->files */
 	uint64_t total;
 	bool have_paths, have_weights;
@@ -211,8 +211,8 @@ static int read_quant(struct tj *z, struct tj_weight *w,
 					"weight '%s': quantization.dtype "
 					"'%.*s': unknown quantization dtype "
 					"(uint8, uint16 or float16)",
-					TNAME(w), (int)(v.len < 32 ? v.len : 32),
-					v.p);
+					TNAME(w),
+					(int)(v.len < 32 ? v.len : 32), v.p);
 			have_dtype = true;
 		} else if (tfs_json_eq(&t, "scale")) {
 			ret = number(z, &v, "quantization.scale", &w->scale);
@@ -257,12 +257,12 @@ static int read_shape(struct tj *z, struct tj_weight *w,
 					   TNAME(w), TJ_MAX_DIMS);
 		if (t.kind != TFS_JSON_NUMBER ||
 		    tfs_json_u64(&t, &w->shape[w->ndim]))
-			return tfs_diag_at(z->d, -EBADMSG, t.offset,
-					   "weight '%s': shape[%zu] '%.*s': bad "
-					   "dimension (not an integer >= 0)",
-					   TNAME(w), w->ndim,
-					   (int)(t.len < 24 ? t.len : 24),
-					   t.p ? t.p : "");
+			return tfs_diag_at(
+				z->d, -EBADMSG, t.offset,
+				"weight '%s': shape[%zu] '%.*s': bad "
+				"dimension (not an integer >= 0)",
+				TNAME(w), w->ndim,
+				(int)(t.len < 24 ? t.len : 24), t.p ? t.p : "");
 		w->ndim++;
 	}
 	w->have_shape = true;
@@ -273,8 +273,8 @@ static const struct {
 	const char *name;
 	enum tfs_dtype dtype;
 } tj_dtypes[] = {
-	{"float32", TFS_DTYPE_FLOAT32}, {"int32", TFS_DTYPE_INT32},
-	{"bool", TFS_DTYPE_BOOL},	{"string", TFS_DTYPE_STRING},
+	{"float32", TFS_DTYPE_FLOAT32},	    {"int32", TFS_DTYPE_INT32},
+	{"bool", TFS_DTYPE_BOOL},	    {"string", TFS_DTYPE_STRING},
 	{"complex64", TFS_DTYPE_COMPLEX64},
 };
 
@@ -384,8 +384,7 @@ static int read_weight(struct tj *z, const struct tfs_json_token *open)
 }
 
 /* a manifest path: stays in the model's folder; "./" stripped */
-static int check_path(struct tj *z, const struct tfs_json_token *v,
-		      char **out)
+static int check_path(struct tj *z, const struct tfs_json_token *v, char **out)
 {
 	char *s = tfs_json_strdup(v, NULL), *p, *c;
 	size_t n;
@@ -724,22 +723,22 @@ static int set_attrs(struct tj *z, const struct tj_weight *w, uint32_t h)
 		ret = tfs_builder_set_xattr_str(z->b, h, "string_encoding",
 						"tfjs");
 	if (!ret && w->quant) {
-		ret = tfs_builder_set_xattr_str(
-			z->b, h, "quant.scheme",
-			w->quant == TJ_Q_FLOAT16 ? "tfjs-float16"
-						 : "tfjs-affine");
+		ret = tfs_builder_set_xattr_str(z->b, h, "quant.scheme",
+						w->quant == TJ_Q_FLOAT16
+							? "tfjs-float16"
+							: "tfjs-affine");
 		ret = ret ? ret
 			  : tfs_builder_set_xattr_str(
 				    z->b, h, "logical_dtype",
 				    tfs_dtype_name(w->logical));
 		if (!ret && w->quant != TJ_Q_FLOAT16) {
 			snprintf(num, sizeof(num), "%.17g", w->scale);
-			ret = tfs_builder_set_xattr_str(z->b, h,
-							"quant.scale", num);
+			ret = tfs_builder_set_xattr_str(z->b, h, "quant.scale",
+							num);
 			snprintf(num, sizeof(num), "%.17g", w->min);
 			ret = ret ? ret
-				  : tfs_builder_set_xattr_str(
-					    z->b, h, "quant.min", num);
+				  : tfs_builder_set_xattr_str(z->b, h,
+							      "quant.min", num);
 		}
 	}
 	if (!ret && w->optimizer)
@@ -862,8 +861,7 @@ static int place_weights(struct tj *z)
 						   "weight '%s': shape: "
 						   "element count overflows",
 						   TNAME(w));
-			if (w->logical == TFS_DTYPE_STRING &&
-			    !z->from_memory) {
+			if (w->logical == TFS_DTYPE_STRING && !z->from_memory) {
 				ret = string_size(z, w, pos, count, &size,
 						  &strs);
 				if (ret)
@@ -997,11 +995,10 @@ static int tj_load(const struct tfs_source *src, struct tfs_builder *b,
 		for (k = 0; p && k < z.g[i].npaths; k++)
 			json_array_append_new(
 				p, json_string(z.f[z.g[i].fpath + k].path));
-		if (!o || !p ||
-		    json_object_set_new(o, "paths", p) ||
-		    json_object_set_new(o, "weights",
-					json_integer((json_int_t)z.g[i]
-							     .count)) ||
+		if (!o || !p || json_object_set_new(o, "paths", p) ||
+		    json_object_set_new(
+			    o, "weights",
+			    json_integer((json_int_t)z.g[i].count)) ||
 		    json_array_append_new(groups, o)) {
 			json_decref(o);
 			json_decref(groups);

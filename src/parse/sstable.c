@@ -42,8 +42,8 @@ static int handle(struct tfs_cursor *c, struct tfs_sst_handle *h,
 	uint64_t at = tfs_cursor_offset(c);
 
 	if (tfs_cursor_varint(c, &h->offset) || tfs_cursor_varint(c, &h->size))
-		return tfs_diag_at(d, -EBADMSG, at,
-				   "%s handle: bad varint", what);
+		return tfs_diag_at(d, -EBADMSG, at, "%s handle: bad varint",
+				   what);
 	return 0;
 }
 
@@ -88,14 +88,15 @@ int tfs_sst_block_read(const uint8_t *p, uint64_t size,
 	memset(out, 0, sizeof(*out));
 	if (!tfs_add_u64(h->offset, h->size, &end) ||
 	    !tfs_add_u64(end, 5, &end) || end > size)
-		return tfs_diag_at(d, -EBADMSG, h->offset < size ? h->offset : 0,
+		return tfs_diag_at(d, -EBADMSG,
+				   h->offset < size ? h->offset : 0,
 				   "%s: block handle past end of file "
 				   "(offset %" PRIu64 ", size %" PRIu64
 				   " + 5, file %" PRIu64 " bytes)",
 				   what, h->offset, h->size, size);
 	type = p[h->offset + h->size];
-	want = tfs_sst_unmask((uint32_t)tfs_load_le(p + h->offset + h->size + 1,
-						    4));
+	want = tfs_sst_unmask(
+		(uint32_t)tfs_load_le(p + h->offset + h->size + 1, 4));
 	crc = tfs_crc32c(0, p + h->offset, (size_t)h->size);
 	crc = tfs_crc32c(crc, &type, 1);
 	if (crc != want)
@@ -117,8 +118,7 @@ int tfs_sst_block_read(const uint8_t *p, uint64_t size,
 	if (snappy_uncompressed_length((const char *)p + h->offset,
 				       (size_t)h->size, &n) != SNAPPY_OK)
 		return tfs_diag_at(d, -EBADMSG, h->offset,
-				   "%s: snappy: bad uncompressed length",
-				   what);
+				   "%s: snappy: bad uncompressed length", what);
 	if (n > TFS_SST_BLOCK_MAX)
 		return tfs_diag_at(d, -E2BIG, h->offset,
 				   "%s: snappy: %zu bytes decoded, above the "
@@ -208,31 +208,29 @@ int tfs_sst_iter_next(struct tfs_sst_iter *it, struct tfs_diag *d)
 					 4);
 
 		if (r >= it->end)
-			return tfs_diag_at(d, -EBADMSG,
-					   where(it, it->restarts +
-							     4 * it->next_restart),
-					   "%s: restart[%u] %" PRIu64
-					   " past the entries (%" PRIu64
-					   " bytes)",
-					   it->what, it->next_restart, r,
-					   it->end);
+			return tfs_diag_at(
+				d, -EBADMSG,
+				where(it, it->restarts + 4 * it->next_restart),
+				"%s: restart[%u] %" PRIu64
+				" past the entries (%" PRIu64 " bytes)",
+				it->what, it->next_restart, r, it->end);
 		if (r > it->pos)
 			break;
 		if (r < it->pos)
-			return tfs_diag_at(d, -EBADMSG,
-					   where(it, it->restarts +
-							     4 * it->next_restart),
-					   "%s: restart[%u] %" PRIu64
-					   " is not at an entry",
-					   it->what, it->next_restart, r);
+			return tfs_diag_at(
+				d, -EBADMSG,
+				where(it, it->restarts + 4 * it->next_restart),
+				"%s: restart[%u] %" PRIu64
+				" is not at an entry",
+				it->what, it->next_restart, r);
 		it->next_restart++;
 		it->key_len = 0; /* shared must be 0 here */
 		break;
 	}
 	tfs_cursor_init(&c, b->data, it->end, 0);
 	c.pos = it->pos;
-	if (tfs_cursor_varint(&c, &shared) || tfs_cursor_varint(&c, &unshared) ||
-	    tfs_cursor_varint(&c, &vlen))
+	if (tfs_cursor_varint(&c, &shared) ||
+	    tfs_cursor_varint(&c, &unshared) || tfs_cursor_varint(&c, &vlen))
 		return tfs_diag_at(d, -EBADMSG, it->at,
 				   "%s: entry header: bad varint or past the "
 				   "entries",

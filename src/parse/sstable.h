@@ -36,8 +36,8 @@ struct tfs_sst_handle {
 struct tfs_sst_block {
 	const uint8_t *data;
 	uint64_t len;
-	uint64_t at;	/* file offset of its stored bytes */
-	bool raw;	/* stored uncompressed: entry offsets are file offsets */
+	uint64_t at; /* file offset of its stored bytes */
+	bool raw;    /* stored uncompressed: entry offsets are file offsets */
 	uint8_t *owned; /* the decoded bytes, or NULL */
 };
 
@@ -67,10 +67,10 @@ void tfs_sst_block_free(struct tfs_sst_block *b);
 struct tfs_sst_iter {
 	const struct tfs_sst_block *b;
 	const char *what;
-	uint64_t pos, end;	     /* entry area: [0, end) */
-	uint64_t restarts;	     /* offset of the restart array */
+	uint64_t pos, end;		  /* entry area: [0, end) */
+	uint64_t restarts;		  /* offset of the restart array */
 	uint32_t nrestarts, next_restart; /* index of the next restart */
-	uint8_t *key;		     /* the current key (malloc'd) */
+	uint8_t *key;			  /* the current key (malloc'd) */
 	uint64_t key_len, key_cap;
 	const uint8_t *value;
 	uint64_t value_len;

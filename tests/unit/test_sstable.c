@@ -49,9 +49,8 @@ START_TEST(worked_example)
 	ck_assert_int_eq(tfs_sst_iter_next(&it, &d), 1);
 	ck_assert_uint_eq(it.key_len, 1);
 	ck_assert_int_eq(it.key[0], 'd');
-	ck_assert_int_eq(tfs_sst_handle_decode(it.value, it.value_len, 0, &h,
-					       &d),
-			 0);
+	ck_assert_int_eq(
+		tfs_sst_handle_decode(it.value, it.value_len, 0, &h, &d), 0);
 	ck_assert_uint_eq(h.offset, 0);
 	ck_assert_uint_eq(h.size, 38);
 	ck_assert_int_eq(tfs_sst_iter_next(&it, &d), 0);
@@ -96,10 +95,10 @@ START_TEST(snappy_block)
 {
 	static const char *keys[] = {"", "a", "a2", "b", "c", "c2"};
 	size_t len, i;
-	uint8_t *p = tu_read_file(
-		tu_fixture("tf-checkpoint/real/half_plus_two_cpu/"
-			   "variables.index"),
-		&len);
+	uint8_t *p =
+		tu_read_file(tu_fixture("tf-checkpoint/real/half_plus_two_cpu/"
+					"variables.index"),
+			     &len);
 	struct tfs_sst_handle h = {0, 87};
 	struct tfs_sst_block b;
 	struct tfs_sst_iter it;
@@ -124,8 +123,8 @@ END_TEST
 
 static int iterate(const void *data, size_t len, struct tfs_diag *d)
 {
-	struct tfs_sst_block b = {.data = data, .len = len, .raw = true,
-				  .at = 100};
+	struct tfs_sst_block b = {
+		.data = data, .len = len, .raw = true, .at = 100};
 	struct tfs_sst_iter it;
 	int ret;
 
@@ -142,20 +141,20 @@ START_TEST(block_rules)
 {
 	struct tfs_diag d;
 	/* entry "k"="v", restart [0], count 1 */
-	static const uint8_t good[] = {0, 1, 1, 'k', 'v', 0, 0, 0, 0,
-				       1, 0, 0, 0};
+	static const uint8_t good[] = {0, 1, 1, 'k', 'v', 0, 0,
+				       0, 0, 1, 0,   0,	  0};
 	/* count 1000 */
-	static const uint8_t count[] = {0, 1, 1, 'k', 'v', 0, 0, 0, 0,
-					0xe8, 3, 0, 0};
+	static const uint8_t count[] = {0, 1, 1,    'k', 'v', 0, 0,
+					0, 0, 0xe8, 3,	 0,   0};
 	/* second entry shares 5 bytes of a 1-byte key */
 	static const uint8_t shared[] = {0, 1, 1, 'k', 'v', 5, 1, 0, 'x',
-					 0, 0, 0, 0, 1, 0, 0, 0};
+					 0, 0, 0, 0,   1,   0, 0, 0};
 	/* value of 9 bytes in a 5-byte entry area */
-	static const uint8_t value[] = {0, 1, 9, 'k', 'v', 0, 0, 0, 0,
-					1, 0, 0, 0};
+	static const uint8_t value[] = {0, 1, 9, 'k', 'v', 0, 0,
+					0, 0, 1, 0,   0,   0};
 	/* restart offset past the entries */
-	static const uint8_t restart[] = {0, 1, 1, 'k', 'v', 0, 0, 0, 0,
-					  40, 0, 0, 0, 2, 0, 0, 0};
+	static const uint8_t restart[] = {0,  1, 1, 'k', 'v', 0, 0, 0, 0,
+					  40, 0, 0, 0,	 2,   0, 0, 0};
 
 	ck_assert_int_eq(iterate(good, sizeof(good), &d), 0);
 	ck_assert_int_eq(iterate(count, sizeof(count), &d), -EBADMSG);

@@ -24,8 +24,8 @@
 static json_t *expected(void)
 {
 	json_error_t err;
-	json_t *j = json_load_file(tu_fixture("tf-checkpoint/expected.json"),
-				   0, &err);
+	json_t *j = json_load_file(tu_fixture("tf-checkpoint/expected.json"), 0,
+				   &err);
 
 	ck_assert_msg(j != NULL, "expected.json: %s", err.text);
 	return j;
@@ -35,9 +35,9 @@ static json_t *expected(void)
 static const char *tfs_name(const char *dtype)
 {
 	static const char *const map[][2] = {
-		{"qint8", "int8"},     {"quint8", "uint8"},
-		{"qint16", "int16"},   {"quint16", "uint16"},
-		{"qint32", "int32"},   {"float8_e4m3fn", "float8_e4m3"},
+		{"qint8", "int8"},   {"quint8", "uint8"},
+		{"qint16", "int16"}, {"quint16", "uint16"},
+		{"qint32", "int32"}, {"float8_e4m3fn", "float8_e4m3"},
 	};
 	size_t i;
 
@@ -61,8 +61,8 @@ static void expect_tensor(struct tfs_image *img, const char *bundle,
 	uint32_t n;
 
 	ck_assert_msg(x != NULL, "%s: no tensor '%s'", bundle, key);
-	ck_assert_msg(strcmp(x->path, name) == 0, "%s: '%s' at %s", bundle,
-		      key, x->path);
+	ck_assert_msg(strcmp(x->path, name) == 0, "%s: '%s' at %s", bundle, key,
+		      x->path);
 	ck_assert_ptr_null(x->unreadable);
 	ck_assert_str_eq(x->dtype, tfs_name(dtype));
 	shape = json_dumps(json_object_get(e, "shape"), JSON_COMPACT);
@@ -77,8 +77,8 @@ static void expect_tensor(struct tfs_image *img, const char *bundle,
 	b = tu_read_node(img, n, &len);
 	ck_assert_uint_eq(len, x->size);
 	tu_sha256_hex(b, len, hex);
-	ck_assert_msg(strcmp(hex, json_string_value(json_object_get(
-					  e, "sha256"))) == 0,
+	ck_assert_msg(strcmp(hex, json_string_value(
+					  json_object_get(e, "sha256"))) == 0,
 		      "%s: '%s': sha256", bundle, key);
 	masked = strtoul(json_string_value(json_object_get(e, "crc32c_masked")),
 			 NULL, 16);
@@ -113,15 +113,14 @@ START_TEST(every_bundle_as_expected)
 		ck_assert_msg(tu_load_file(tu_fixture(rel), &img, &d) == 0,
 			      "%s: %s", k, d.msg);
 		ck_assert_str_eq(img->format->name, "tf_checkpoint");
-		ck_assert_uint_eq(img->tree->ntensors,
-				  json_array_size(json_object_get(m,
-								  "tensors")));
+		ck_assert_uint_eq(
+			img->tree->ntensors,
+			json_array_size(json_object_get(m, "tensors")));
 		meta = tu_meta_json(img, "metadata.json");
-		ck_assert_int_eq(json_integer_value(json_object_get(
-					 meta, "num_shards")),
-				 json_integer_value(json_object_get(
-					 json_object_get(m, "header"),
-					 "num_shards")));
+		ck_assert_int_eq(
+			json_integer_value(json_object_get(meta, "num_shards")),
+			json_integer_value(json_object_get(
+				json_object_get(m, "header"), "num_shards")));
 		json_array_foreach(json_object_get(m, "tensors"), i, t)
 			expect_tensor(img, k, t,
 				      json_object_get(meta, "string_tensors"));
@@ -222,21 +221,21 @@ START_TEST(tf2_names_and_info)
 			     &img, &d),
 		0);
 	/* a slot stays apart, under its .OPTIMIZER_SLOT folder */
-	ck_assert_str_eq(
-		tu_tensor(img, "model/layer_with_weights-0/kernel/"
-			       ".OPTIMIZER_SLOT/optimizer/m/.ATTRIBUTES/"
-			       "VARIABLE_VALUE")
-			->path,
-		"model/layer_with_weights-0/kernel/.OPTIMIZER_SLOT/"
-		"optimizer/m");
+	ck_assert_str_eq(tu_tensor(img,
+				   "model/layer_with_weights-0/kernel/"
+				   ".OPTIMIZER_SLOT/optimizer/m/.ATTRIBUTES/"
+				   "VARIABLE_VALUE")
+				 ->path,
+			 "model/layer_with_weights-0/kernel/.OPTIMIZER_SLOT/"
+			 "optimizer/m");
 	tu_expect_xattr(img, "", "info.generation",
 			"V2 tensor bundle, 3 shards");
 	/* the checkpoint file beside it names this bundle */
 	meta = tu_meta_json(img, "metadata.json");
 	st = json_object_get(meta, "checkpoint_state");
-	ck_assert_str_eq(json_string_value(json_object_get(
-				 st, "model_checkpoint_path")),
-			 "model.ckpt-7");
+	ck_assert_str_eq(
+		json_string_value(json_object_get(st, "model_checkpoint_path")),
+		"model.ckpt-7");
 	ck_assert(json_is_true(json_object_get(st, "latest")));
 	json_decref(meta);
 	tfs_image_close(img);
@@ -248,9 +247,9 @@ START_TEST(tf2_names_and_info)
 		0);
 	meta = tu_meta_json(img, "metadata.json");
 	st = json_object_get(meta, "checkpoint_state");
-	ck_assert_str_eq(json_string_value(json_object_get(
-				 st, "model_checkpoint_path")),
-			 "export");
+	ck_assert_str_eq(
+		json_string_value(json_object_get(st, "model_checkpoint_path")),
+		"export");
 	ck_assert(json_is_false(json_object_get(st, "latest")));
 	json_decref(meta);
 	tfs_image_close(img);
@@ -299,10 +298,11 @@ START_TEST(tiny_bundle)
 	meta = tu_meta_json(img, "metadata.json");
 	ck_assert_str_eq(
 		json_string_value(json_object_get(
-			json_array_get(json_object_get(json_object_get(
-						       meta, "string_tensors"),
-						       "s"),
-				       0),
+			json_array_get(
+				json_object_get(
+					json_object_get(meta, "string_tensors"),
+					"s"),
+				0),
 			"utf8")),
 		"ab");
 	json_decref(meta);

@@ -64,10 +64,9 @@ static void expect_weight(struct tfs_image *img, const char *model,
 	if (json_array_size(pieces) == 1) {
 		/* zero-copy: the very bytes of the shard file */
 		ck_assert_ptr_null(x->segs);
-		ck_assert_uint_eq(x->offset,
-				  json_integer_value(json_object_get(
-					  json_array_get(pieces, 0),
-					  "offset")));
+		ck_assert_uint_eq(x->offset, json_integer_value(json_object_get(
+						     json_array_get(pieces, 0),
+						     "offset")));
 	} else {
 		size_t i;
 
@@ -89,19 +88,18 @@ static void expect_weight(struct tfs_image *img, const char *model,
 	ck_assert_uint_eq(len, x->size);
 	tu_sha256_hex(b, len, hex);
 	free(b);
-	ck_assert_msg(strcmp(hex, json_string_value(json_object_get(
-					  e, "sha256"))) == 0,
+	ck_assert_msg(strcmp(hex, json_string_value(
+					  json_object_get(e, "sha256"))) == 0,
 		      "%s: '%s': sha256 %s", model, name, hex);
 	if (logical) {
 		tu_expect_xattr(img, x->path, "logical_dtype", logical);
 		tu_expect_xattr(img, x->path, "quant.scheme",
-				strcmp(dtype, "float16") == 0
-					? "tfjs-float16"
-					: "tfjs-affine");
+				strcmp(dtype, "float16") == 0 ? "tfjs-float16"
+							      : "tfjs-affine");
 		if (json_object_get(q, "scale")) {
-			snprintf(num, sizeof(num), "%.17g",
-				 json_number_value(
-					 json_object_get(q, "scale")));
+			snprintf(
+				num, sizeof(num), "%.17g",
+				json_number_value(json_object_get(q, "scale")));
 			tu_expect_xattr(img, x->path, "quant.scale", num);
 			snprintf(num, sizeof(num), "%.17g",
 				 json_number_value(json_object_get(q, "min")));
@@ -140,13 +138,12 @@ static void check_model(const char *model, const json_t *m)
 	ck_assert_ptr_nonnull(json_object_get(meta, "modelTopology"));
 	/* the decoded strings */
 	strs = json_object_get(meta, "string_weights");
-	json_array_foreach(json_object_get(m, "weights"), i, w)
-		if (json_object_get(w, "strings"))
-			ck_assert(json_equal(
-				json_object_get(
-					strs, json_string_value(json_object_get(
+	json_array_foreach(json_object_get(m, "weights"), i,
+			   w) if (json_object_get(w, "strings"))
+		ck_assert(json_equal(
+			json_object_get(strs, json_string_value(json_object_get(
 						      w, "name"))),
-				json_object_get(w, "strings")));
+			json_object_get(w, "strings")));
 	json_decref(meta);
 	tfs_image_close(img);
 }
@@ -193,10 +190,10 @@ START_TEST(optimizer_and_info)
 			     &img, &d),
 		0);
 	meta = tu_meta_json(img, "metadata.json");
-	ck_assert_str_eq(json_string_value(json_object_get(
-				 json_object_get(meta, "userDefinedMetadata"),
-				 "note")),
-			 "synthesized tensorfs fixture");
+	ck_assert_str_eq(
+		json_string_value(json_object_get(
+			json_object_get(meta, "userDefinedMetadata"), "note")),
+		"synthesized tensorfs fixture");
 	json_decref(meta);
 	tfs_image_close(img);
 }
@@ -245,8 +242,8 @@ START_TEST(every_reject_refused)
 		ck_assert_msg(ret < 0, "%s: loaded", rejects[i].dir);
 		ck_assert_msg(strstr(d.msg, rejects[i].word), "%s: '%s'",
 			      rejects[i].dir, d.msg);
-		ck_assert_msg(d.has_offset, "%s: no offset: %s",
-			      rejects[i].dir, d.msg);
+		ck_assert_msg(d.has_offset, "%s: no offset: %s", rejects[i].dir,
+			      d.msg);
 		ck_assert_msg(!strchr(d.msg, '\n'), "%s", d.msg);
 		if (rejects[i].needle) {
 			const char *p;
@@ -311,8 +308,8 @@ START_TEST(manifest_rejects_in_memory)
 			 "\"weights\":[]}]}",
 			 59, -EBADMSG, "escapes", 30);
 	/* a group without weights */
-	tu_expect_reject("{\"weightsManifest\":[{\"paths\":[]}]}", 34,
-			 -EBADMSG, "no weights", 20);
+	tu_expect_reject("{\"weightsManifest\":[{\"paths\":[]}]}", 34, -EBADMSG,
+			 "no weights", 20);
 }
 END_TEST
 
