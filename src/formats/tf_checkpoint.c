@@ -349,8 +349,9 @@ static int entry(struct tc *z, const struct tfs_sst_iter *it)
 
 	/* keys strictly increasing, bytewise, across the whole table */
 	if (z->have_prev) {
-		cmp = memcmp(z->prev, it->key,
-			     n < z->prev_len ? n : z->prev_len);
+		size_t m = n < z->prev_len ? n : z->prev_len;
+
+		cmp = m ? memcmp(z->prev, it->key, m) : 0;
 		if (cmp > 0 || (cmp == 0 && n <= z->prev_len))
 			return tfs_diag_at(
 				z->d, -EBADMSG, it->at,
