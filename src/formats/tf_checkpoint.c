@@ -145,7 +145,15 @@ static bool graph_only(const struct tfs_source *src)
 
 static int tc_probe(const struct tfs_source *src)
 {
-	if (tfs_sst_has_magic(src->data, src->size))
+	/*
+	 * The magic is at the end: a remote container's tail is fetched
+	 * only for a name that says bundle index (every probe runs on every
+	 * container)
+	 */
+	bool look = !src->path || !tfs_source_is_url(src->path) ||
+		    ends_with(src->path, ".index");
+
+	if (look && tfs_sst_has_magic(src->data, src->size))
 		return 100;
 	if (graph_only(src))
 		return 95;

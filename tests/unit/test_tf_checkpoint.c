@@ -260,7 +260,7 @@ END_TEST
 START_TEST(index_in_memory)
 {
 	size_t len;
-	uint8_t *b = tu_read_file(tu_testdata("tf_checkpoint/valid/"
+	uint8_t *b = tu_read_file(tu_testdata("tf_checkpoint/valid/tiny/"
 					      "tiny.index"),
 				  &len);
 	struct tfs_image *img = tu_load_ok(b, len);
@@ -286,7 +286,7 @@ START_TEST(tiny_bundle)
 	float f[2];
 	json_t *meta;
 
-	ck_assert_int_eq(tu_load_file(tu_testdata("tf_checkpoint/valid/"
+	ck_assert_int_eq(tu_load_file(tu_testdata("tf_checkpoint/valid/tiny/"
 						  "tiny.index"),
 				      &img, &d),
 			 0);

@@ -313,6 +313,43 @@ START_TEST(manifest_rejects_in_memory)
 }
 END_TEST
 
+/* our own model (tests/fixtures/tfjs/generate.py), from its folder */
+START_TEST(our_model_from_disk)
+{
+	struct tfs_image *img = NULL;
+	struct tfs_diag d;
+	uint8_t *b;
+	size_t len;
+	float f[6];
+	json_t *meta;
+
+	ck_assert_int_eq(tu_load_file(tu_testdata("tfjs/valid/graph/"
+						  "model.manifest"),
+				      &img, &d),
+			 0);
+	b = tu_read_node(img, tfs_tree_resolve(img->tree, "dense/kernel"),
+			 &len);
+	ck_assert_uint_eq(len, 24);
+	memcpy(f, b, 24);
+	ck_assert(f[0] == 1.0f && f[5] == 6.0f);
+	free(b);
+	b = tu_read_node(img, tfs_tree_resolve(img->tree, "dense/q"), &len);
+	ck_assert_uint_eq(len, 4);
+	ck_assert(b[0] == 0 && b[3] == 3);
+	free(b);
+	tu_expect_xattr(img, "words", "string_encoding", "tfjs");
+	meta = tu_meta_json(img, "metadata.json");
+	ck_assert_str_eq(
+		json_string_value(json_array_get(
+			json_object_get(json_object_get(meta, "string_weights"),
+					"words"),
+			0)),
+		"ab");
+	json_decref(meta);
+	tfs_image_close(img);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("tfjs");
@@ -323,6 +360,7 @@ int main(void)
 	tcase_add_test(tc, every_reject_refused);
 	tcase_add_test(tc, manifest_in_memory);
 	tcase_add_test(tc, manifest_rejects_in_memory);
+	tcase_add_test(tc, our_model_from_disk);
 	suite_add_tcase(s, tc);
 	return tu_run_with_fixtures(s);
 }
