@@ -35,7 +35,8 @@
 #include "tensorfs/source.h"
 
 #define TJ_FILE_MAX (256ull << 20) /* model.json at most (spec §1) */
-#define TJ_PROBE_SCAN (16u << 20)  /* the probe looks this far for the key */
+#define TJ_PROBE_SCAN_REMOTE (256u << 10)
+#define TJ_PROBE_SCAN (16u << 20) /* the probe looks this far for the key */
 #define TJ_MAX_WEIGHTS (1u << 20)
 #define TJ_MAX_PATHS 4096
 #define TJ_MAX_DIMS 32
@@ -125,7 +126,11 @@ static int tj_probe(const struct tfs_source *src)
 		if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
 			break;
 	}
-	scan = src->size < TJ_PROBE_SCAN ? (size_t)src->size : TJ_PROBE_SCAN;
+	/* a remote container: within the first chunk the mount fetches */
+	scan = src->path && tfs_source_is_url(src->path) ? TJ_PROBE_SCAN_REMOTE
+							 : TJ_PROBE_SCAN;
+	if (src->size < scan)
+		scan = (size_t)src->size;
 	if (i < src->size && (src->data[i] == '{' || src->data[i] == '[') &&
 	    memmem(src->data, scan, "\"weightsManifest\"", 17))
 		return 90;
