@@ -96,6 +96,39 @@ int tfs_export_read(struct tfs_image *img, const struct tfs_export *e,
 		    uint32_t file, uint64_t off, size_t len,
 		    struct tfs_view *v);
 
+/*
+ * Write export file @file to @fd (at its current offset, which must be 0
+ * of an empty file): the same bytes as tfs_export_read(), raw tensors of
+ * a local container copied by copy_file_range(2) where the file systems
+ * allow it (after the read path's digest rule).  @progress (may be NULL)
+ * gets the bytes written so far.  0 or -errno.
+ */
+int tfs_export_write(struct tfs_image *img, const struct tfs_export *e,
+		     uint32_t file, int fd,
+		     void (*progress)(void *arg, uint64_t done), void *arg);
+
+/* one tensor of a safetensors header (tfs_export_header) */
+struct tfs_export_entry {
+	const char *name; /* UTF-8 */
+	size_t name_len;
+	const char *dtype; /* "F32" */
+	const uint64_t *shape;
+	uint32_t ndim;
+	uint64_t size;
+};
+
+/*
+ * The 8-byte length and the JSON header (compact, padded with spaces to a
+ * multiple of 8) of a file holding @v[0, @n) in this order after the
+ * __metadata__ object @meta (a JSON object of strings, a json_t *, its
+ * keys in order): *@head (malloc'd), *@head_len, and the data bytes in
+ * *@data_len.  0, -EINVAL (a name not UTF-8, a value not a string),
+ * -ENOMEM, -EOVERFLOW.
+ */
+int tfs_export_header(const struct tfs_export_entry *v, uint32_t n,
+		      const void *meta, char **head, uint64_t *head_len,
+		      uint64_t *data_len);
+
 /* the safetensors name of a dtype ("F32"), or NULL when it has none */
 const char *tfs_export_dtype_name(int dtype);
 

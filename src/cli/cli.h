@@ -51,6 +51,8 @@ struct tfs_cli_cmd {
 	const char *opts_help;	/* --help lines for them */
 	/* one of its own options: true when taken (@ctx as given) */
 	bool (*option)(void *ctx, const char *opt);
+	/* the build options as parsed, changed by the command (or NULL) */
+	void (*build)(void *ctx, struct tfs_build_options *o);
 };
 
 /* the usage (to stderr) or the whole --help (to stdout) of @cmd */
@@ -121,6 +123,8 @@ int tfs_cmd_cat(int argc, char **argv);
 int tfs_cmd_info(int argc, char **argv);
 int tfs_cmd_xattr(int argc, char **argv);
 int tfs_cmd_verify(int argc, char **argv);
+int tfs_cmd_convert(int argc, char **argv);
+int tfs_cmd_pack(int argc, char **argv);
 
 /* the mount command (mount_cmd.c): argv[0] is the program or "mount" */
 int tfs_cmd_mount(int argc, char **argv);

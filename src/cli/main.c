@@ -156,6 +156,7 @@ int main(int argc, char **argv)
 		{"info", tfs_cmd_info},	    {"xattr", tfs_cmd_xattr},
 		{"verify", tfs_cmd_verify}, {"mount", tfs_cmd_mount},
 		{"stats", tfs_cmd_stats},   {"diff", tfs_cmd_diff},
+		{"convert", tfs_cmd_convert}, {"pack", tfs_cmd_pack},
 	};
 	const char *cmd = argc > 1 ? argv[1] : NULL;
 	size_t i;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tensorfs/checked.h"
 #include "tensorfs/dtype.h"
@@ -118,6 +119,7 @@ struct cand {
 	const char *name;
 	size_t name_len;
 	json_t *js; /* the name as a JSON string, or NULL */
+	char *own;  /* the name when it is the path joined with '.' */
 	const char *why; /* left out: why, or NULL */
 	const char *dtype;
 	uint64_t size;
@@ -200,94 +202,97 @@ static void classify(const struct tfs_tree *t, uint32_t i, struct cand *c)
 	}
 }
 
-/* "key":"value" of the __metadata__ object (both valid UTF-8) */
-static void put_pair(struct text *h, bool first, const char *k,
-		     const char *v)
-{
-	json_t *jk = json_string(k), *jv = json_string(v);
-
-	if (!jk || !jv) {
-		h->err = h->err ? h->err : -EINVAL;
-	} else {
-		if (!first)
-			puts_(h, ",");
-		put_json(h, jk);
-		puts_(h, ":");
-		put_json(h, jv);
-	}
-	json_decref(jk);
-	json_decref(jv);
-}
-
 /* the __metadata__ object: the source's provenance, what was left out */
-static void put_metadata(struct text *h, const struct tfs_tree *t,
-			 const struct tfs_export_options *o,
-			 const char *left, bool view)
+static json_t *metadata(const struct tfs_tree *t,
+			const struct tfs_export_options *o, const char *left,
+			bool view)
 {
 	json_t *sm = o->source_meta ? json_loads(o->source_meta, 0, NULL)
 				    : NULL;
+	json_t *m = json_object(), *v;
 	const char *k;
-	json_t *v;
+	int bad = !m;
 
-	puts_(h, "{\"__metadata__\":{");
-	put_pair(h, true, "format", "pt");
+	bad |= json_object_set_new(m, "format", json_string("pt"));
 	if (json_is_object(sm) && json_object_get(sm, "tensorfs.format")) {
 		/* an export of an export: the original's provenance */
 		json_object_foreach(sm, k, v)
 			if (!strncmp(k, "tensorfs.", 9) && json_is_string(v))
-				put_pair(h, false, k, json_string_value(v));
+				bad |= json_object_set(m, k, v);
 		json_decref(sm);
-		return;
+		goto out;
 	}
 	json_decref(sm);
-	put_pair(h, false, "tensorfs.format", t->format ? t->format : "");
+	bad |= json_object_set_new(m, "tensorfs.format",
+				   json_string(t->format ? t->format : ""));
 	if (o->source)
-		put_pair(h, false, "tensorfs.source", o->source);
+		bad |= json_object_set_new(m, "tensorfs.source",
+					   json_string(o->source));
 	if (view)
-		put_pair(h, false, "tensorfs.as", "float32");
+		bad |= json_object_set_new(m, "tensorfs.as",
+					   json_string("float32"));
 	if (left)
-		put_pair(h, false, "tensorfs.left_out", left);
+		bad |= json_object_set_new(m, "tensorfs.left_out",
+					   json_string(left));
+out:
+	if (bad) {
+		json_decref(m);
+		return NULL;
+	}
+	return m;
 }
 
-/* the header of file @f: its tensors are c[0, n) */
-static int make_head(struct tfs_export_file *f, const struct tfs_tree *t,
-		     const struct tfs_export_options *o, const char *left,
-		     bool view, struct cand *c, uint32_t n,
-		     struct tfs_export_item *items)
+int tfs_export_header(const struct tfs_export_entry *v, uint32_t n,
+		      const void *meta, char **head, uint64_t *head_len,
+		      uint64_t *data_len)
 {
 	struct text h = {0};
-	uint64_t at = 0, len, size;
-	uint32_t i, k;
+	uint64_t at = 0, len;
+	const char *k;
+	json_t *x, *js;
+	uint32_t i, d;
+	bool first = true;
 	int ret;
 
 	put(&h, "\0\0\0\0\0\0\0\0", 8);
-	put_metadata(&h, t, o, left, view);
+	puts_(&h, "{\"__metadata__\":{");
+	json_object_foreach((json_t *)meta, k, x) {
+		js = json_string(k);
+		if (!js || !json_is_string(x)) {
+			json_decref(js);
+			h.err = -EINVAL;
+			break;
+		}
+		if (!first)
+			puts_(&h, ",");
+		first = false;
+		put_json(&h, js);
+		puts_(&h, ":");
+		put_json(&h, x);
+		json_decref(js);
+	}
 	puts_(&h, "}");
 	for (i = 0; i < n; i++) {
-		const struct tfs_tensor *x = &t->tensors[c[i].tensor];
-
+		js = json_stringn(v[i].name, v[i].name_len);
+		if (!js) {
+			h.err = -EINVAL;
+			break;
+		}
 		puts_(&h, ",");
-		put_json(&h, c[i].js);
+		put_json(&h, js);
+		json_decref(js);
 		puts_(&h, ":{\"dtype\":\"");
-		puts_(&h, c[i].dtype);
+		puts_(&h, v[i].dtype);
 		puts_(&h, "\",\"shape\":[");
-		for (k = 0; k < x->ndim; k++) {
-			if (k)
+		for (d = 0; d < v[i].ndim; d++) {
+			if (d)
 				puts_(&h, ",");
-			put_u64(&h, x->shape[k]);
+			put_u64(&h, v[i].shape[d]);
 		}
 		puts_(&h, "],\"data_offsets\":[");
 		put_u64(&h, at);
 		puts_(&h, ",");
-		items[i] = (struct tfs_export_item){
-			.begin = at,
-			.size = c[i].size,
-			.tensor = c[i].tensor,
-			.how = c[i].how,
-			.elem = c[i].elem,
-			.unit = c[i].unit,
-		};
-		if (!tfs_add_u64(at, c[i].size, &at))
+		if (!tfs_add_u64(at, v[i].size, &at))
 			h.err = -EOVERFLOW;
 		put_u64(&h, at);
 		puts_(&h, "]}");
@@ -297,21 +302,56 @@ static int make_head(struct tfs_export_file *f, const struct tfs_tree *t,
 	while (!h.err && h.len % 8)
 		puts_(&h, " ");
 	ret = h.err;
-	if (ret)
-		goto out;
-	len = h.len - 8;
-	for (k = 0; k < 8; k++)
-		h.p[k] = (char)(len >> (8 * k));
-	if (!tfs_add_u64(h.len, at, &size)) {
-		ret = -EOVERFLOW;
-		goto out;
+	if (ret) {
+		free(h.p);
+		return ret;
 	}
-	f->head = h.p;
-	f->head_len = h.len;
-	f->size = size;
-	h.p = NULL;
-out:
-	free(h.p);
+	len = h.len - 8;
+	for (d = 0; d < 8; d++)
+		h.p[d] = (char)(len >> (8 * d));
+	*head = h.p;
+	*head_len = h.len;
+	*data_len = at;
+	return 0;
+}
+
+/* the header and items of file @f: its tensors are c[0, n) */
+static int make_head(struct tfs_export_file *f, const struct tfs_tree *t,
+		     const json_t *meta, struct cand *c, uint32_t n,
+		     struct tfs_export_item *items)
+{
+	struct tfs_export_entry *v = calloc(n ? n : 1, sizeof(*v));
+	uint64_t at = 0, data;
+	uint32_t i;
+	int ret;
+
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		const struct tfs_tensor *x = &t->tensors[c[i].tensor];
+
+		v[i] = (struct tfs_export_entry){
+			.name = c[i].name,
+			.name_len = c[i].name_len,
+			.dtype = c[i].dtype,
+			.shape = x->shape,
+			.ndim = x->ndim,
+			.size = c[i].size,
+		};
+		items[i] = (struct tfs_export_item){
+			.begin = at,
+			.size = c[i].size,
+			.tensor = c[i].tensor,
+			.how = c[i].how,
+			.elem = c[i].elem,
+			.unit = c[i].unit,
+		};
+		at += c[i].size; /* the header's sum is checked */
+	}
+	ret = tfs_export_header(v, n, meta, &f->head, &f->head_len, &data);
+	free(v);
+	if (!ret && !tfs_add_u64(f->head_len, data, &f->size))
+		ret = -EOVERFLOW;
 	return ret;
 }
 
@@ -433,6 +473,47 @@ out:
 	return ret;
 }
 
+static bool same_name(const struct cand *a, const struct cand *b)
+{
+	return a->name_len == b->name_len &&
+	       !memcmp(a->name, b->name, a->name_len);
+}
+
+/* the candidates c[0, n) (sorted) whose names collide: named by path */
+static int rename_dups(const struct tfs_tree *t, struct cand *c, uint32_t n)
+{
+	uint32_t i;
+	size_t k;
+
+	for (i = 0; i < n; i++) {
+		const struct tfs_tensor *x = &t->tensors[c[i].tensor];
+
+		if (!((i > 0 && same_name(&c[i - 1], &c[i])) ||
+		      (i + 1 < n && same_name(&c[i], &c[i + 1]))))
+			continue;
+		if (c[i].own)
+			continue;
+		c[i].own = strdup(x->path);
+		if (!c[i].own)
+			return -ENOMEM;
+		for (k = 0; c[i].own[k]; k++)
+			if (c[i].own[k] == '/')
+				c[i].own[k] = '.';
+		/* the stored name is kept in c[i - 1]'s comparison: later */
+	}
+	for (i = 0; i < n; i++) {
+		if (!c[i].own)
+			continue;
+		c[i].name = c[i].own;
+		c[i].name_len = strlen(c[i].own);
+		json_decref(c[i].js);
+		c[i].js = json_stringn(c[i].name, c[i].name_len);
+		if (!c[i].js && !c[i].why)
+			c[i].why = "name not UTF-8";
+	}
+	return 0;
+}
+
 int tfs_export_plan(struct tfs_export **out, const struct tfs_tree *t,
 		    const struct tfs_export_options *o)
 {
@@ -443,6 +524,7 @@ int tfs_export_plan(struct tfs_export **out, const struct tfs_tree *t,
 	struct cand *c = NULL, *in = NULL;
 	uint32_t i, n = 0, nin = 0, f, start;
 	uint64_t cur = 0, total = 0;
+	json_t *meta = NULL;
 	bool view = false;
 	char *left = NULL;
 	int ret = -ENOMEM;
@@ -467,10 +549,17 @@ int tfs_export_plan(struct tfs_export **out, const struct tfs_tree *t,
 	}
 	n = t->ntensors;
 	qsort(c, n, sizeof(*c), cmp_cand);
+	/*
+	 * a name given in several containers of one mount: those tensors
+	 * are named by their path in the mount, joined with '.'
+	 */
+	if (rename_dups(t, c, n))
+		goto out;
+	qsort(c, n, sizeof(*c), cmp_cand);
 	for (i = 1; i < n; i++)
 		if (!c[i].why && c[i].name_len == c[i - 1].name_len &&
 		    !memcmp(c[i].name, c[i - 1].name, c[i].name_len))
-			c[i].why = "name given twice (the first is exported)";
+			c[i].why = "name given twice, its path too (the first is exported)";
 	for (i = 0; i < n; i++) {
 		if (c[i].why) {
 			e->nleft++;
@@ -488,6 +577,9 @@ int tfs_export_plan(struct tfs_export **out, const struct tfs_tree *t,
 	if (ret)
 		goto out;
 	ret = -ENOMEM;
+	meta = metadata(t, o, left, view);
+	if (!meta)
+		goto out;
 	/* the shards: huggingface_hub's greedy split, in name order */
 	e->files = calloc(nin ? nin : 1, sizeof(*e->files));
 	e->items = calloc(nin ? nin : 1, sizeof(*e->items));
@@ -508,9 +600,8 @@ int tfs_export_plan(struct tfs_export **out, const struct tfs_tree *t,
 		start = e->files[f].first;
 		ret = shard_name(&e->files[f].name, f, e->nfiles);
 		if (!ret)
-			ret = make_head(&e->files[f], t, o, left, view,
-					in + start, e->files[f].n,
-					e->items + start);
+			ret = make_head(&e->files[f], t, meta, in + start,
+					e->files[f].n, e->items + start);
 		if (ret)
 			goto out;
 	}
@@ -521,11 +612,14 @@ int tfs_export_plan(struct tfs_export **out, const struct tfs_tree *t,
 	}
 	ret = 0;
 out:
-	for (i = 0; c && i < n; i++)
+	for (i = 0; c && i < n; i++) {
 		json_decref(c[i].js);
+		free(c[i].own);
+	}
 	free(c);
 	free(in);
 	free(left);
+	json_decref(meta);
 	if (ret) {
 		tfs_export_free(e);
 		return ret;
@@ -796,4 +890,118 @@ int tfs_export_read(struct tfs_image *img, const struct tfs_export *e,
 	v->pin = buf;
 	v->pin_kind = PIN_BOUNCE;
 	return 0;
+}
+
+/* ---- writing (tensorfs convert) ---------------------------------------- */
+
+static int write_all(int fd, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	ssize_t w;
+
+	while (n) {
+		w = write(fd, b, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		b += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/*
+ * a plain raw tensor in one extent of a local file: copied by the kernel
+ * (after the digest rule of the read path).  1 when it did, 0 when the
+ * item is not such a tensor or the file systems cannot, else -errno.
+ */
+static int copy_range(struct tfs_image *img, const struct tfs_export_item *it,
+		      int fd, uint64_t *pos, bool *can)
+{
+	const struct tfs_tensor *x = &img->tree->tensors[it->tensor];
+	const struct tfs_source *src = tfs_image_source(img, x);
+	loff_t in, out = (loff_t)*pos;
+	uint64_t done = 0;
+	ssize_t n;
+	int ret;
+
+	if (!*can || it->how || x->encoding != TFS_ENCODING_RAW || x->nsegs ||
+	    src->ops || src->fd < 0 || x->stored_length != it->size)
+		return 0;
+	ret = tfs_digest_gate(img, it->tensor);
+	if (ret)
+		return ret;
+	in = (loff_t)(src->base + x->offset);
+	while (done < it->size) {
+		n = copy_file_range(src->fd, &in, fd, &out,
+				    it->size - done < (1u << 30)
+					    ? (size_t)(it->size - done)
+					    : (1u << 30),
+				    0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (done == 0 && n < 0 &&
+			    (errno == EXDEV || errno == EINVAL ||
+			     errno == ENOSYS || errno == EOPNOTSUPP ||
+			     errno == EBADF)) {
+				*can = false; /* the read path, from now on */
+				return 0;
+			}
+			return n < 0 ? -errno : -EIO;
+		}
+		done += (uint64_t)n;
+	}
+	*pos += done;
+	return 1;
+}
+
+int tfs_export_write(struct tfs_image *img, const struct tfs_export *e,
+		     uint32_t file, int fd,
+		     void (*progress)(void *arg, uint64_t done), void *arg)
+{
+	const struct tfs_export_file *f;
+	struct tfs_view v;
+	uint64_t pos = 0, end;
+	bool can = true;
+	uint32_t i;
+	int ret;
+
+	if (file >= e->nfiles)
+		return -ENOENT;
+	f = &e->files[file];
+	ret = write_all(fd, f->head, f->head_len);
+	pos = f->head_len;
+	for (i = 0; !ret && i < f->n; i++) {
+		const struct tfs_export_item *it = &e->items[f->first + i];
+
+		ret = copy_range(img, it, fd, &pos, &can);
+		if (ret < 0)
+			break;
+		if (ret == 1) {
+			/* the descriptor's offset did not move */
+			ret = lseek(fd, (off_t)pos, SEEK_SET) < 0 ? -errno : 0;
+			if (progress)
+				progress(arg, pos);
+			continue;
+		}
+		end = f->head_len + it->begin + it->size;
+		while (!ret && pos < end) {
+			ret = tfs_export_read(img, e, file, pos,
+					      end - pos < STEP
+						      ? (size_t)(end - pos)
+						      : STEP,
+					      &v);
+			if (!ret && !v.len)
+				ret = -EIO;
+			if (!ret)
+				ret = write_all(fd, v.data, v.len);
+			pos += v.len;
+			tfs_view_release(img, &v);
+			if (progress)
+				progress(arg, pos);
+		}
+	}
+	return ret;
 }
