@@ -473,6 +473,18 @@ out:
 	return ret;
 }
 
+/* a mount path joined with '.' (malloc'd), or NULL */
+static char *dotted(const char *path)
+{
+	char *s = strdup(path);
+	size_t k;
+
+	for (k = 0; s && s[k]; k++)
+		if (s[k] == '/')
+			s[k] = '.';
+	return s;
+}
+
 static bool same_name(const struct cand *a, const struct cand *b)
 {
 	return a->name_len == b->name_len &&
@@ -483,7 +495,6 @@ static bool same_name(const struct cand *a, const struct cand *b)
 static int rename_dups(const struct tfs_tree *t, struct cand *c, uint32_t n)
 {
 	uint32_t i;
-	size_t k;
 
 	for (i = 0; i < n; i++) {
 		const struct tfs_tensor *x = &t->tensors[c[i].tensor];
@@ -493,13 +504,10 @@ static int rename_dups(const struct tfs_tree *t, struct cand *c, uint32_t n)
 			continue;
 		if (c[i].own)
 			continue;
-		c[i].own = strdup(x->path);
+		c[i].own = dotted(x->path);
 		if (!c[i].own)
 			return -ENOMEM;
-		for (k = 0; c[i].own[k]; k++)
-			if (c[i].own[k] == '/')
-				c[i].own[k] = '.';
-		/* the stored name is kept in c[i - 1]'s comparison: later */
+		/* the name stays for the comparisons until all are made */
 	}
 	for (i = 0; i < n; i++) {
 		if (!c[i].own)
@@ -540,6 +548,14 @@ int tfs_export_plan(struct tfs_export **out, const struct tfs_tree *t,
 		goto out;
 	for (i = 0; i < t->ntensors; i++) {
 		classify(t, i, &c[i]);
+		/* a component of a group: its path joined with '.' */
+		if (t->tensors[i].role) {
+			c[i].own = dotted(t->tensors[i].path);
+			if (!c[i].own)
+				goto out;
+			c[i].name = c[i].own;
+			c[i].name_len = strlen(c[i].own);
+		}
 		c[i].js = json_stringn(c[i].name, c[i].name_len);
 		if (!c[i].js && !c[i].why)
 			c[i].why = "name not UTF-8";

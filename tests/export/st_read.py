@@ -19,7 +19,12 @@ DTYPES = {
     "U16": np.uint16, "F16": np.float16, "I32": np.int32, "U32": np.uint32,
     "F32": np.float32, "I64": np.int64, "U64": np.uint64, "F64": np.float64,
     "C64": np.complex64,
+    # no numpy type: the elements as bytes
+    "BF16": "V2", "F8_E5M2": "V1", "F8_E4M3": "V1", "F8_E8M0": "V1",
+    "F8_E4M3FNUZ": "V1", "F8_E5M2FNUZ": "V1",
 }
+# packed: bits per element; the bytes as stored
+PACKED = {"F4": 4, "F6_E2M3": 6, "F6_E3M2": 6}
 
 
 def load(path):
@@ -36,8 +41,13 @@ def load(path):
         b, e = t["data_offsets"]
         assert b == at, "gap or overlap at %s" % name
         at = e
-        dt = np.dtype(DTYPES[t["dtype"]]).newbyteorder("<")
         count = int(np.prod(t["shape"], dtype=np.int64))
+        if t["dtype"] in PACKED:
+            bits = count * PACKED[t["dtype"]]
+            assert bits % 8 == 0 and e - b == bits // 8, "size of " + name
+            out[name] = np.frombuffer(buf[b:e], dtype=np.uint8)
+            continue
+        dt = np.dtype(DTYPES[t["dtype"]]).newbyteorder("<")
         assert e - b == count * dt.itemsize, "size of %s" % name
         out[name] = np.frombuffer(buf[b:e], dtype=dt).reshape(t["shape"])
     assert at == len(buf), "trailing bytes"
@@ -50,8 +60,9 @@ def main():
     (n,) = struct.unpack("<Q", raw[:8])
     assert n % 8 == 0, "header not padded to 8"
     for name in sorted(ts):
-        a = np.ascontiguousarray(ts[name])
-        print(name, a.dtype.str, list(a.shape),
+        a = ts[name]
+        print(name, a.dtype.str,
+              json.dumps(list(a.shape), separators=(",", ":")),
               hashlib.sha256(a.tobytes()).hexdigest())
 
 
