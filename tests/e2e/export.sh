@@ -194,8 +194,9 @@ PY
 	for k in zip legacy; do
 		"$TENSORFS" convert "$WORK/$k.pt" "$WORK/$k.safetensors" \
 			2>/dev/null || fail "convert $k.pt"
+		what="convert of a torch.save ($k) equals torch.load"
 		$PY - "$WORK/$k.pt" "$WORK/$k.safetensors" "$HERE/../export" \
-			<<'PY' || fail "convert of a torch.save ($k) equals torch.load"
+			<<'PY' && ok "$what" || fail "$what"
 import sys, torch
 sys.path.insert(0, sys.argv[3])
 import st_read
