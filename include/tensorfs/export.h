@@ -107,6 +107,15 @@ int tfs_export_write(struct tfs_image *img, const struct tfs_export *e,
 		     uint32_t file, int fd,
 		     void (*progress)(void *arg, uint64_t done), void *arg);
 
+/*
+ * Bytes [@off, @off + @len) of export file @file were copied into the
+ * mount's page cache: drop the containers' cached pages of the raw
+ * tensors it has served, a window (TFS_DROP_WINDOW) behind the reader and
+ * all at the end, so reading the export does not cache a model twice.
+ */
+void tfs_export_drop_cache(struct tfs_image *img, const struct tfs_export *e,
+			   uint32_t file, uint64_t off, uint64_t len);
+
 /* one tensor of a safetensors header (tfs_export_header) */
 struct tfs_export_entry {
 	const char *name; /* UTF-8 */

@@ -1021,3 +1021,57 @@ int tfs_export_write(struct tfs_image *img, const struct tfs_export *e,
 	}
 	return ret;
 }
+
+/* the sources' cached pages under [from, to) of file @f: raw items only */
+static void drop_range(struct tfs_image *img, const struct tfs_export *e,
+		       const struct tfs_export_file *f, uint64_t from,
+		       uint64_t to)
+{
+	uint64_t d, end, a, b;
+	uint32_t i;
+
+	if (to <= f->head_len || !f->n)
+		return;
+	d = from > f->head_len ? from - f->head_len : 0;
+	end = to - f->head_len;
+	for (i = item_at(e, f, d);
+	     i < f->first + f->n && e->items[i].begin < end; i++) {
+		const struct tfs_export_item *it = &e->items[i];
+		const struct tfs_tensor *x = &img->tree->tensors[it->tensor];
+
+		if (it->how || x->encoding != TFS_ENCODING_RAW || x->nsegs ||
+		    it->begin + it->size <= d)
+			continue;
+		a = d > it->begin ? d - it->begin : 0;
+		b = end < it->begin + it->size ? end - it->begin : it->size;
+		tfs_source_drop_cache(tfs_image_source(img, x), x->offset + a,
+				      b - a);
+	}
+}
+
+void tfs_export_drop_cache(struct tfs_image *img, const struct tfs_export *e,
+			   uint32_t file, uint64_t off, uint64_t len)
+{
+	const struct tfs_export_file *f;
+	uint64_t end, w;
+
+	if (!e || file >= e->nfiles || !tfs_add_u64(off, len, &end))
+		return;
+	f = &e->files[file];
+	if (end >= f->size) {
+		/* the end: the last two windows */
+		w = f->size / TFS_DROP_WINDOW * TFS_DROP_WINDOW;
+		drop_range(img, e, f, w >= TFS_DROP_WINDOW ? w - TFS_DROP_WINDOW
+							   : 0,
+			   f->size);
+		return;
+	}
+	/*
+	 * a window boundary crossed: the window before the one behind it
+	 * (reads the kernel's readahead still has in flight stay cached)
+	 */
+	w = end / TFS_DROP_WINDOW * TFS_DROP_WINDOW;
+	if (w < 2 * TFS_DROP_WINDOW || off >= w)
+		return;
+	drop_range(img, e, f, w - 2 * TFS_DROP_WINDOW, w - TFS_DROP_WINDOW);
+}

@@ -239,6 +239,11 @@ void tfs_image_drop_source_cache(struct tfs_image *img, uint32_t node,
 	const struct tfs_tensor *x;
 	uint64_t end, from, to;
 
+	if (node < t->nnodes && t->nodes[node].kind == TFS_NODE_EXPORT) {
+		tfs_export_drop_cache(img, t->export, t->nodes[node].tensor,
+				      off, len);
+		return;
+	}
 	if (node >= t->nnodes || t->nodes[node].kind != TFS_NODE_TENSOR)
 		return;
 	x = &t->tensors[t->nodes[node].tensor];
