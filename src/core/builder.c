@@ -2164,7 +2164,7 @@ static int add_export(struct tfs_builder *b, struct node_list *nl,
 		goto out;
 	if (json_is_object(sm) && !(smt = json_dumps(sm, JSON_COMPACT)))
 		goto out;
-	eo.source = source;
+	eo.source = *source ? source : NULL;
 	eo.source_meta = smt;
 	/* the plan reads the nodes' xattrs: show it the nodes so far */
 	t->nodes = nl->v;
