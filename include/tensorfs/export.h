@@ -63,6 +63,12 @@ struct tfs_export {
 	/* model.safetensors.index.json when sharded (nfiles > 1), else NULL */
 	char *index;
 	size_t index_len;
+	/*
+	 * left_out.json: the tensors left out ([{"name", "path", "why"}],
+	 * in name order), or NULL when none is
+	 */
+	char *left;
+	size_t left_len;
 };
 
 struct tfs_export_options {

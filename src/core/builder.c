@@ -2194,6 +2194,13 @@ static int add_export(struct tfs_builder *b, struct node_list *nl,
 					  e->index_len);
 		}
 	}
+	if (!ret && e->left) {
+		char *lo = strdup(e->left);
+
+		ret = lo ? add_memfile(nl, dir, "left_out.json", lo,
+				       e->left_len)
+			 : -ENOMEM;
+	}
 	if (!ret) {
 		t->export = e;
 		e = NULL;

@@ -408,6 +408,43 @@ static int left_text(struct cand *c, uint32_t n, char **out)
 	return ret;
 }
 
+/* left_out.json: [{"name", "path", "why"}...] in name order, or NULL */
+static int left_file(const struct tfs_tree *t, struct cand *c, uint32_t n,
+		     struct tfs_export *e)
+{
+	json_t *a = json_array(), *o;
+	uint32_t i;
+	int ret = a ? 0 : -ENOMEM;
+
+	for (i = 0; !ret && i < n; i++) {
+		if (!c[i].why)
+			continue;
+		o = json_object();
+		if (!o || json_array_append_new(a, o) ||
+		    json_object_set_new(o, "name",
+					c[i].js ? json_copy(c[i].js)
+						: json_string("(not UTF-8)")) ||
+		    json_object_set_new(o, "path",
+					json_string(t->tensors[c[i].tensor]
+							    .path)) ||
+		    json_object_set_new(o, "why", json_string(c[i].why)))
+			ret = -ENOMEM;
+	}
+	if (!ret && json_array_size(a)) {
+		char *text = json_dumps(a, JSON_INDENT(2));
+
+		if (!text || asprintf(&e->left, "%s\n", text) < 0) {
+			e->left = NULL;
+			ret = -ENOMEM;
+		}
+		free(text);
+		if (!ret)
+			e->left_len = strlen(e->left);
+	}
+	json_decref(a);
+	return ret;
+}
+
 static int shard_name(char **out, uint32_t k, uint32_t n)
 {
 	if (n == 1)
@@ -590,6 +627,8 @@ int tfs_export_plan(struct tfs_export **out, const struct tfs_tree *t,
 		}
 	}
 	ret = left_text(c, n, &left);
+	if (!ret)
+		ret = left_file(t, c, n, e);
 	if (ret)
 		goto out;
 	ret = -ENOMEM;
@@ -657,6 +696,7 @@ void tfs_export_free(struct tfs_export *e)
 	free(e->files);
 	free(e->items);
 	free(e->index);
+	free(e->left);
 	free(e);
 }
 

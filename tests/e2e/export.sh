@@ -95,7 +95,12 @@ check "shards: values" $PY "$HERE/export.py" "$M" "$M/.tensorfs/export"
 "$TENSORFS" convert --max-shard-size=20 "$Z" "$WORK/sh" 2>/dev/null ||
 	fail "convert --max-shard-size"
 check "shards: convert gives the view's files" \
-	diff -r "$M/.tensorfs/export" "$WORK/sh"
+	diff -r -x left_out.json "$M/.tensorfs/export" "$WORK/sh"
+check "left_out.json lists the records left out, with why" \
+	$PY -c "import json, sys
+v = json.load(open('$M/.tensorfs/export/left_out.json'))
+assert v == [{'name': 'names', 'path': 'names',
+              'why': 'no safetensors dtype'}], v"
 $PY - "$WORK/sh/model.safetensors.index.json" <<'PY' ||
 import json, sys
 text = open(sys.argv[1]).read()
