@@ -46,8 +46,8 @@ struct tfs_export_item {
 };
 
 struct tfs_export_file {
-	char *name;	/* "model.safetensors", "model-00001-of-00002..." */
-	char *head;	/* the 8-byte length and the padded JSON header */
+	char *name; /* "model.safetensors", "model-00001-of-00002..." */
+	char *head; /* the 8-byte length and the padded JSON header */
 	uint64_t head_len;
 	uint64_t size;	/* the whole file */
 	uint32_t first; /* its items: items[first, first + n) */

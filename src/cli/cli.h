@@ -124,6 +124,12 @@ int tfs_cmd_info(int argc, char **argv);
 int tfs_cmd_xattr(int argc, char **argv);
 int tfs_cmd_verify(int argc, char **argv);
 int tfs_cmd_convert(int argc, char **argv);
+/*
+ * A new file beside @dest (".NAME.tmp-XXXXXX", mode 0666 less the umask)
+ * to be renamed over it: its descriptor and malloc'd name in *@tmp, or
+ * -errno
+ */
+int tfs_cli_tmpfile(const char *dest, char **tmp);
 int tfs_cmd_pack(int argc, char **argv);
 
 /* the mount command (mount_cmd.c): argv[0] is the program or "mount" */

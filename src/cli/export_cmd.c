@@ -62,6 +62,42 @@ static void convert_cb(void *arg, uint64_t done)
 	tfs_progress_cb(&cp->p, done);
 }
 
+int tfs_cli_tmpfile(const char *dest, char **tmp)
+{
+	char *copy = strdup(dest);
+	const char *base = strrchr(dest, '/') ? strrchr(dest, '/') + 1 : dest;
+	mode_t mask;
+	int fd, err;
+
+	*tmp = NULL;
+	if (!copy ||
+	    asprintf(tmp, "%s/.%s.tmp-XXXXXX", dirname(copy), base) < 0) {
+		free(copy);
+		*tmp = NULL;
+		return -ENOMEM;
+	}
+	free(copy);
+	fd = mkstemp(*tmp);
+	if (fd < 0) {
+		fd = -errno;
+		free(*tmp);
+		*tmp = NULL;
+		return fd;
+	}
+	/* what creat(2) would give: 0666 less the umask */
+	mask = umask(0);
+	umask(mask);
+	if (fchmod(fd, 0666 & ~mask)) {
+		err = -errno;
+		close(fd);
+		unlink(*tmp);
+		free(*tmp);
+		*tmp = NULL;
+		return err;
+	}
+	return fd;
+}
+
 /*
  * Write @path through a temporary name in its directory, renamed at the
  * end: export file @file, or (@file == UINT32_MAX) @mem's @len bytes.
@@ -70,34 +106,19 @@ static int write_one(struct tfs_image *img, const struct tfs_export *e,
 		     uint32_t file, const char *mem, size_t len,
 		     const char *path, bool force, struct convert_progress *cp)
 {
-	char *tmp = NULL, *copy = strdup(path), *dir, *base;
-	mode_t mask;
+	char *tmp = NULL;
 	struct stat st;
-	int fd = -1, ret;
+	int fd = -1, ret = 0;
 
-	if (!copy)
-		return -ENOMEM;
 	if (!force && lstat(path, &st) == 0) {
 		ret = -EEXIST;
 		goto out;
 	}
-	dir = dirname(copy);
-	base = strrchr(path, '/') ? strrchr(path, '/') + 1 : (char *)path;
-	if (asprintf(&tmp, "%s/.%s.tmp-XXXXXX", dir, base) < 0) {
-		tmp = NULL;
-		ret = -ENOMEM;
-		goto out;
-	}
-	fd = mkstemp(tmp);
+	fd = tfs_cli_tmpfile(path, &tmp);
 	if (fd < 0) {
-		ret = -errno;
-		free(tmp);
-		tmp = NULL;
+		ret = fd;
 		goto out;
 	}
-	mask = umask(0);
-	umask(mask);
-	ret = fchmod(fd, 0666 & ~mask) ? -errno : 0;
 	if (!ret && file == UINT32_MAX) {
 		ssize_t w = write(fd, mem, len);
 
@@ -115,7 +136,6 @@ static int write_one(struct tfs_image *img, const struct tfs_export *e,
 		unlink(tmp);
 out:
 	free(tmp);
-	free(copy);
 	return ret;
 }
 

@@ -204,8 +204,8 @@ static int take_file(struct pack *p, const char *path, const char *rel,
 		t = tfs_dtype_from_name(dt);
 		f.dtype = tfs_export_dtype_name(t);
 		if (!f.dtype)
-			ret = refuse(p, rel, "dtype %s has no safetensors dtype",
-				     dt);
+			ret = refuse(p, rel,
+				     "dtype %s has no safetensors dtype", dt);
 		else if (!tfs_shape_product(f.shape, f.ndim, &count) ||
 			 tfs_dtype_bytes(t, count, &bytes) || bytes != fsize)
 			ret = refuse(p, rel, "%s",
@@ -309,8 +309,8 @@ static int cmp_pfile(const void *pa, const void *pb)
 /* the __metadata__ of DIR/.tensorfs/export/'s first file, or a new one */
 static json_t *pack_metadata(const char *dir)
 {
-	static const char *const names[] = {
-		"model.safetensors", "model-00001-of-"};
+	static const char *const names[] = {"model.safetensors",
+					    "model-00001-of-"};
 	char *path = NULL;
 	uint8_t len8[8];
 	uint64_t len = 0;
@@ -343,10 +343,11 @@ static json_t *pack_metadata(const char *dir)
 				for (k = 0; k < 8; k++)
 					len |= (uint64_t)len8[k] << (8 * k);
 				text = len < (100u << 20) ? malloc(len) : NULL;
-				if (text && read(fd, text, len) == (ssize_t)len) {
+				if (text &&
+				    read(fd, text, len) == (ssize_t)len) {
 					h = json_loadb(text, len, 0, NULL);
-					if (json_is_object(
-						    json_object_get(h, "__metadata__")))
+					if (json_is_object(json_object_get(
+						    h, "__metadata__")))
 						m = json_incref(json_object_get(
 							h, "__metadata__"));
 					json_decref(h);
@@ -422,11 +423,10 @@ int tfs_cmd_pack(int argc, char **argv)
 	struct pack p = {0};
 	struct tfs_export_entry *v = NULL;
 	const char *dir, *dest;
-	char *head = NULL, *tmp = NULL, *copy = NULL;
+	char *head = NULL, *tmp = NULL;
 	uint64_t head_len, data_len;
 	json_t *meta = NULL;
 	bool force = false;
-	mode_t mask;
 	struct stat st;
 	int i, npos = 0, fd = -1, ret = 0, status = TFS_EXIT_USAGE;
 	const char *pos[2];
@@ -435,7 +435,8 @@ int tfs_cmd_pack(int argc, char **argv)
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--force")) {
 			force = true;
-		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+		} else if (!strcmp(argv[i], "--help") ||
+			   !strcmp(argv[i], "-h")) {
 			printf("usage: %s pack [--force] DIR DEST.safetensors\n"
 			       "Pack a tree of tensor files (a mount copied with "
 			       "cp -a or rsync -aX, edited;\n"
@@ -512,22 +513,11 @@ int tfs_cmd_pack(int argc, char **argv)
 	}
 	if (ret)
 		goto fail;
-	copy = strdup(dest);
-	if (!copy || asprintf(&tmp, "%s/.pack.tmp-XXXXXX", dirname(copy)) < 0) {
-		tmp = NULL;
-		ret = -ENOMEM;
-		goto fail;
-	}
-	fd = mkstemp(tmp);
+	fd = tfs_cli_tmpfile(dest, &tmp);
 	if (fd < 0) {
-		ret = -errno;
-		free(tmp);
-		tmp = NULL;
+		ret = fd;
 		goto fail;
 	}
-	mask = umask(0);
-	umask(mask);
-	ret = fchmod(fd, 0666 & ~mask) ? -errno : 0;
 	if (!ret && write(fd, head, head_len) != (ssize_t)head_len)
 		ret = -EIO;
 	for (k = 0; !ret && k < p.n; k++)
@@ -552,7 +542,6 @@ out:
 	if (tmp && status != TFS_EXIT_OK)
 		unlink(tmp);
 	free(tmp);
-	free(copy);
 	free(head);
 	free(v);
 	json_decref(meta);

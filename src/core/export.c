@@ -14,6 +14,7 @@
 #include "tensorfs/tree.h"
 #include "as_view.h"
 #include "image_i.h"
+#include "strbuf.h"
 
 /* the window a swapped or transposed tensor is read through */
 #define WINDOW (1u << 20)
@@ -25,92 +26,74 @@
 const char *tfs_export_dtype_name(int dtype)
 {
 	switch ((enum tfs_dtype)dtype) {
-	case TFS_DTYPE_BOOL: return "BOOL";
-	case TFS_DTYPE_UINT8: return "U8";
-	case TFS_DTYPE_INT8: return "I8";
-	case TFS_DTYPE_INT16: return "I16";
-	case TFS_DTYPE_UINT16: return "U16";
-	case TFS_DTYPE_FLOAT16: return "F16";
-	case TFS_DTYPE_BFLOAT16: return "BF16";
-	case TFS_DTYPE_INT32: return "I32";
-	case TFS_DTYPE_UINT32: return "U32";
-	case TFS_DTYPE_FLOAT32: return "F32";
-	case TFS_DTYPE_INT64: return "I64";
-	case TFS_DTYPE_UINT64: return "U64";
-	case TFS_DTYPE_FLOAT64: return "F64";
-	case TFS_DTYPE_COMPLEX64: return "C64";
-	case TFS_DTYPE_FLOAT8_E5M2: return "F8_E5M2";
-	case TFS_DTYPE_FLOAT8_E4M3: return "F8_E4M3";
-	case TFS_DTYPE_FLOAT8_E8M0: return "F8_E8M0";
-	case TFS_DTYPE_FLOAT8_E4M3FNUZ: return "F8_E4M3FNUZ";
-	case TFS_DTYPE_FLOAT8_E5M2FNUZ: return "F8_E5M2FNUZ";
-	case TFS_DTYPE_FLOAT4: return "F4";
-	case TFS_DTYPE_FLOAT6_E2M3: return "F6_E2M3";
-	case TFS_DTYPE_FLOAT6_E3M2: return "F6_E3M2";
-	default: return NULL;
+	case TFS_DTYPE_BOOL:
+		return "BOOL";
+	case TFS_DTYPE_UINT8:
+		return "U8";
+	case TFS_DTYPE_INT8:
+		return "I8";
+	case TFS_DTYPE_INT16:
+		return "I16";
+	case TFS_DTYPE_UINT16:
+		return "U16";
+	case TFS_DTYPE_FLOAT16:
+		return "F16";
+	case TFS_DTYPE_BFLOAT16:
+		return "BF16";
+	case TFS_DTYPE_INT32:
+		return "I32";
+	case TFS_DTYPE_UINT32:
+		return "U32";
+	case TFS_DTYPE_FLOAT32:
+		return "F32";
+	case TFS_DTYPE_INT64:
+		return "I64";
+	case TFS_DTYPE_UINT64:
+		return "U64";
+	case TFS_DTYPE_FLOAT64:
+		return "F64";
+	case TFS_DTYPE_COMPLEX64:
+		return "C64";
+	case TFS_DTYPE_FLOAT8_E5M2:
+		return "F8_E5M2";
+	case TFS_DTYPE_FLOAT8_E4M3:
+		return "F8_E4M3";
+	case TFS_DTYPE_FLOAT8_E8M0:
+		return "F8_E8M0";
+	case TFS_DTYPE_FLOAT8_E4M3FNUZ:
+		return "F8_E4M3FNUZ";
+	case TFS_DTYPE_FLOAT8_E5M2FNUZ:
+		return "F8_E5M2FNUZ";
+	case TFS_DTYPE_FLOAT4:
+		return "F4";
+	case TFS_DTYPE_FLOAT6_E2M3:
+		return "F6_E2M3";
+	case TFS_DTYPE_FLOAT6_E3M2:
+		return "F6_E3M2";
+	default:
+		return NULL;
 	}
-}
-
-/* a growing text */
-struct text {
-	char *p;
-	size_t len, cap;
-	int err;
-};
-
-static void put(struct text *t, const char *s, size_t n)
-{
-	size_t cap;
-	char *np;
-
-	if (t->err)
-		return;
-	if (n + 1 > t->cap - t->len) {
-		cap = t->cap ? t->cap : 4096;
-		while (n + 1 > cap - t->len) {
-			if (cap > SIZE_MAX / 2) {
-				t->err = -EOVERFLOW;
-				return;
-			}
-			cap *= 2;
-		}
-		np = realloc(t->p, cap);
-		if (!np) {
-			t->err = -ENOMEM;
-			return;
-		}
-		t->p = np;
-		t->cap = cap;
-	}
-	memcpy(t->p + t->len, s, n);
-	t->len += n;
-	t->p[t->len] = '\0';
-}
-
-static void puts_(struct text *t, const char *s)
-{
-	put(t, s, strlen(s));
 }
 
 /* @s (valid UTF-8) as a JSON string */
-static void put_json(struct text *t, const json_t *s)
+static void put_json(struct tfs_strbuf *t, const json_t *s)
 {
 	char *q = json_dumps(s, JSON_ENCODE_ANY | JSON_COMPACT);
 
 	if (!q) {
-		t->err = t->err ? t->err : -ENOMEM;
+		t->failed = 1;
 		return;
 	}
-	puts_(t, q);
+	tfs_strbuf_puts(t, q);
 	free(q);
 }
 
-static void put_u64(struct text *t, uint64_t v)
+static void put_u64(struct tfs_strbuf *t, uint64_t v)
 {
 	char b[24];
 
 	snprintf(b, sizeof(b), "%llu", (unsigned long long)v);
-	puts_(t, b);
+	tfs_strbuf_puts(t, b);
 }
 
 /* a tensor with its export name, while planning */
@@ -118,8 +101,8 @@ struct cand {
 	uint32_t tensor;
 	const char *name;
 	size_t name_len;
-	json_t *js; /* the name as a JSON string, or NULL */
-	char *own;  /* the name when it is the path joined with '.' */
+	json_t *js;	 /* the name as a JSON string, or NULL */
+	char *own;	 /* the name when it is the path joined with '.' */
 	const char *why; /* left out: why, or NULL */
 	const char *dtype;
 	uint64_t size;
@@ -207,8 +190,8 @@ static json_t *metadata(const struct tfs_tree *t,
 			const struct tfs_export_options *o, const char *left,
 			bool view)
 {
-	json_t *sm = o->source_meta ? json_loads(o->source_meta, 0, NULL)
-				    : NULL;
+	json_t *sm =
+		o->source_meta ? json_loads(o->source_meta, 0, NULL) : NULL;
 	json_t *m = json_object(), *v;
 	const char *k;
 	int bad = !m;
@@ -216,9 +199,9 @@ static json_t *metadata(const struct tfs_tree *t,
 	bad |= json_object_set_new(m, "format", json_string("pt"));
 	if (json_is_object(sm) && json_object_get(sm, "tensorfs.format")) {
 		/* an export of an export: the original's provenance */
-		json_object_foreach(sm, k, v)
-			if (!strncmp(k, "tensorfs.", 9) && json_is_string(v))
-				bad |= json_object_set(m, k, v);
+		json_object_foreach(sm, k, v) if (!strncmp(k, "tensorfs.", 9) &&
+						  json_is_string(v)) bad |=
+			json_object_set(m, k, v);
 		json_decref(sm);
 		goto out;
 	}
@@ -246,62 +229,63 @@ int tfs_export_header(const struct tfs_export_entry *v, uint32_t n,
 		      const void *meta, char **head, uint64_t *head_len,
 		      uint64_t *data_len)
 {
-	struct text h = {0};
+	struct tfs_strbuf h = {0};
 	uint64_t at = 0, len;
 	const char *k;
 	json_t *x, *js;
 	uint32_t i, d;
 	bool first = true;
-	int ret;
+	int ret, err = 0;
 
-	put(&h, "\0\0\0\0\0\0\0\0", 8);
-	puts_(&h, "{\"__metadata__\":{");
-	json_object_foreach((json_t *)meta, k, x) {
+	tfs_strbuf_put(&h, "\0\0\0\0\0\0\0\0", 8);
+	tfs_strbuf_puts(&h, "{\"__metadata__\":{");
+	json_object_foreach((json_t *)meta, k, x)
+	{
 		js = json_string(k);
 		if (!js || !json_is_string(x)) {
 			json_decref(js);
-			h.err = -EINVAL;
+			err = -EINVAL;
 			break;
 		}
 		if (!first)
-			puts_(&h, ",");
+			tfs_strbuf_puts(&h, ",");
 		first = false;
 		put_json(&h, js);
-		puts_(&h, ":");
+		tfs_strbuf_puts(&h, ":");
 		put_json(&h, x);
 		json_decref(js);
 	}
-	puts_(&h, "}");
+	tfs_strbuf_puts(&h, "}");
 	for (i = 0; i < n; i++) {
 		js = json_stringn(v[i].name, v[i].name_len);
 		if (!js) {
-			h.err = -EINVAL;
+			err = -EINVAL;
 			break;
 		}
-		puts_(&h, ",");
+		tfs_strbuf_puts(&h, ",");
 		put_json(&h, js);
 		json_decref(js);
-		puts_(&h, ":{\"dtype\":\"");
-		puts_(&h, v[i].dtype);
-		puts_(&h, "\",\"shape\":[");
+		tfs_strbuf_puts(&h, ":{\"dtype\":\"");
+		tfs_strbuf_puts(&h, v[i].dtype);
+		tfs_strbuf_puts(&h, "\",\"shape\":[");
 		for (d = 0; d < v[i].ndim; d++) {
 			if (d)
-				puts_(&h, ",");
+				tfs_strbuf_puts(&h, ",");
 			put_u64(&h, v[i].shape[d]);
 		}
-		puts_(&h, "],\"data_offsets\":[");
+		tfs_strbuf_puts(&h, "],\"data_offsets\":[");
 		put_u64(&h, at);
-		puts_(&h, ",");
+		tfs_strbuf_puts(&h, ",");
 		if (!tfs_add_u64(at, v[i].size, &at))
-			h.err = -EOVERFLOW;
+			err = -EOVERFLOW;
 		put_u64(&h, at);
-		puts_(&h, "]}");
+		tfs_strbuf_puts(&h, "]}");
 	}
-	puts_(&h, "}");
+	tfs_strbuf_puts(&h, "}");
 	/* spaces to a multiple of 8, as the reference writer pads */
-	while (!h.err && h.len % 8)
-		puts_(&h, " ");
-	ret = h.err;
+	while (!err && !h.failed && h.len % 8)
+		tfs_strbuf_puts(&h, " ");
+	ret = err ? err : h.failed ? -ENOMEM : 0;
 	if (ret) {
 		free(h.p);
 		return ret;
@@ -424,9 +408,9 @@ static int left_file(const struct tfs_tree *t, struct cand *c, uint32_t n,
 		    json_object_set_new(o, "name",
 					c[i].js ? json_copy(c[i].js)
 						: json_string("(not UTF-8)")) ||
-		    json_object_set_new(o, "path",
-					json_string(t->tensors[c[i].tensor]
-							    .path)) ||
+		    json_object_set_new(
+			    o, "path",
+			    json_string(t->tensors[c[i].tensor].path)) ||
 		    json_object_set_new(o, "why", json_string(c[i].why)))
 			ret = -ENOMEM;
 	}
@@ -455,8 +439,8 @@ static int shard_name(char **out, uint32_t k, uint32_t n)
 }
 
 /* model.safetensors.index.json as transformers writes it */
-static int make_index(struct tfs_export *e, const struct cand *c,
-		      uint32_t nc, uint64_t total)
+static int make_index(struct tfs_export *e, const struct cand *c, uint32_t nc,
+		      uint64_t total)
 {
 	json_t *root = json_object(), *meta = json_object(),
 	       *map = json_object();
@@ -479,8 +463,7 @@ static int make_index(struct tfs_export *e, const struct cand *c,
 				if (c[k].tensor == it->tensor && !c[k].why)
 					break;
 			if (k == nc ||
-			    json_object_set_new(map,
-						json_string_value(c[k].js),
+			    json_object_set_new(map, json_string_value(c[k].js),
 						json_string(e->files[f].name)))
 				goto out;
 		}
@@ -562,8 +545,8 @@ static int rename_dups(const struct tfs_tree *t, struct cand *c, uint32_t n)
 int tfs_export_plan(struct tfs_export **out, const struct tfs_tree *t,
 		    const struct tfs_export_options *o)
 {
-	uint64_t shard = o && o->shard_size ? o->shard_size
-					    : TFS_EXPORT_SHARD_DEFAULT;
+	uint64_t shard =
+		o && o->shard_size ? o->shard_size : TFS_EXPORT_SHARD_DEFAULT;
 	struct tfs_export_options none = {0};
 	struct tfs_export *e = calloc(1, sizeof(*e));
 	struct cand *c = NULL, *in = NULL;
@@ -612,7 +595,8 @@ int tfs_export_plan(struct tfs_export **out, const struct tfs_tree *t,
 	for (i = 1; i < n; i++)
 		if (!c[i].why && c[i].name_len == c[i - 1].name_len &&
 		    !memcmp(c[i].name, c[i - 1].name, c[i].name_len))
-			c[i].why = "name given twice, its path too (the first is exported)";
+			c[i].why =
+				"name given twice, its path too (the first is exported)";
 	for (i = 0; i < n; i++) {
 		if (c[i].why) {
 			e->nleft++;
@@ -872,8 +856,7 @@ static uint32_t item_at(const struct tfs_export *e,
 }
 
 int tfs_export_read(struct tfs_image *img, const struct tfs_export *e,
-		    uint32_t file, uint64_t off, size_t len,
-		    struct tfs_view *v)
+		    uint32_t file, uint64_t off, size_t len, struct tfs_view *v)
 {
 	const struct tfs_export_file *f;
 	const struct tfs_export_item *it;
@@ -1044,11 +1027,10 @@ int tfs_export_write(struct tfs_image *img, const struct tfs_export *e,
 		}
 		end = f->head_len + it->begin + it->size;
 		while (!ret && pos < end) {
-			ret = tfs_export_read(img, e, file, pos,
-					      end - pos < STEP
-						      ? (size_t)(end - pos)
-						      : STEP,
-					      &v);
+			ret = tfs_export_read(
+				img, e, file, pos,
+				end - pos < STEP ? (size_t)(end - pos) : STEP,
+				&v);
 			if (!ret && !v.len)
 				ret = -EIO;
 			if (!ret)
@@ -1101,8 +1083,8 @@ void tfs_export_drop_cache(struct tfs_image *img, const struct tfs_export *e,
 	if (end >= f->size) {
 		/* the end: the last two windows */
 		w = f->size / TFS_DROP_WINDOW * TFS_DROP_WINDOW;
-		drop_range(img, e, f, w >= TFS_DROP_WINDOW ? w - TFS_DROP_WINDOW
-							   : 0,
+		drop_range(img, e, f,
+			   w >= TFS_DROP_WINDOW ? w - TFS_DROP_WINDOW : 0,
 			   f->size);
 		return;
 	}

@@ -35,9 +35,21 @@ static uint8_t *st_file(const char *json, const void *data, size_t dlen,
 
 static const uint8_t data_ba[] = {
 	/* b: F32 [2] = 1, 2 */
-	0x00, 0x00, 0x80, 0x3f, 0x00, 0x00, 0x00, 0x40,
+	0x00,
+	0x00,
+	0x80,
+	0x3f,
+	0x00,
+	0x00,
+	0x00,
+	0x40,
 	/* a: I16 [3] = 1, -2, 3 */
-	0x01, 0x00, 0xfe, 0xff, 0x03, 0x00,
+	0x01,
+	0x00,
+	0xfe,
+	0xff,
+	0x03,
+	0x00,
 };
 
 static uint8_t *source_ba(size_t *len)
@@ -52,13 +64,12 @@ static uint8_t *source_ba(size_t *len)
 /* what the export of source_ba must be, written out by hand */
 static uint8_t *want_ba(size_t *len)
 {
-	static const char head[] =
-		"{\"__metadata__\":{\"format\":\"pt\","
-		"\"tensorfs.format\":\"safetensors\"},"
-		"\"a\":{\"dtype\":\"I16\",\"shape\":[3],"
-		"\"data_offsets\":[0,6]},"
-		"\"b\":{\"dtype\":\"F32\",\"shape\":[2],"
-		"\"data_offsets\":[6,14]}}";
+	static const char head[] = "{\"__metadata__\":{\"format\":\"pt\","
+				   "\"tensorfs.format\":\"safetensors\"},"
+				   "\"a\":{\"dtype\":\"I16\",\"shape\":[3],"
+				   "\"data_offsets\":[0,6]},"
+				   "\"b\":{\"dtype\":\"F32\",\"shape\":[2],"
+				   "\"data_offsets\":[6,14]}}";
 	char padded[256];
 	uint8_t data[14];
 	size_t n = strlen(head);
@@ -114,11 +125,10 @@ START_TEST(every_offset_every_length)
 
 	for (off = 0; off <= wlen; off++)
 		for (len = 1; len <= 20; len++) {
-			ck_assert_int_eq(tfs_image_read(img, node, off, len,
-							&v),
-					 0);
-			ck_assert_uint_eq(v.len, off + len <= wlen ? len
-						 : wlen - off);
+			ck_assert_int_eq(
+				tfs_image_read(img, node, off, len, &v), 0);
+			ck_assert_uint_eq(v.len,
+					  off + len <= wlen ? len : wlen - off);
 			if (v.len)
 				ck_assert_mem_eq(v.data, want + off, v.len);
 			tfs_view_release(img, &v);
@@ -193,10 +203,10 @@ START_TEST(big_endian_fortran_npy)
 	for (i = 0, k = 0; i < 2; i++)
 		for (j = 0; j < 3; j++, k++) {
 			const uint8_t *p = got + 8 + hl + 4 * k;
-			int32_t v = (int32_t)((uint32_t)p[0] |
-					      (uint32_t)p[1] << 8 |
-					      (uint32_t)p[2] << 16 |
-					      (uint32_t)p[3] << 24);
+			int32_t v =
+				(int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 |
+					  (uint32_t)p[2] << 16 |
+					  (uint32_t)p[3] << 24);
 
 			ck_assert_int_eq(v, vals[i][j]);
 		}
