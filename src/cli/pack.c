@@ -27,6 +27,7 @@
 #include "tensorfs/checked.h"
 #include "tensorfs/dtype.h"
 #include "tensorfs/export.h"
+#include "tensorfs/names.h"
 
 #define MAX_NDIM 64
 
@@ -298,12 +299,8 @@ static int walk(struct pack *p, const char *path, const char *rel)
 static int cmp_pfile(const void *pa, const void *pb)
 {
 	const struct pfile *a = pa, *b = pb;
-	size_t n = a->name_len < b->name_len ? a->name_len : b->name_len;
-	int c = memcmp(a->name, b->name, n);
 
-	if (c)
-		return c;
-	return a->name_len < b->name_len ? -1 : a->name_len > b->name_len;
+	return tfs_name_cmp(a->name, a->name_len, b->name, b->name_len);
 }
 
 /* the __metadata__ of DIR/.tensorfs/export/'s first file, or a new one */

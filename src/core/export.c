@@ -11,6 +11,7 @@
 #include "tensorfs/dtype.h"
 #include "tensorfs/export.h"
 #include "tensorfs/image.h"
+#include "tensorfs/names.h"
 #include "tensorfs/tree.h"
 #include "as_view.h"
 #include "image_i.h"
@@ -112,13 +113,10 @@ struct cand {
 static int cmp_cand(const void *pa, const void *pb)
 {
 	const struct cand *a = pa, *b = pb;
-	size_t n = a->name_len < b->name_len ? a->name_len : b->name_len;
-	int c = memcmp(a->name, b->name, n);
+	int c = tfs_name_cmp(a->name, a->name_len, b->name, b->name_len);
 
 	if (c)
 		return c;
-	if (a->name_len != b->name_len)
-		return a->name_len < b->name_len ? -1 : 1;
 	return a->tensor < b->tensor ? -1 : a->tensor > b->tensor;
 }
 
