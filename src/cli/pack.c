@@ -33,6 +33,7 @@
 
 struct pfile {
 	char *path; /* under DIR */
+	char *rel;  /* relative to DIR */
 	char *name;
 	size_t name_len;
 	const char *dtype; /* safetensors name */
@@ -171,7 +172,7 @@ static int take_file(struct pack *p, const char *path, const char *rel,
 		     uint64_t fsize)
 {
 	struct pfile f = {0};
-	char *dt, *sh, *nm, *bo, *ord;
+	char *dt, *sh, *nm, *bo, *ord, *ro;
 	size_t nlen = 0;
 	bool npy = strlen(rel) > 4 && !strcmp(rel + strlen(rel) - 4, ".npy");
 	uint64_t count, bytes;
@@ -181,6 +182,12 @@ static int take_file(struct pack *p, const char *path, const char *rel,
 	dt = xattr(path, TFS_XATTR_PREFIX "dtype", NULL);
 	sh = xattr(path, TFS_XATTR_PREFIX "shape", NULL);
 	nm = xattr(path, TFS_XATTR_PREFIX "name", &nlen);
+	ro = xattr(path, TFS_XATTR_PREFIX "role", NULL);
+	if (ro) {
+		/* a component of a group: named by its path, as exported */
+		free(nm);
+		nm = NULL;
+	}
 	bo = xattr(path, TFS_XATTR_PREFIX "byte_order", NULL);
 	ord = xattr(path, TFS_XATTR_PREFIX "order", NULL);
 	if (npy) {
@@ -222,7 +229,7 @@ static int take_file(struct pack *p, const char *path, const char *rel,
 	} else if (!ret) {
 		ret = path_name(&f, rel, npy);
 	}
-	if (!ret && !(f.path = strdup(path)))
+	if (!ret && (!(f.path = strdup(path)) || !(f.rel = strdup(rel))))
 		ret = -ENOMEM;
 	if (!ret && p->n == p->cap) {
 		struct pfile *nv = reallocarray(p->v, p->cap ? p->cap * 2 : 64,
@@ -240,7 +247,9 @@ static int take_file(struct pack *p, const char *path, const char *rel,
 	else {
 		free(f.name);
 		free(f.path);
+		free(f.rel);
 	}
+	free(ro);
 	free(dt);
 	free(sh);
 	free(nm);
@@ -301,6 +310,31 @@ static int cmp_pfile(const void *pa, const void *pb)
 	const struct pfile *a = pa, *b = pb;
 
 	return tfs_name_cmp(a->name, a->name_len, b->name, b->name_len);
+}
+
+/* the files of p->v (sorted) whose names collide: named by their path */
+static int rename_dups(struct pack *p)
+{
+	bool *dup = calloc(p->n ? p->n : 1, sizeof(*dup));
+	size_t k;
+
+	if (!dup)
+		return -ENOMEM;
+	for (k = 1; k < p->n; k++)
+		if (!cmp_pfile(&p->v[k - 1], &p->v[k]))
+			dup[k - 1] = dup[k] = true;
+	for (k = 0; k < p->n; k++) {
+		if (!dup[k])
+			continue;
+		free(p->v[k].name);
+		p->v[k].name = NULL;
+		if (path_name(&p->v[k], p->v[k].rel, false)) {
+			free(dup);
+			return -ENOMEM;
+		}
+	}
+	free(dup);
+	return 0;
 }
 
 /* the __metadata__ of DIR/.tensorfs/export/'s first file, or a new one */
@@ -475,6 +509,11 @@ int tfs_cmd_pack(int argc, char **argv)
 		goto out;
 	}
 	qsort(p.v, p.n, sizeof(*p.v), cmp_pfile);
+	/* a name several files give: named by their paths, as exported */
+	ret = rename_dups(&p);
+	if (ret)
+		goto fail;
+	qsort(p.v, p.n, sizeof(*p.v), cmp_pfile);
 	for (k = 1; k < p.n; k++)
 		if (!cmp_pfile(&p.v[k - 1], &p.v[k])) {
 			tfs_cli_say(stderr,
@@ -545,6 +584,7 @@ out:
 	for (k = 0; k < p.n; k++) {
 		free(p.v[k].name);
 		free(p.v[k].path);
+		free(p.v[k].rel);
 	}
 	free(p.v);
 	return status;
