@@ -51,8 +51,11 @@ struct tfs_cli_cmd {
 	const char *opts_help;	/* --help lines for them */
 	/* one of its own options: true when taken (@ctx as given) */
 	bool (*option)(void *ctx, const char *opt);
-	/* the build options as parsed, changed by the command (or NULL) */
-	void (*build)(void *ctx, struct tfs_build_options *o);
+	/*
+	 * the build options as parsed, changed by the command (or NULL),
+	 * before the inputs are opened: nonzero refuses (it printed why)
+	 */
+	int (*build)(void *ctx, struct tfs_build_options *o);
 };
 
 /* the usage (to stderr) or the whole --help (to stdout) of @cmd */

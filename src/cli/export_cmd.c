@@ -31,6 +31,11 @@ static bool convert_option(void *ctx, const char *opt)
 		c->force = true;
 		return true;
 	}
+	if (strcmp(opt, "--max-shard-size") == 0) {
+		c->bad = true; /* its value goes after '=' */
+		c->bad_value = "";
+		return true;
+	}
 	if (strncmp(opt, "--max-shard-size=", 17) == 0) {
 		if (tfs_parse_size(opt + 17, &c->shard) || !c->shard) {
 			c->bad = true;
@@ -41,12 +46,20 @@ static bool convert_option(void *ctx, const char *opt)
 	return false;
 }
 
-static void convert_build(void *ctx, struct tfs_build_options *o)
+static int convert_build(void *ctx, struct tfs_build_options *o)
 {
 	struct convert_opts *c = ctx;
 
+	if (c->bad) {
+		tfs_cli_say(stderr,
+			    "%s convert: --max-shard-size=%s: not a size "
+			    "above 0 (--max-shard-size=2G)\n",
+			    tfs_progname, c->bad_value);
+		return -1;
+	}
 	o->no_export = false;
 	o->export_shard = c->shard;
+	return 0;
 }
 
 /* progress over several files */
@@ -172,15 +185,6 @@ int tfs_cmd_convert(int argc, char **argv)
 	int i, k, ret;
 
 	ret = tfs_cli_open_cmd(argc, argv, &a, &c, &img, &i, &k);
-	if (c.bad) {
-		tfs_cli_say(stderr,
-			    "%s convert: --max-shard-size=%s: not a size "
-			    "above 0\n",
-			    tfs_progname, c.bad_value);
-		if (!ret)
-			tfs_image_close(img);
-		return TFS_EXIT_USAGE;
-	}
 	if (ret)
 		return TFS_CLI_OPENED(ret);
 	tfs_image_configure(img, &io);

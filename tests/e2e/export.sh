@@ -117,6 +117,11 @@ check "a sharded directory exports value for value" \
 	$PY "$HERE/export.py" "$M" "$M/.tensorfs/export/model.safetensors"
 unmount "$M"
 
+out=$("$TENSORFS" convert --max-shard-size=banana "$Z" "$WORK/b" 2>&1)
+eq "--max-shard-size=banana: exit 1" "$?" "1"
+check "naming it" grep -q "max-shard-size=banana" <<<"$out"
+check "nothing written" test ! -e "$WORK/b"
+
 # -o export=off hides it
 M=$(mount_container "$Z" -o export=off) || fail "mount export=off"
 check "export=off: no .tensorfs/export" test ! -e "$M/.tensorfs/export"
