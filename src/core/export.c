@@ -197,9 +197,11 @@ static json_t *metadata(const struct tfs_tree *t,
 	bad |= json_object_set_new(m, "format", json_string("pt"));
 	if (json_is_object(sm) && json_object_get(sm, "tensorfs.format")) {
 		/* an export of an export: the original's provenance */
-		json_object_foreach(sm, k, v) if (!strncmp(k, "tensorfs.", 9) &&
-						  json_is_string(v)) bad |=
-			json_object_set(m, k, v);
+		json_object_foreach(sm, k, v)
+		{
+			if (!strncmp(k, "tensorfs.", 9) && json_is_string(v))
+				bad |= json_object_set(m, k, v);
+		}
 		json_decref(sm);
 		goto out;
 	}
