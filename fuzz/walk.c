@@ -25,6 +25,7 @@
 #include <jansson.h>
 
 #include "tensorfs/checked.h"
+#include "tensorfs/export.h"
 #include "fuzz.h"
 #include "tensorfs/names.h"
 #include "tensorfs/text.h"
@@ -525,8 +526,11 @@ static void check_reads(struct tfs_image *img)
 		/*
 		 * Memory files and raw tensors without a digest always read;
 		 * a digest mismatch or bad zstd data fails with an errno.
+		 * The export holds every tensor's bytes: it may fail as they
+		 * do (-EIO).
 		 */
-		must = !x || (!encoded && !x->digest && !x->unreadable);
+		must = (!x && n->kind != TFS_NODE_EXPORT) ||
+		       (x && !encoded && !x->digest && !x->unreadable);
 		first = 0;
 		if (size) {
 			first = read_byte(img, i, 0, must);
@@ -589,6 +593,47 @@ static void check_meta_json(struct tfs_image *img)
 	}
 }
 
+/*
+ * .tensorfs/export/: each file's header is its 8-byte length (a multiple
+ * of 8) and a JSON object with __metadata__, and its size the header's
+ * plus its tensors' bytes, contiguous from 0 (export.h)
+ */
+static void check_export(struct tfs_image *img)
+{
+	const struct tfs_export *e = img->tree->export;
+	const struct tfs_export_file *f;
+	json_error_t err;
+	uint64_t n, at;
+	uint32_t i, k;
+	json_t *j;
+
+	if (!e || !e->nfiles)
+		tfs_fuzz_fail("no export");
+	for (i = 0; i < e->nfiles; i++) {
+		f = &e->files[i];
+		for (n = 0, k = 0; k < 8; k++)
+			n |= (uint64_t)(uint8_t)f->head[k] << (8 * k);
+		if (n % 8 || n + 8 != f->head_len)
+			tfs_fuzz_fail("export %s: header length %llu", f->name,
+				      (unsigned long long)n);
+		j = json_loadb(f->head + 8, n, JSON_ALLOW_NUL, &err);
+		/* jansson takes no NUL in a key; a name may hold one */
+		if (!json_is_object(json_object_get(j, "__metadata__")) &&
+		    (j || !strstr(err.text, "NUL")))
+			tfs_fuzz_fail("export %s: header not JSON with "
+				      "__metadata__: %s",
+				      f->name, j ? "" : err.text);
+		json_decref(j);
+		for (at = 0, k = 0; k < f->n; k++) {
+			if (e->items[f->first + k].begin != at)
+				tfs_fuzz_fail("export %s: a gap", f->name);
+			at += e->items[f->first + k].size;
+		}
+		if (f->head_len + at != f->size)
+			tfs_fuzz_fail("export %s: size", f->name);
+	}
+}
+
 void tfs_fuzz_walk(struct tfs_image *img, const char *format, uint64_t size)
 {
 	const struct tfs_tree *t = img->tree;
@@ -608,5 +653,6 @@ void tfs_fuzz_walk(struct tfs_image *img, const char *format, uint64_t size)
 	check_xattrs(t);
 	check_reads(img);
 	check_meta_json(img);
+	check_export(img);
 	tfs_fuzz_walked++;
 }

@@ -58,6 +58,10 @@ struct tfs_build_options {
 	/* -o previews: "<file>.png" beside each numeric tensor of one or
 	 * more dimensions (src/core/preview.h) */
 	bool previews;
+	/* -o export=off: no .tensorfs/export/ (export.h) */
+	bool no_export;
+	/* -o export_shard=SIZE: the export's shard size; 0: the default */
+	uint64_t export_shard;
 };
 
 /*

@@ -33,6 +33,9 @@ void tfs_name_cut(char *comp, size_t max);
 char *tfs_name_printable(char *buf, size_t len, const char *name,
 			 size_t name_len);
 
+/* bytewise order of two stored names (memcmp, the shorter first on a tie) */
+int tfs_name_cmp(const char *a, size_t alen, const char *b, size_t blen);
+
 /* true when @s..@len is valid UTF-8 (overlongs and surrogates invalid) */
 int tfs_utf8_valid(const unsigned char *s, size_t len);
 

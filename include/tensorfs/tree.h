@@ -15,6 +15,8 @@
  *   TFS_NODE_MEMFILE a regular file held in memory (the .json files)
  *   TFS_NODE_PREVIEW a PNG picture of tree->tensors[node->tensor] (-o
  *                    previews), node->mem_len bytes, made on first read
+ *   TFS_NODE_EXPORT  file node->tensor of the safetensors export
+ *                    (tree->export, export.h), node->mem_len bytes
  */
 #ifndef TENSORFS_TREE_H
 #define TENSORFS_TREE_H
@@ -37,6 +39,7 @@ enum tfs_node_kind {
 	TFS_NODE_TENSOR,
 	TFS_NODE_MEMFILE,
 	TFS_NODE_PREVIEW,
+	TFS_NODE_EXPORT,
 };
 
 enum tfs_encoding {
@@ -217,6 +220,8 @@ struct tfs_tree {
 	 * allocations scattered among the loader's freed scratch.
 	 */
 	struct tfs_arena_chunk *arena;
+	/* the safetensors export (export.h), or NULL (-o export=off) */
+	struct tfs_export *export;
 };
 
 /* @n bytes from @t's arena (8-byte aligned), or NULL */

@@ -51,6 +51,11 @@ struct tfs_cli_cmd {
 	const char *opts_help;	/* --help lines for them */
 	/* one of its own options: true when taken (@ctx as given) */
 	bool (*option)(void *ctx, const char *opt);
+	/*
+	 * the build options as parsed, changed by the command (or NULL),
+	 * before the inputs are opened: nonzero refuses (it printed why)
+	 */
+	int (*build)(void *ctx, struct tfs_build_options *o);
 };
 
 /* the usage (to stderr) or the whole --help (to stdout) of @cmd */
@@ -121,6 +126,14 @@ int tfs_cmd_cat(int argc, char **argv);
 int tfs_cmd_info(int argc, char **argv);
 int tfs_cmd_xattr(int argc, char **argv);
 int tfs_cmd_verify(int argc, char **argv);
+int tfs_cmd_convert(int argc, char **argv);
+/*
+ * A new file beside @dest (".NAME.tmp-XXXXXX", mode 0666 less the umask)
+ * to be renamed over it: its descriptor and malloc'd name in *@tmp, or
+ * -errno
+ */
+int tfs_cli_tmpfile(const char *dest, char **tmp);
+int tfs_cmd_pack(int argc, char **argv);
 
 /* the mount command (mount_cmd.c): argv[0] is the program or "mount" */
 int tfs_cmd_mount(int argc, char **argv);

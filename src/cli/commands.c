@@ -244,6 +244,8 @@ int tfs_cli_open_cmd(int argc, char **argv, const struct tfs_cli_cmd *a,
 	}
 	*first = i;
 	*ninputs = n;
+	if (a->build && a->build(ctx, &p.o))
+		return TFS_EXIT_USAGE;
 	return tfs_cli_open_inputs(argv + i, n, &p.o, img);
 }
 

@@ -23,6 +23,8 @@ void tfs_usage(FILE *f)
 		"       tensorfs verify [--flat] [--npy] [--as float32] INPUT...\n"
 		"       tensorfs stats [--flat] [--npy] [--as float32] [--json] INPUT [NAME...]\n"
 		"       tensorfs diff [--flat] [--npy] [--as float32] [--json] A B\n"
+		"       tensorfs convert [--as float32] [--max-shard-size=SIZE] [--force] INPUT... DEST\n"
+		"       tensorfs pack [--force] DIR DEST.safetensors\n"
 		"       tensorfs --help | --version\n"
 		"\n"
 		"An INPUT is a container file, or a directory: a sharded model\n"
@@ -66,6 +68,12 @@ void tfs_usage(FILE *f)
 		"          L2 error), dtype, shape, only-a, only-b, close; exit 0\n"
 		"          same, 1 different, 2 trouble; --json, --brief (-q),\n"
 		"          --atol X, --rtol Y (see diff --help)\n"
+		"  convert write every tensor as safetensors to DEST (a file; a\n"
+		"          directory of shards and index past --max-shard-size,\n"
+		"          default 5000000000): the bytes of the mount's\n"
+		"          .tensorfs/export/; never over a file without --force\n"
+		"  pack    a tree of tensor files (a mount copied with cp -a, edited;\n"
+		"          .npy files) back into one safetensors file\n"
 		"  --flat  place every tensor at the root under its full stored name\n"
 		"  --npy   every tensor file is a .npy file (PATH.npy): numpy's\n"
 		"          header, then the tensor's bytes (np.load works)\n"
@@ -89,6 +97,13 @@ void tfs_usage(FILE *f)
 		"                   dimensions, PATH.png: a heat map of its values\n"
 		"                   (at most 512x512, sampled) over a histogram,\n"
 		"                   made on first read (--previews in the CLI)\n"
+		"  -o export=off    no .tensorfs/export/model.safetensors (by default\n"
+		"                   every mount has it: all tensors as safetensors,\n"
+		"                   docs/export.md)\n"
+		"  -o export_shard=SIZE\n"
+		"                   past SIZE (default 5000000000) the export is\n"
+		"                   model-0000K-of-0000N.safetensors files and\n"
+		"                   model.safetensors.index.json\n"
 		"  -o cache_size=SIZE\n"
 		"                   memory for decoded (zstd, deflate) tensor data, least\n"
 		"                   recently used evicted first; bytes or with\n"
@@ -144,7 +159,7 @@ static void short_usage(void)
 {
 	fprintf(stderr,
 		"usage: tensorfs [options] INPUT... MOUNTPOINT\n"
-		"       tensorfs ls|cat|info|xattr|verify|stats|diff [--help] ...\n"
+		"       tensorfs ls|cat|info|xattr|verify|stats|diff|convert|pack [--help] ...\n"
 		"Try 'tensorfs --help' for more.\n");
 }
 
@@ -158,6 +173,7 @@ int main(int argc, char **argv)
 		{"info", tfs_cmd_info},	    {"xattr", tfs_cmd_xattr},
 		{"verify", tfs_cmd_verify}, {"mount", tfs_cmd_mount},
 		{"stats", tfs_cmd_stats},   {"diff", tfs_cmd_diff},
+		{"convert", tfs_cmd_convert}, {"pack", tfs_cmd_pack},
 	};
 	const char *cmd = argc > 1 ? argv[1] : NULL;
 	size_t i;

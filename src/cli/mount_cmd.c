@@ -69,6 +69,24 @@ static int take_as(struct mount_cmd *m, const char *v, size_t len)
 	return 0;
 }
 
+/* -o export_shard=SIZE */
+static int take_shard(struct mount_cmd *m, const char *v, size_t len)
+{
+	char *s = strndup(v, len);
+	int ret = s ? tfs_parse_size(s, &m->build.export_shard) : -ENOMEM;
+
+	if (ret || !m->build.export_shard) {
+		tfs_cli_say(stderr,
+			    "%s: export_shard=%s: not a size above 0 (512M, "
+			    "5G, 1000000000)\n",
+			    tfs_progname, s ? s : "");
+		free(s);
+		return -1;
+	}
+	free(s);
+	return 0;
+}
+
 /* one "-o a,b=c" list: ours are kept, the rest go to libfuse */
 static int take_options(struct mount_cmd *m, const char *list)
 {
@@ -85,6 +103,14 @@ static int take_options(struct mount_cmd *m, const char *list)
 			m->build.npy = true;
 		else if (len == 8 && strncmp(p, "previews", 8) == 0)
 			m->build.previews = true;
+		else if (len == 10 && strncmp(p, "export=off", 10) == 0)
+			m->build.no_export = true;
+		else if (len == 9 && strncmp(p, "export=on", 9) == 0)
+			m->build.no_export = false;
+		else if (len > 13 && strncmp(p, "export_shard=", 13) == 0) {
+			if (take_shard(m, p + 13, len - 13))
+				return -1;
+		}
 		else if (len > 11 && strncmp(p, "cache_size=", 11) == 0)
 			m->cache_size = strndup(p + 11, len - 11);
 		else if (len > 7 && strncmp(p, "verify=", 7) == 0)

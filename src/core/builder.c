@@ -32,6 +32,7 @@
 #include "tensorfs/checked.h"
 #include "tensorfs/codec.h"
 #include "tensorfs/diag.h"
+#include "tensorfs/export.h"
 #include "tensorfs/source.h"
 #include "tensorfs/names.h"
 #include "tensorfs/text.h"
@@ -2111,6 +2112,109 @@ out:
 	return ret;
 }
 
+/* the source files, comma-separated, for the export's metadata */
+static char *source_names(const struct tfs_builder *b)
+{
+	char *p = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&p, &len);
+	bool first = true;
+	uint32_t i;
+
+	if (!f)
+		return NULL;
+	for (i = 0; i < b->nsources; i++) {
+		const char *s = b->sources[i].label;
+		const char *path = b->sources[i].src ? b->sources[i].src->path
+						     : NULL;
+
+		if (!s && path)
+			s = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+		if (s)
+			fprintf(f, "%s%s", first ? "" : ",", s);
+		first = first && !s;
+	}
+	if (fclose(f)) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+/*
+ * .tensorfs/export/: model.safetensors, or its shards and index
+ * (export.h).  After the tensor records and their nodes: the plan reads
+ * the layout xattrs.
+ */
+static int add_export(struct tfs_builder *b, struct node_list *nl,
+		      struct tfs_tree *t)
+{
+	struct tfs_export_options eo = {.shard_size = b->opts.export_shard};
+	json_t *sm = b->nsources == 1
+			     ? json_object_get(b->metadata, "__metadata__")
+			     : NULL;
+	uint32_t i, meta = TFS_NO_NODE, dir, node;
+	char *source = source_names(b), *smt = NULL;
+	struct tfs_export *e = NULL;
+	int ret = -ENOMEM;
+
+	for (i = 1; i < nl->n; i++)
+		if (nl->v[i].parent == TFS_ROOT_NODE &&
+		    nl->v[i].kind == TFS_NODE_DIR &&
+		    !strcmp(nl->v[i].name, META_DIR))
+			meta = i;
+	if (!source || meta == TFS_NO_NODE)
+		goto out;
+	if (json_is_object(sm) && !(smt = json_dumps(sm, JSON_COMPACT)))
+		goto out;
+	eo.source = *source ? source : NULL;
+	eo.source_meta = smt;
+	/* the plan reads the nodes' xattrs: show it the nodes so far */
+	t->nodes = nl->v;
+	t->nnodes = nl->n;
+	ret = tfs_export_plan(&e, t, &eo);
+	t->nodes = NULL;
+	t->nnodes = 0;
+	if (ret)
+		goto out;
+	ret = new_node(nl, "export", 6, meta, TFS_NODE_DIR, &dir);
+	for (i = 0; !ret && i < e->nfiles; i++) {
+		ret = new_node(nl, e->files[i].name, strlen(e->files[i].name),
+			       dir, TFS_NODE_EXPORT, &node);
+		if (!ret) {
+			nl->v[node].tensor = i;
+			nl->v[node].mem_len = e->files[i].size;
+		}
+	}
+	if (!ret && e->index) {
+		char *idx = malloc(e->index_len + 1);
+
+		ret = idx ? 0 : -ENOMEM;
+		if (!ret) {
+			memcpy(idx, e->index, e->index_len + 1);
+			ret = add_memfile(nl, dir,
+					  "model.safetensors.index.json", idx,
+					  e->index_len);
+		}
+	}
+	if (!ret && e->left) {
+		char *lo = strdup(e->left);
+
+		ret = lo ? add_memfile(nl, dir, "left_out.json", lo,
+				       e->left_len)
+			 : -ENOMEM;
+	}
+	if (!ret) {
+		t->export = e;
+		e = NULL;
+	}
+out:
+	tfs_export_free(e);
+	free(source);
+	free(smt);
+	return ret;
+}
+
 static int link_children(struct tfs_tree *t)
 {
 	uint32_t i, n = t->nnodes;
@@ -2352,6 +2456,8 @@ int tfs_builder_finish(struct tfs_builder *b, const char *format,
 		ret = build_nodes(b, &nl, t, format);
 	if (!ret && b->opts.previews)
 		ret = add_previews(&nl, t);
+	if (!ret && !b->opts.no_export)
+		ret = add_export(b, &nl, t);
 	/* the list grew by doubling: give back the slack */
 	if (nl.n && nl.n < nl.cap) {
 		struct tfs_node *nv = reallocarray(nl.v, nl.n, sizeof(*nv));

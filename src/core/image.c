@@ -14,6 +14,7 @@
 
 #include "tensorfs/codec.h"
 #include "tensorfs/diag.h"
+#include "tensorfs/export.h"
 #include "tensorfs/format.h"
 #include "tensorfs/image.h"
 #include "as_view.h"
@@ -202,6 +203,11 @@ void tfs_image_drop_source_cache(struct tfs_image *img, uint32_t node,
 	const struct tfs_tensor *x;
 	uint64_t end, from, to;
 
+	if (node < t->nnodes && t->nodes[node].kind == TFS_NODE_EXPORT) {
+		tfs_export_drop_cache(img, t->export, t->nodes[node].tensor,
+				      off, len);
+		return;
+	}
 	if (node >= t->nnodes || t->nodes[node].kind != TFS_NODE_TENSOR)
 		return;
 	x = &t->tensors[t->nodes[node].tensor];
@@ -265,6 +271,8 @@ int tfs_image_read(struct tfs_image *img, uint32_t node, uint64_t off,
 	}
 	if (n->kind == TFS_NODE_PREVIEW)
 		return tfs_preview_read(img, node, off, len, v);
+	if (n->kind == TFS_NODE_EXPORT)
+		return tfs_export_read(img, t->export, n->tensor, off, len, v);
 	x = &t->tensors[n->tensor];
 	if (off < x->prefix_len)
 		return read_prefixed(img, n->tensor, off, len, v);

@@ -10,6 +10,7 @@
 #include "tensorfs/codec.h"
 #include "tensorfs/names.h"
 #include "manifest.h"
+#include "strbuf.h"
 #include "strmap.h"
 
 /* the members of an entry, in the order manifest.json has them */
@@ -90,49 +91,8 @@ json_t *tfs_mf_entry(const struct tfs_mf_fields *f)
 	return o;
 }
 
-/* a growing text */
-struct text {
-	char *p;
-	size_t len, cap;
-	int failed;
-};
-
-static void text_put(struct text *t, const char *s, size_t n)
-{
-	char *np;
-	size_t cap;
-
-	if (t->failed)
-		return;
-	if (n + 1 > t->cap - t->len) {
-		cap = t->cap ? t->cap : 4096;
-		while (n + 1 > cap - t->len) {
-			if (cap > SIZE_MAX / 2) {
-				t->failed = 1;
-				return;
-			}
-			cap *= 2;
-		}
-		np = realloc(t->p, cap);
-		if (!np) {
-			t->failed = 1;
-			return;
-		}
-		t->p = np;
-		t->cap = cap;
-	}
-	memcpy(t->p + t->len, s, n);
-	t->len += n;
-	t->p[t->len] = '\0';
-}
-
-static void text_puts(struct text *t, const char *s)
-{
-	text_put(t, s, strlen(s));
-}
-
 /* @j as jansson's JSON_INDENT(2) prints it at nesting depth @depth */
-static void text_put_json(struct text *t, const json_t *j, unsigned depth)
+static void text_put_json(struct tfs_strbuf *t, const json_t *j, unsigned depth)
 {
 	char *s = j ? json_dumps(j, JSON_INDENT(2) | JSON_ENCODE_ANY) : NULL;
 	const char *line, *nl;
@@ -142,16 +102,16 @@ static void text_put_json(struct text *t, const json_t *j, unsigned depth)
 		return;
 	}
 	for (line = s; (nl = strchr(line, '\n')) != NULL; line = nl + 1) {
-		text_put(t, line, (size_t)(nl - line) + 1);
-		text_put(t, "        ", 2 * depth);
+		tfs_strbuf_put(t, line, (size_t)(nl - line) + 1);
+		tfs_strbuf_put(t, "        ", 2 * depth);
 	}
-	text_puts(t, line);
+	tfs_strbuf_puts(t, line);
 	free(s);
 }
 
 char *tfs_mf_indent(const json_t *j, unsigned depth)
 {
-	struct text t = {0};
+	struct tfs_strbuf t = {0};
 
 	text_put_json(&t, j, depth);
 	if (t.failed) {
@@ -411,22 +371,22 @@ static void tensor_fields(const struct tfs_mf *m, const struct tfs_tensor *t,
 static int mf_make(struct tfs_lazy_file *lf, char **data, size_t *len)
 {
 	struct tfs_mf *m = (struct tfs_mf *)lf;
-	struct text t = {0};
+	struct tfs_strbuf t = {0};
 	struct tfs_mf_fields f;
 	json_t *o, *fmt = json_string(m->format);
 	char *np;
 	uint32_t i;
 
-	text_puts(&t, "{\n  \"format\": ");
+	tfs_strbuf_puts(&t, "{\n  \"format\": ");
 	text_put_json(&t, fmt, 1);
 	json_decref(fmt);
-	text_puts(&t, ",\n  \"tensors\": [");
+	tfs_strbuf_puts(&t, ",\n  \"tensors\": [");
 	for (i = 0; i < m->n && !t.failed; i++) {
 		const struct mf_item *it = &m->items[i];
 
-		text_puts(&t, i ? ",\n    " : "\n    ");
+		tfs_strbuf_puts(&t, i ? ",\n    " : "\n    ");
 		if (it->tensor == NO_TENSOR) {
-			text_puts(&t, m->texts[it->extra]);
+			tfs_strbuf_puts(&t, m->texts[it->extra]);
 			continue;
 		}
 		tensor_fields(m, &m->tree->tensors[it->tensor], it->extra, &f);
@@ -434,7 +394,7 @@ static int mf_make(struct tfs_lazy_file *lf, char **data, size_t *len)
 		text_put_json(&t, o, 2);
 		json_decref(o);
 	}
-	text_puts(&t, m->n ? "\n  ]\n}\n" : "]\n}\n");
+	tfs_strbuf_puts(&t, m->n ? "\n  ]\n}\n" : "]\n}\n");
 	if (t.failed) {
 		free(t.p);
 		return -ENOMEM;

@@ -146,3 +146,12 @@ char *tfs_name_printable(char *buf, size_t len, const char *name,
 	free(esc);
 	return buf;
 }
+
+int tfs_name_cmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+	int c = memcmp(a, b, alen < blen ? alen : blen);
+
+	if (c || alen == blen)
+		return c;
+	return alen < blen ? -1 : 1;
+}

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "tensorfs/codec.h"
+#include "tensorfs/export.h"
 #include "tensorfs/tree.h"
 
 static int cmp_name(const char *a, const char *b, size_t blen)
@@ -346,7 +347,8 @@ uint64_t tfs_node_size(const struct tfs_tree *t, uint32_t node)
 		       (t->tensors[n->tensor].view
 				? t->tensors[n->tensor].view_size
 				: t->tensors[n->tensor].size);
-	if (n->kind == TFS_NODE_MEMFILE || n->kind == TFS_NODE_PREVIEW)
+	if (n->kind == TFS_NODE_MEMFILE || n->kind == TFS_NODE_PREVIEW ||
+	    n->kind == TFS_NODE_EXPORT)
 		return n->mem_len;
 	return 0;
 }
@@ -428,6 +430,7 @@ void tfs_tree_free(struct tfs_tree *t)
 	for (i = 0; i < t->nwarnings; i++)
 		free(t->warnings[i].msg);
 	free(t->warnings);
+	tfs_export_free(t->export);
 	free(t->nodes);
 	free(t->children);
 	while (t->arena) {

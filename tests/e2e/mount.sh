@@ -9,7 +9,7 @@ M=$(mount_container "$SAMPLE") || { fail "mount the sample"; finish; }
 check "the mount is there when tensorfs returns" mountpoint -q "$M"
 
 # the tree: dotted names become directories (docs/tree.md)
-want="$(printf '%s\n' .tensorfs .tensorfs/errors.json .tensorfs/manifest.json .tensorfs/metadata.json \
+want="$(printf '%s\n' .tensorfs .tensorfs/errors.json .tensorfs/export .tensorfs/export/model.safetensors .tensorfs/manifest.json .tensorfs/metadata.json \
 	embed embed/weight encoder encoder/layers encoder/layers/0 \
 	encoder/layers/0/bias encoder/layers/0/weight encoder/layers/1 \
 	encoder/layers/1/bias encoder/layers/1/weight head head/scale \

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A growing text (manifest.json, the export's header): appends that fail
+ * (out of memory, too big) set @failed and make the rest no-ops, so a
+ * writer checks once at the end.  Private to src/core.
+ */
+#ifndef TFS_CORE_STRBUF_H
+#define TFS_CORE_STRBUF_H
+
+#include <stddef.h>
+
+struct tfs_strbuf {
+	char *p; /* NUL-terminated, malloc'd, or NULL when empty */
+	size_t len, cap;
+	int failed;
+};
+
+void tfs_strbuf_put(struct tfs_strbuf *t, const char *s, size_t n);
+void tfs_strbuf_puts(struct tfs_strbuf *t, const char *s);
+
+#endif

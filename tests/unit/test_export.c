@@ -1,0 +1,300 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The safetensors export (src/core/export.c): its bytes against files built
+ * here by hand from the spec, reads at every offset, big-endian Fortran
+ * data swapped and transposed, shards and their index, zero-copy reads.
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tensorfs/diag.h"
+#include "tensorfs/export.h"
+#include "tensorfs/image.h"
+#include "tensorfs/source.h"
+#include "tensorfs/tree.h"
+#include "testutil.h"
+
+/* a safetensors file: 8-byte length, @json, @data */
+static uint8_t *st_file(const char *json, const void *data, size_t dlen,
+			size_t *len)
+{
+	size_t n = strlen(json);
+	uint8_t *b = malloc(8 + n + dlen);
+	size_t i;
+
+	ck_assert_ptr_nonnull(b);
+	for (i = 0; i < 8; i++)
+		b[i] = (uint8_t)((uint64_t)n >> (8 * i));
+	memcpy(b + 8, json, n);
+	memcpy(b + 8 + n, data, dlen);
+	*len = 8 + n + dlen;
+	return b;
+}
+
+static const uint8_t data_ba[] = {
+	/* b: F32 [2] = 1, 2 */
+	0x00,
+	0x00,
+	0x80,
+	0x3f,
+	0x00,
+	0x00,
+	0x00,
+	0x40,
+	/* a: I16 [3] = 1, -2, 3 */
+	0x01,
+	0x00,
+	0xfe,
+	0xff,
+	0x03,
+	0x00,
+};
+
+static uint8_t *source_ba(size_t *len)
+{
+	return st_file("{\"b\":{\"dtype\":\"F32\",\"shape\":[2],"
+		       "\"data_offsets\":[0,8]},"
+		       "\"a\":{\"dtype\":\"I16\",\"shape\":[3],"
+		       "\"data_offsets\":[8,14]}}",
+		       data_ba, sizeof(data_ba), len);
+}
+
+/* what the export of source_ba must be, written out by hand */
+static uint8_t *want_ba(size_t *len)
+{
+	static const char head[] = "{\"__metadata__\":{\"format\":\"pt\","
+				   "\"tensorfs.format\":\"safetensors\"},"
+				   "\"a\":{\"dtype\":\"I16\",\"shape\":[3],"
+				   "\"data_offsets\":[0,6]},"
+				   "\"b\":{\"dtype\":\"F32\",\"shape\":[2],"
+				   "\"data_offsets\":[6,14]}}";
+	char padded[256];
+	uint8_t data[14];
+	size_t n = strlen(head);
+
+	ck_assert_uint_lt(n + 8, sizeof(padded));
+	memcpy(padded, head, n);
+	while (n % 8)
+		padded[n++] = ' ';
+	padded[n] = '\0';
+	memcpy(data, data_ba + 8, 6); /* a first: sorted by name */
+	memcpy(data + 6, data_ba, 8);
+	return st_file(padded, data, sizeof(data), len);
+}
+
+static uint32_t export_node(const struct tfs_image *img, const char *name)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), ".tensorfs/export/%s", name);
+	return tfs_tree_resolve(img->tree, path);
+}
+
+START_TEST(bytes_as_the_spec_says)
+{
+	size_t slen, wlen, got_len;
+	uint8_t *src = source_ba(&slen), *want = want_ba(&wlen), *got;
+	struct tfs_image *img = tu_load_ok(src, slen);
+	uint32_t node = export_node(img, "model.safetensors");
+
+	ck_assert_uint_ne(node, TFS_NO_NODE);
+	ck_assert_int_eq(img->tree->nodes[node].kind, TFS_NODE_EXPORT);
+	/* known at mount: the size, before any read */
+	ck_assert_uint_eq(tfs_node_size(img->tree, node), wlen);
+	got = tu_read_node(img, node, &got_len);
+	ck_assert_uint_eq(got_len, wlen);
+	ck_assert_mem_eq(got, want, wlen);
+	/* the header length is a multiple of 8 */
+	ck_assert_uint_eq(got[0] % 8, 0);
+	free(got);
+	tfs_image_close(img);
+	free(src);
+	free(want);
+}
+END_TEST
+
+START_TEST(every_offset_every_length)
+{
+	size_t slen, wlen, off, len;
+	uint8_t *src = source_ba(&slen), *want = want_ba(&wlen);
+	struct tfs_image *img = tu_load_ok(src, slen);
+	uint32_t node = export_node(img, "model.safetensors");
+	struct tfs_view v;
+
+	for (off = 0; off <= wlen; off++)
+		for (len = 1; len <= 20; len++) {
+			ck_assert_int_eq(
+				tfs_image_read(img, node, off, len, &v), 0);
+			ck_assert_uint_eq(v.len,
+					  off + len <= wlen ? len : wlen - off);
+			if (v.len)
+				ck_assert_mem_eq(v.data, want + off, v.len);
+			tfs_view_release(img, &v);
+		}
+	tfs_image_close(img);
+	free(src);
+	free(want);
+}
+END_TEST
+
+START_TEST(raw_reads_are_zero_copy)
+{
+	size_t slen, wlen;
+	uint8_t *src = source_ba(&slen), *want = want_ba(&wlen);
+	struct tfs_image *img = tu_load_ok(src, slen);
+	uint32_t node = export_node(img, "model.safetensors");
+	const uint8_t *base = img->srcs[0].data;
+	struct tfs_view v;
+
+	/* b's 8 bytes: the last 8 of the export, the first 8 of the data */
+	ck_assert_int_eq(tfs_image_read(img, node, wlen - 8, 8, &v), 0);
+	ck_assert_ptr_eq(v.data, base + slen - sizeof(data_ba));
+	ck_assert_ptr_null(v.pin);
+	tfs_view_release(img, &v);
+	tfs_image_close(img);
+	free(src);
+	free(want);
+}
+END_TEST
+
+/* an .npy of '>i4', Fortran order, shape (2, 3): its values stored
+ * column-major, big-endian */
+START_TEST(big_endian_fortran_npy)
+{
+	static const char dict[] =
+		"{'descr': '>i4', 'fortran_order': True, 'shape': (2, 3), }";
+	/* element (i, j) = 10 * i + j, stored column-major */
+	static const int32_t vals[2][3] = {{0, 1, 2}, {10, 11, 12}};
+	uint8_t file[128 + 24], *got;
+	size_t n = strlen(dict), i, j, k, got_len;
+	struct tfs_image *img;
+	uint32_t node, hl;
+	uint16_t hlen;
+
+	memset(file, ' ', 128);
+	memcpy(file, "\x93NUMPY\x01\x00", 8);
+	hlen = 128 - 10;
+	file[8] = (uint8_t)hlen;
+	file[9] = 0;
+	memcpy(file + 10, dict, n);
+	file[127] = '\n';
+	for (j = 0, k = 0; j < 3; j++)
+		for (i = 0; i < 2; i++, k++) {
+			uint32_t u = (uint32_t)vals[i][j];
+
+			file[128 + 4 * k] = (uint8_t)(u >> 24);
+			file[128 + 4 * k + 1] = (uint8_t)(u >> 16);
+			file[128 + 4 * k + 2] = (uint8_t)(u >> 8);
+			file[128 + 4 * k + 3] = (uint8_t)u;
+		}
+	img = tu_load_ok(file, sizeof(file));
+	node = export_node(img, "model.safetensors");
+	ck_assert_uint_ne(node, TFS_NO_NODE);
+	got = tu_read_node(img, node, &got_len);
+	hl = got[0] | (uint32_t)got[1] << 8;
+	ck_assert_uint_eq(got_len, 8 + hl + 24);
+	ck_assert_ptr_nonnull(strstr((char *)got + 8,
+				     "\"tensor\":{\"dtype\":\"I32\","
+				     "\"shape\":[2,3],"
+				     "\"data_offsets\":[0,24]}"));
+	/* row-major, little-endian */
+	for (i = 0, k = 0; i < 2; i++)
+		for (j = 0; j < 3; j++, k++) {
+			const uint8_t *p = got + 8 + hl + 4 * k;
+			int32_t v =
+				(int32_t)((uint32_t)p[0] | (uint32_t)p[1] << 8 |
+					  (uint32_t)p[2] << 16 |
+					  (uint32_t)p[3] << 24);
+
+			ck_assert_int_eq(v, vals[i][j]);
+		}
+	free(got);
+	tfs_image_close(img);
+}
+END_TEST
+
+START_TEST(shards_and_index)
+{
+	size_t slen;
+	uint8_t *src = source_ba(&slen);
+	struct tfs_image *img = tu_load_ok(src, slen);
+	struct tfs_export_options o = {.shard_size = 6};
+	struct tfs_export *e;
+	static const char index[] =
+		"{\n"
+		"  \"metadata\": {\n"
+		"    \"total_size\": 14\n"
+		"  },\n"
+		"  \"weight_map\": {\n"
+		"    \"a\": \"model-00001-of-00002.safetensors\",\n"
+		"    \"b\": \"model-00002-of-00002.safetensors\"\n"
+		"  }\n"
+		"}\n";
+
+	ck_assert_int_eq(tfs_export_plan(&e, img->tree, &o), 0);
+	ck_assert_uint_eq(e->nfiles, 2);
+	ck_assert_str_eq(e->files[0].name, "model-00001-of-00002.safetensors");
+	ck_assert_str_eq(e->files[1].name, "model-00002-of-00002.safetensors");
+	ck_assert_uint_eq(e->files[0].size, e->files[0].head_len + 6);
+	ck_assert_uint_eq(e->files[1].size, e->files[1].head_len + 8);
+	ck_assert_str_eq(e->index, index);
+	ck_assert_uint_eq(e->index_len, strlen(index));
+	tfs_export_free(e);
+	/* one shard bigger than the limit holds the tensor alone; 14 fits */
+	o.shard_size = 14;
+	ck_assert_int_eq(tfs_export_plan(&e, img->tree, &o), 0);
+	ck_assert_uint_eq(e->nfiles, 1);
+	ck_assert_ptr_null(e->index);
+	tfs_export_free(e);
+	tfs_image_close(img);
+	free(src);
+}
+END_TEST
+
+START_TEST(export_off)
+{
+	size_t slen;
+	uint8_t *src = source_ba(&slen);
+	struct tfs_build_options bo = {.no_export = true};
+	struct tfs_source s;
+	struct tfs_image *img;
+	struct tfs_diag d;
+
+	tfs_source_init_memory(&s, src, slen);
+	ck_assert_int_eq(tfs_image_load(&img, &s, &bo, &d), 0);
+	ck_assert_uint_eq(tfs_tree_resolve(img->tree, ".tensorfs/export"),
+			  TFS_NO_NODE);
+	ck_assert_ptr_null(img->tree->export);
+	tfs_image_close(img);
+	free(src);
+}
+END_TEST
+
+START_TEST(dtype_names)
+{
+	ck_assert_str_eq(tfs_export_dtype_name(TFS_DTYPE_BFLOAT16), "BF16");
+	ck_assert_str_eq(tfs_export_dtype_name(TFS_DTYPE_COMPLEX64), "C64");
+	ck_assert_str_eq(tfs_export_dtype_name(TFS_DTYPE_FLOAT8_E4M3FNUZ),
+			 "F8_E4M3FNUZ");
+	ck_assert_ptr_null(tfs_export_dtype_name(TFS_DTYPE_Q4_0));
+	ck_assert_ptr_null(tfs_export_dtype_name(TFS_DTYPE_COMPLEX128));
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("export");
+	TCase *tc = tcase_create("export");
+
+	tcase_add_test(tc, bytes_as_the_spec_says);
+	tcase_add_test(tc, every_offset_every_length);
+	tcase_add_test(tc, raw_reads_are_zero_copy);
+	tcase_add_test(tc, big_endian_fortran_npy);
+	tcase_add_test(tc, shards_and_index);
+	tcase_add_test(tc, export_off);
+	tcase_add_test(tc, dtype_names);
+	suite_add_tcase(s, tc);
+	return tu_run(s);
+}
