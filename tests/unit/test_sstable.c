@@ -111,7 +111,9 @@ START_TEST(snappy_block)
 	for (i = 0; i < 6; i++) {
 		ck_assert_int_eq(tfs_sst_iter_next(&it, &d), 1);
 		ck_assert_uint_eq(it.key_len, strlen(keys[i]));
-		ck_assert(memcmp(it.key, keys[i], it.key_len) == 0);
+		/* the first key is empty: no bytes, maybe no pointer */
+		ck_assert(!it.key_len ||
+			  memcmp(it.key, keys[i], it.key_len) == 0);
 		ck_assert_uint_eq(it.at, 0); /* in a snappy block: the block */
 	}
 	ck_assert_int_eq(tfs_sst_iter_next(&it, &d), 0);
