@@ -140,10 +140,10 @@ bool tfs_cli_as_option(int argc, char **argv, int *i,
 		return false;
 	}
 	if (tfs_parse_as(val, &o->as, &o->as_all)) {
-		fprintf(stderr,
-			"%s: --as %s: the one converting view is "
-			"float32 (float32,all: integers and bool too)\n",
-			tfs_progname, val);
+		tfs_cli_say(stderr,
+			    "%s: --as %s: the one converting view is "
+			    "float32 (float32,all: integers and bool too)\n",
+			    tfs_progname, val);
 		*i = -1;
 	}
 	return true;
@@ -627,11 +627,12 @@ static void print_info_xattrs(const struct tfs_tree *t)
 
 		if (strncmp(x->name, pfx, strlen(pfx)) == 0)
 			tfs_cli_say(stdout, "%s:%*s%.*s\n",
-			       x->name + strlen(pfx),
-			       (int)(strlen(x->name + strlen(pfx)) < 9
-					     ? 9 - strlen(x->name + strlen(pfx))
-					     : 1),
-			       "", (int)x->len, x->value);
+				    x->name + strlen(pfx),
+				    (int)(strlen(x->name + strlen(pfx)) < 9
+						  ? 9 - strlen(x->name +
+							       strlen(pfx))
+						  : 1),
+				    "", (int)x->len, x->value);
 	}
 }
 
