@@ -26,6 +26,23 @@ need_fuse() {
 	fi
 }
 
+# shared_case WHAT REL...: true when every ../shared/fixtures/REL exists;
+# else prints "SKIP-CASE: WHAT: needs ../shared/fixtures/REL" (counted by
+# scripts/skipped) and returns 1, so a case that needs a real third-party
+# file skips alone and the rest of the test runs:
+#   if shared_case "whisper tiny" ggml-legacy/for-tests-ggml-tiny.bin; then
+shared_case() {
+	local what=$1 rel
+	shift
+	for rel in "$@"; do
+		if [ ! -e "${TFS_FIXTURES:-/nonexistent}/$rel" ]; then
+			echo "SKIP-CASE: $what: needs ../shared/fixtures/$rel"
+			return 1
+		fi
+	done
+	return 0
+}
+
 # a test reading ../shared/fixtures: skipped (77) with a line when missing
 need_fixtures() {
 	if [ ! -d "${TFS_FIXTURES:-}" ]; then

@@ -27,6 +27,22 @@ const char *tu_fixture(const char *rel)
 	return env_path("TFS_FIXTURES", rel);
 }
 
+bool tu_shared(const char *func, const char *rel)
+{
+	size_t n = strlen(func);
+	struct stat st;
+
+	if (stat(tu_fixture(rel), &st) == 0)
+		return true;
+	/* Check names a case's function NAME_fn */
+	if (n > 3 && strcmp(func + n - 3, "_fn") == 0)
+		n -= 3;
+	printf("SKIP-CASE: %.*s: needs ../shared/fixtures/%s\n", (int)n, func,
+	       rel);
+	fflush(stdout);
+	return false;
+}
+
 const char *tu_testdata(const char *rel)
 {
 	return env_path("TFS_TESTDATA", rel);

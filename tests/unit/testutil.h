@@ -5,6 +5,7 @@
 
 #include <check.h>
 #include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -13,6 +14,21 @@
 
 /* path of a file under the shared fixtures (TFS_FIXTURES); static buffer */
 const char *tu_fixture(const char *rel);
+/*
+ * Cases that need a file of ../shared (real third-party files, or
+ * reference-written ones the project cannot regenerate) start with
+ * TU_NEED_SHARED("dir/file"): when it is missing (a clone without ../shared
+ * beside it) the case prints one line "SKIP-CASE: <case>: needs
+ * ../shared/fixtures/<rel>" and ends as passed without checking anything.
+ * scripts/skipped counts those lines, so the summary says how many cases
+ * were skipped one by one; the rest of the suite runs.
+ */
+bool tu_shared(const char *func, const char *rel);
+#define TU_NEED_SHARED(rel)                                                   \
+	do {                                                                  \
+		if (!tu_shared(__func__, (rel)))                              \
+			return;                                               \
+	} while (0)
 /* path under the repo's tests/fixtures (TFS_TESTDATA); static buffer */
 const char *tu_testdata(const char *rel);
 /* whole file into a malloc'd buffer; fails the test when unreadable */
