@@ -52,6 +52,13 @@ struct tfs_source {
 	uint64_t base;	  /* file offset of data[0] (a slice), else 0 */
 	uint64_t map_off; /* file offset of the mapping's first byte */
 	size_t map_len;	  /* the mapping's length */
+	/*
+	 * The same bytes mapped again with MADV_RANDOM, which reads are
+	 * served from (tfs_source_serve): a fault there never reads around
+	 * into the pages of other tensors, which would stay cached after
+	 * the mount dropped its own; NULL: serve from @map.
+	 */
+	void *serve_map;
 };
 
 /*
@@ -134,6 +141,16 @@ bool tfs_source_live_range_ok(const struct tfs_source *s, uint64_t off,
 
 /* as tfs_source_live_range_ok(), but 0 or -errno (-EIO for a file) */
 int tfs_source_fetch(const struct tfs_source *s, uint64_t off, uint64_t len);
+
+/*
+ * The bytes [off, off + len) of @s to copy into a reply, read ahead only
+ * up to @limit (the end of the tensor's extent): the kernel's own
+ * readahead around a fault would bring in the neighbours' pages, which
+ * then stay cached beside the mount's copy.  The range must have been
+ * fetched.  Thread-safe.
+ */
+const uint8_t *tfs_source_serve(const struct tfs_source *s, uint64_t off,
+				size_t len, uint64_t limit);
 
 /*
  * Install the process-wide SIGBUS handler that tfs_source_guard() needs.

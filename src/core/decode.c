@@ -291,11 +291,14 @@ static int digest_verify(struct tfs_image *img, uint32_t idx)
 		if (!tfs_source_live_range_ok(tfs_image_source(img, x), off,
 					      len))
 			return -EIO;
-		ret = tfs_digest_check(&state_of(rs, idx)->digest,
-				       len ? tfs_image_source(img, x)->data +
-						       off
-					   : (const uint8_t *)"",
-				       (size_t)len, &got);
+		/* through the serving mapping: its readahead stops at the
+		 * extent's end, as the reads that follow do */
+		ret = tfs_digest_check(
+			&state_of(rs, idx)->digest,
+			len ? tfs_source_serve(tfs_image_source(img, x), off,
+					       (size_t)len, off + len)
+			    : (const uint8_t *)"",
+			(size_t)len, &got);
 	}
 	atomic_fetch_add(&rs->digest_checks, 1);
 	if (ret != -EBADMSG)
@@ -607,6 +610,20 @@ static void whole_start(struct tfs_image *img, uint32_t idx,
 }
 
 /*
+ * The compressed bytes of @x, asked for ahead in one go: through the
+ * serving mapping, whose readahead stops at the extent's end, so the
+ * neighbours' pages are not brought in beside them (they would stay cached
+ * after the mount dropped this input, tfs_image_drop_source_cache)
+ */
+static const uint8_t *encoded_input(struct tfs_image *img,
+				    const struct tfs_tensor *x)
+{
+	return tfs_source_serve(tfs_image_source(img, x), x->offset,
+				(size_t)x->stored_length,
+				x->offset + x->stored_length);
+}
+
+/*
  * The first read of a whole-mode entry (ts->fill held): make the decoder
  * and start it, then check the digest meanwhile, and publish.
  */
@@ -626,8 +643,7 @@ static int whole_begin(struct tfs_image *img, uint32_t idx,
 	ws = calloc(1, sizeof(*ws));
 	if (!ws)
 		return -ENOMEM;
-	ret = tfs_stream_new(&ws->z, x->encoding,
-			     tfs_image_source(img, x)->data + x->offset,
+	ret = tfs_stream_new(&ws->z, x->encoding, encoded_input(img, x),
 			     (size_t)x->stored_length, true, &x->codec);
 	if (ret) {
 		free(ws);
@@ -745,15 +761,16 @@ static int window_restart(struct tfs_image *img, uint32_t idx)
 	struct tfs_read_state *rs = img->rs;
 	struct tensor_state *ts = state_of(rs, idx);
 	const struct tfs_tensor *x = &img->tree->tensors[idx];
+	const uint8_t *in;
 	int ret = tfs_digest_gate(img, idx);
 
 	if (ret)
 		return ret;
+	in = encoded_input(img, x); /* read ahead again after a reset */
 	if (ts->stream)
 		tfs_stream_reset(ts->stream);
 	else
-		ret = tfs_stream_new(&ts->stream, x->encoding,
-				     tfs_image_source(img, x)->data + x->offset,
+		ret = tfs_stream_new(&ts->stream, x->encoding, in,
 				     (size_t)x->stored_length, false,
 				     &x->codec);
 	ts->next_window = 0;

@@ -212,9 +212,20 @@ void tfs_image_drop_source_cache(struct tfs_image *img, uint32_t node,
 		return;
 	x = &t->tensors[t->nodes[node].tensor];
 	/* pieces (companions, memory): left to the kernel for now */
-	if (x->encoding != TFS_ENCODING_RAW || x->view || x->nsegs ||
-	    off + len < off || off + len <= x->prefix_len)
-		return;			 /* decoded bytes, or only the header */
+	if (x->view || x->nsegs || off + len < off ||
+	    off + len <= x->prefix_len)
+		return; /* a converted view, or only the header */
+	if (x->encoding != TFS_ENCODING_RAW) {
+		/*
+		 * The compressed input, once the decoded end was served:
+		 * decoding it again (the decode cache let it go) reads it
+		 * from the disk, as the first time did
+		 */
+		if (off + len - x->prefix_len >= x->size)
+			tfs_source_drop_cache(tfs_image_source(img, x),
+					      x->offset, x->stored_length);
+		return;
+	}
 	end = off + len - x->prefix_len; /* in the tensor's bytes */
 	if (end > x->stored_length)
 		return;

@@ -54,6 +54,25 @@ bool tfs_source_is_url(const char *path)
 	return n && strncmp(path + n, "://", 3) == 0;
 }
 
+/*
+ * The second, MADV_RANDOM mapping of what @s maps (struct tfs_source,
+ * serve_map).  Without it reads are served from the first mapping, as
+ * before: only the page cache's footprint differs.
+ */
+static void map_serve(struct tfs_source *s)
+{
+	void *m = mmap(NULL, s->map_len, PROT_READ, MAP_SHARED, s->fd,
+		       (off_t)s->map_off);
+
+	if (m == MAP_FAILED)
+		return;
+	if (madvise(m, s->map_len, MADV_RANDOM) < 0) {
+		munmap(m, s->map_len);
+		return;
+	}
+	s->serve_map = m;
+}
+
 /* map the regular file open on @fd (taken) as @s, named @path */
 static int map_fd(struct tfs_source *s, int fd, const char *path,
 		  struct tfs_diag *d)
@@ -92,6 +111,7 @@ static int map_fd(struct tfs_source *s, int fd, const char *path,
 		}
 		s->data = s->map;
 		s->map_len = (size_t)s->size;
+		map_serve(s);
 	}
 	s->path = strdup(path);
 	if (!s->path) {
@@ -287,6 +307,7 @@ int tfs_source_slice(struct tfs_source *s, const struct tfs_source *parent,
 	s->map_len = (size_t)(len + delta);
 	s->map_off = at;
 	s->data = (const uint8_t *)s->map + delta;
+	map_serve(s);
 	return 0;
 fail:
 	tfs_diag_set(d, -errno, "%s: cannot map: %s", name, strerror(errno));
@@ -298,6 +319,8 @@ void tfs_source_close(struct tfs_source *s)
 {
 	if (s->ops)
 		s->ops->close(s->impl);
+	if (s->serve_map)
+		munmap(s->serve_map, s->map_len);
 	if (s->map)
 		munmap(s->map, s->map_len);
 	if (s->fd >= 0)
@@ -324,9 +347,12 @@ void tfs_source_drop_cache(const struct tfs_source *s, uint64_t off,
 	end = (s->base + off + len) & ~(page - 1);
 	if (end <= first)
 		return;
-	/* our own mapping pins the pages: unmap them here first */
+	/* our own mappings pin the pages: unmap them here first */
 	madvise((uint8_t *)s->map + (first - s->map_off), (size_t)(end - first),
 		MADV_DONTNEED);
+	if (s->serve_map)
+		madvise((uint8_t *)s->serve_map + (first - s->map_off),
+			(size_t)(end - first), MADV_DONTNEED);
 	posix_fadvise(s->fd, (off_t)first, (off_t)(end - first),
 		      POSIX_FADV_DONTNEED);
 }
@@ -350,6 +376,39 @@ bool tfs_source_live_range_ok(const struct tfs_source *s, uint64_t off,
 	/* the mapping never grows: also stay inside what was mapped */
 	return tfs_range_ok(off, len, s->size) &&
 	       tfs_range_ok(s->base + off, len, (uint64_t)st.st_size);
+}
+
+/*
+ * How far tfs_source_serve() reads ahead of a sequential reader, in steps
+ * of one window: when a read crosses into window k, windows k + 1 and
+ * k + 2 are asked for (clipped to the tensor), so the disk stays ahead
+ * of the kernel's readahead of the mount's file (1 MiB by default).
+ */
+#define SERVE_WINDOW (1u << 20)
+
+const uint8_t *tfs_source_serve(const struct tfs_source *s, uint64_t off,
+				size_t len, uint64_t limit)
+{
+	const uint8_t *base;
+	uint64_t end = off + len, to = end;
+
+	if (!s->serve_map)
+		return s->data + off;
+	base = (const uint8_t *)s->serve_map +
+	       (s->data - (const uint8_t *)s->map);
+	if (len && (off == 0 || off / SERVE_WINDOW != (end - 1) / SERVE_WINDOW))
+		to = ((end - 1) / SERVE_WINDOW + 3) * SERVE_WINDOW;
+	if (to > limit)
+		to = limit;
+	/*
+	 * The pages of this read and those ahead, without waiting: already
+	 * cached pages cost a lookup each, missing ones one large read
+	 * instead of a fault per page (the mapping is MADV_RANDOM)
+	 */
+	if (to > off)
+		posix_fadvise(s->fd, (off_t)(s->base + off), (off_t)(to - off),
+			      POSIX_FADV_WILLNEED);
+	return base + off;
 }
 
 int tfs_source_fetch(const struct tfs_source *s, uint64_t off, uint64_t len)

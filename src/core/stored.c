@@ -120,7 +120,8 @@ int tfs_stored_view(const struct tfs_image *img, const struct tfs_tensor *x,
 		ret = tfs_source_fetch(src, x->offset + off, len);
 		if (ret)
 			return ret;
-		v->data = src->data + x->offset + off;
+		v->data = tfs_source_serve(src, x->offset + off, len,
+					   x->offset + x->stored_length);
 		v->len = len;
 		return 0;
 	}

@@ -9,10 +9,13 @@ command -v fincore >/dev/null || { echo "SKIP: fincore missing"; exit 77; }
 
 mib=32
 python3 "$TFS_SOURCE_ROOT/tools/make_sample.py" --big $((mib << 20)) "$WORK/big.zt"
+# written back first: dirty pages, or pages under writeback on a busy
+# disk, are not dropped by POSIX_FADV_DONTNEED
+sync "$WORK/big.zt"
 # the tensor's bytes, independently: the file less its 64-byte header and
 # the manifest behind the tensor
 tail -c +65 "$WORK/big.zt" | head -c $((mib << 20)) >"$WORK/want"
-resident() { fincore -b -n -o RES "$1" | awk '{ s += $1 } END { print s + 0 }'; }
+resident() { fincore -b -n -o RES "$@" | awk '{ s += $1 } END { print s + 0 }'; }
 
 cat "$WORK/big.zt" >/dev/null
 check "the container is cached before" test "$(resident "$WORK/big.zt")" -gt $(((mib << 20) * 9 / 10))
@@ -51,6 +54,52 @@ if [ "$(id -u)" = 0 ]; then
 		"$(cat "/sys/class/bdi/$(mountpoint -d "$M")/read_ahead_kb")" 512
 fi
 unmount "$M"
+
+# A whole model, every tensor read once, in the layouts users hold
+# (tools/make_model.py --medium: GPT-2 shaped, 21M parameters, 40-100 MiB):
+# what stays cached, the container's pages plus the mount's, is one copy
+# of the bytes served (<= 1.05x; it was 1.17x for a bf16 safetensors file
+# and 1.92x for zTensor zstd before the daemon's readahead stopped at
+# each tensor's end and the zstd input was dropped).  The container starts
+# out of the page cache (posix_fadvise DONTNEED), as after a reboot.
+models=$WORK/models
+layouts=(st-sharded st-bf16 gguf-f16 npz zt-zstd)
+/usr/bin/python3 -c 'import torch' 2>/dev/null && layouts+=(pt) ||
+	echo "SKIP-CASE: pt: python3-torch is not installed"
+/usr/bin/python3 "$TFS_SOURCE_ROOT/tools/make_model.py" --medium "$models" \
+	"${layouts[@]}" >/dev/null || fail "tools/make_model.py"
+evict() {
+	/usr/bin/python3 - "$@" <<'PY'
+import os, sys
+for p in sys.argv[1:]:
+    fd = os.open(p, os.O_RDONLY)
+    os.fsync(fd)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.close(fd)
+PY
+}
+for l in "${layouts[@]}"; do
+	mapfile -t parts < <(find "$models/$l" -type f | sort)
+	src=$models/$l
+	[ ${#parts[@]} -eq 1 ] && src=${parts[0]}
+	evict "${parts[@]}"
+	M=$(mount_container "$src") || { fail "$l: mount"; continue; }
+	mapfile -d '' files < <(find "$M" -path "$M/.tensorfs" -prune -o \
+		-type f -print0)
+	served=$(cat "${files[@]}" | wc -c)
+	eq "$l: every tensor file read whole" "$served" "$(cat "$models/$l.bytes")"
+	for _ in $(seq 50); do
+		c=$(resident "${parts[@]}")
+		[ "$c" -lt $((served / 50)) ] && break
+		sleep 0.1
+	done
+	m=$(resident "${files[@]}")
+	ratio=$(awk -v c="$c" -v m="$m" -v s="$served" \
+		'BEGIN { printf "%.3f", (c + m) / s }')
+	check "$l: one copy cached ($((c >> 10)) KiB of the container + $((m >> 10)) KiB of the mount = ${ratio}x of $((served >> 10)) KiB)" \
+		awk -v r="$ratio" 'BEGIN { exit !(r <= 1.05) }'
+	unmount "$M"
+done
 
 "$TENSORFS" -o readahead=banana "$WORK/big.zt" "$(mktemp -d "$WORK/mnt.XXXXXX")" 2>"$WORK/err"
 eq "a bad readahead: exit 1" "$?" 1
