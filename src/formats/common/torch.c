@@ -18,8 +18,13 @@
 #include "tensorfs/names.h"
 #include "tensorfs/source.h"
 
-/* values visited while walking the object (shared values count each time) */
-#define PT_MIN_VISITS 1000000u
+/*
+ * values visited while walking the object (shared values count each time),
+ * beyond 4 per pickle value: each visit of a leaf builds JSON (~0.5 us), so
+ * an 815-byte pickle fanning out over shared lists is refused in ~0.1 s
+ * (1,000,000 took 0.5 s, and over 10 s under ASan: a fuzzer timeout)
+ */
+#define PT_MIN_VISITS 131072u
 #define PNAME(p, l) tfs_name_printable(nb, sizeof(nb), (p), (l))
 
 static const struct {
