@@ -206,10 +206,12 @@ static void check_valid(const char *file, const json_t *v)
 
 START_TEST(every_valid_fixture)
 {
-	json_t *j = tu_expected_json("onnx"), *v;
+	json_t *j, *v;
 	const char *file;
 	unsigned n = 0;
 
+	TU_NEED_SHARED("onnx/expected.json");
+	j = tu_expected_json("onnx");
 	json_object_foreach(json_object_get(j, "valid"), file, v)
 	{
 		check_valid(file, v);
@@ -230,6 +232,7 @@ START_TEST(external_is_located)
 	size_t dlen, len;
 	json_t *meta;
 
+	TU_NEED_SHARED("onnx/external_one_file/model.onnx");
 	ck_assert_int_eq(tu_load_file(tu_fixture("onnx/external_one_file/"
 						 "model.onnx"),
 				      &img, &d),
@@ -289,7 +292,7 @@ static const struct {
 
 START_TEST(every_reject)
 {
-	json_t *j = tu_expected_json("onnx"), *v;
+	json_t *j, *v;
 	struct tfs_image *img;
 	struct tfs_diag d;
 	const char *file;
@@ -297,6 +300,8 @@ START_TEST(every_reject)
 	size_t i;
 	unsigned n = 0;
 
+	TU_NEED_SHARED("onnx/expected.json");
+	j = tu_expected_json("onnx");
 	json_object_foreach(json_object_get(j, "reject"), file, v)
 	{
 		ck_assert(strncmp(file, "reject/", 7) == 0);
@@ -331,6 +336,7 @@ START_TEST(not_onnx)
 	struct tfs_image *img;
 	struct tfs_diag d;
 
+	TU_NEED_SHARED("onnx/reject/not_onnx.onnx");
 	ck_assert_int_eq(tfs_source_open(&src,
 					 tu_fixture("onnx/reject/not_onnx.onnx"),
 					 &d),
@@ -768,7 +774,6 @@ int main(void)
 	Suite *s = suite_create("onnx");
 	TCase *tc = tcase_create("encoded");
 	TCase *fx = tcase_create("fixtures");
-	char exp[4096];
 
 	tcase_add_test(tc, qualified_name_twice);
 	tcase_add_test(tc, packed_float_data_in_place);
@@ -783,11 +788,6 @@ int main(void)
 	tcase_add_test(fx, external_is_located);
 	tcase_add_test(fx, every_reject);
 	tcase_add_test(fx, not_onnx);
-	snprintf(exp, sizeof(exp), "%s/onnx/expected.json",
-		 getenv("TFS_FIXTURES") ? getenv("TFS_FIXTURES") : "");
-	if (getenv("TFS_FIXTURES") && access(exp, R_OK) == 0)
-		suite_add_tcase(s, fx);
-	else
-		printf("SKIP: the shared ONNX fixtures are missing\n");
+	suite_add_tcase(s, fx);
 	return tu_run(s);
 }

@@ -34,10 +34,12 @@ static json_t *expected(void)
 
 START_TEST(every_const_as_expected)
 {
-	json_t *exp = expected(), *v, *c, *map, *want, *meta, *mc;
+	json_t *exp, *v, *c, *map, *want, *meta, *mc;
 	const char *key;
 	size_t i;
 
+	TU_NEED_SHARED("openvino-ir/expected.json");
+	exp = expected();
 	map = json_object_get(json_object_get(exp, "conventions"), "dtype_map");
 	json_object_foreach(json_object_get(exp, "valid"), key, v)
 	{
@@ -110,6 +112,7 @@ START_TEST(summary_and_packed_values)
 	const struct tfs_tensor *t;
 	unsigned k;
 
+	TU_NEED_SHARED("openvino-ir/tiny_mlp.xml");
 	ck_assert_int_eq(
 		tu_load_file(tu_fixture("openvino-ir/tiny_mlp.xml"), &img, &d),
 		0);
@@ -209,10 +212,13 @@ START_TEST(every_reject_at_its_field)
 		 "element_type 'string'", -ENOTSUP},
 		{"negative_dim", "shape=\"4,-3\"", "dimension '-3'", -EBADMSG},
 	};
-	json_t *exp = expected(), *rej = json_object_get(exp, "reject");
+	json_t *exp, *rej;
 	char rel[128];
 	size_t i;
 
+	TU_NEED_SHARED("openvino-ir/expected.json");
+	exp = expected();
+	rej = json_object_get(exp, "reject");
 	ck_assert_uint_eq(json_object_size(rej), sizeof(v) / sizeof(v[0]));
 	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
 		struct tfs_image *img = NULL;
@@ -394,6 +400,7 @@ START_TEST(missing_bin)
 	FILE *f;
 	struct tfs_view v;
 
+	TU_NEED_SHARED("openvino-ir/tiny_mlp.xml");
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/model.xml", dir);
 	b = tu_read_file(tu_fixture("openvino-ir/tiny_mlp.xml"), &len);
@@ -430,5 +437,5 @@ int main(void)
 	tcase_add_test(own, probe_by_name_and_root);
 	suite_add_tcase(s, own);
 	suite_add_tcase(s, tc);
-	return tu_run_with_fixtures(s);
+	return tu_run(s);
 }

@@ -150,10 +150,12 @@ static void check_model(const char *model, const json_t *m)
 
 START_TEST(every_model_as_expected)
 {
-	json_t *e = expected();
+	json_t *e;
 	const char *k;
 	json_t *m;
 
+	TU_NEED_SHARED("tfjs/expected.json");
+	e = expected();
 	json_object_foreach(json_object_get(e, "valid"), k, m)
 		check_model(k, m);
 	json_decref(e);
@@ -167,6 +169,9 @@ START_TEST(optimizer_and_info)
 	const struct tfs_tensor *x;
 	json_t *meta;
 
+	TU_NEED_SHARED("tfjs/reference-written/layers_with_optimizer/"
+		       "model.json");
+	TU_NEED_SHARED("tfjs/synthesized/graph_model_quantized/model.json");
 	ck_assert_int_eq(
 		tu_load_file(tu_fixture("tfjs/reference-written/"
 					"layers_with_optimizer/model.json"),
@@ -222,9 +227,11 @@ static const struct {
 
 START_TEST(every_reject_refused)
 {
-	json_t *e = expected();
+	json_t *e;
 	size_t i, len;
 
+	TU_NEED_SHARED("tfjs/expected.json");
+	e = expected();
 	ck_assert_uint_eq(json_object_size(json_object_get(e, "reject")),
 			  sizeof(rejects) / sizeof(*rejects));
 	for (i = 0; i < sizeof(rejects) / sizeof(*rejects); i++) {
@@ -362,5 +369,5 @@ int main(void)
 	tcase_add_test(tc, manifest_rejects_in_memory);
 	tcase_add_test(tc, our_model_from_disk);
 	suite_add_tcase(s, tc);
-	return tu_run_with_fixtures(s);
+	return tu_run(s);
 }
