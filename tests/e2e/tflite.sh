@@ -93,7 +93,7 @@ for rel in real/hello_world_float.tflite real/hello_world_int8.tflite \
 done
 
 # no constants at all: an empty tree, the activations in metadata.json
-if shared_case "simple_add: no constants" tflite/real/simple_add_model.tflite; then
+if shared_case "simple_add (no constants)" tflite/real/simple_add_model.tflite; then
 	M=$(mount_container "$FIX/real/simple_add_model.tflite")
 	eq "simple_add: empty root" "$(ls "$M")" ""
 	eq "simple_add: three tensors listed" \
