@@ -75,13 +75,13 @@ savedmodel() {
 	unmount "$M"
 }
 
-# the tensor CRC of FIX/reject: mounted, the bad tensor fails with EIO,
-# verify exits 2
+# crc DIR: the tensor CRC of DIR/ckpt.index: mounted, the bad tensor
+# fails with EIO, verify exits 2
 crc() {
-	M=$(mount_container "$1/reject/tensor_crc_mismatch/ckpt.index")
+	M=$(mount_container "$1/ckpt.index")
 	check "crc: w fails with EIO" sh -c "! cat '$M/w' >/dev/null 2>&1"
 	unmount "$M"
-	"$TENSORFS" verify "$1/reject/tensor_crc_mismatch/ckpt.index" >"$WORK/v.out" 2>&1
+	"$TENSORFS" verify "$1/ckpt.index" >"$WORK/v.out" 2>&1
 	eq "crc: verify exits 2" "$?" 2
 }
 
@@ -110,7 +110,7 @@ rejects() {
 bundles "$OURS"
 savedmodel "$OURS/bundles/multi_shard/model.ckpt-7" optimizer/iter \
 	optimizer/iter/.ATTRIBUTES/VARIABLE_VALUE
-crc "$OURS"
+crc "$OURS/read_eio/tensor_crc_mismatch"
 # 6 layers of 6 + 3 + 6 + 6, iter, learning_rate, save_counter, the graph
 info "$OURS/bundles/multi_shard/model.ckpt-7.index" 130
 rejects "$OURS"
@@ -119,7 +119,7 @@ if shared_case "TF Serving's bundles and ../shared's synthesized ones" \
 	bundles "$SHARED"
 	savedmodel "$SHARED/real/half_plus_two_tf2_cpu/variables" a \
 		a/.ATTRIBUTES/VARIABLE_VALUE
-	crc "$SHARED"
+	crc "$SHARED/reject/tensor_crc_mismatch"
 	info "$SHARED/synthesized/multi_shard/model.ckpt-7.index" 256
 	rejects "$SHARED"
 fi
