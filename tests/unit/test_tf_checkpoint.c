@@ -318,19 +318,17 @@ START_TEST(our_tf2_names_and_info)
 }
 END_TEST
 
-/* TF Serving's: an absolute path of another machine, by basename */
-START_TEST(checkpoint_file_of_another_machine)
+/*
+ * A checkpoint file beside @path written on another machine, naming
+ * .../export by an absolute path: by basename, and not this bundle
+ */
+static void checkpoint_of_another_machine(const char *path)
 {
 	struct tfs_image *img = NULL;
 	struct tfs_diag d;
 	json_t *meta, *st;
 
-	TU_NEED_SHARED("tf-checkpoint/real/half_plus_two_cpu/variables.index");
-	ck_assert_int_eq(
-		tu_load_file(tu_fixture("tf-checkpoint/real/half_plus_two_cpu/"
-					"variables.index"),
-			     &img, &d),
-		0);
+	ck_assert_int_eq(tu_load_file(path, &img, &d), 0);
 	meta = tu_meta_json(img, "metadata.json");
 	st = json_object_get(meta, "checkpoint_state");
 	ck_assert_str_eq(
@@ -339,6 +337,21 @@ START_TEST(checkpoint_file_of_another_machine)
 	ck_assert(json_is_false(json_object_get(st, "latest")));
 	json_decref(meta);
 	tfs_image_close(img);
+}
+
+/* TF Serving's own */
+START_TEST(checkpoint_file_of_another_machine)
+{
+	TU_NEED_SHARED("tf-checkpoint/real/half_plus_two_cpu/variables.index");
+	checkpoint_of_another_machine(tu_fixture(
+		"tf-checkpoint/real/half_plus_two_cpu/variables.index"));
+}
+END_TEST
+
+START_TEST(our_checkpoint_file_of_another_machine)
+{
+	checkpoint_of_another_machine(
+		tu_testdata("tf_checkpoint/bundles/all_dtypes/ckpt.index"));
 }
 END_TEST
 
@@ -409,6 +422,7 @@ int main(void)
 	tcase_add_test(tc, every_reject_of_ours_refused);
 	tcase_add_test(tc, our_tensor_crc_mismatch_fails_on_read);
 	tcase_add_test(tc, our_tf2_names_and_info);
+	tcase_add_test(tc, our_checkpoint_file_of_another_machine);
 	tcase_add_test(tc, every_shared_bundle_as_expected);
 	tcase_add_test(tc, every_shared_reject_refused);
 	tcase_add_test(tc, shared_tensor_crc_mismatch_fails_on_read);
