@@ -3,13 +3,13 @@
  * ONNX (src/formats/onnx.c): every valid file of the shared fixtures
  * (written by onnx 1.12, onnx's own backend test data, hand-encoded edge
  * cases) and of ours (tests/fixtures/onnx/generate.py: python3-onnx's
- * writer, the same layout) against its expected.json, tensor by tensor: qualified name, path,
- * dtype, shape, size, where the bytes lie and their sha256, sparse groups,
- * string tensors and the model's metadata; every reject of reject/ refused
- * with the field and the byte offset; and models encoded here with a small
- * protobuf writer for what the fixtures do not hold (renamed duplicates,
- * packed float_data served in place, external data beside a model on disk:
- * present, missing, a symbolic link).
+ * writer, the same layout) against its expected.json, tensor by tensor:
+ * qualified name, path, dtype, shape, size, where the bytes lie and their
+ * sha256, sparse groups, string tensors and the model's metadata; every reject
+ * of reject/ refused with the field and the byte offset; and models encoded
+ * here with a small protobuf writer for what the fixtures do not hold (renamed
+ * duplicates, packed float_data served in place, external data beside a model
+ * on disk: present, missing, a symbolic link).
  */
 #include <errno.h>
 #include <jansson.h>
@@ -257,8 +257,14 @@ START_TEST(every_valid_file_of_ours)
 END_TEST
 
 /* the external tensors: served from the data file, at their offsets */
-START_TEST(external_is_located)
+/*
+ * @dir/model.onnx keeps its @count initializers in @dir/model.onnx_data;
+ * @name lies there at @at, @n bytes
+ */
+static void external_is_located(const char *dir, const char *name, uint64_t at,
+				uint64_t n, long long count)
 {
+	char path[4096];
 	struct tfs_image *img;
 	struct tfs_diag d;
 	const struct tfs_tensor *x;
@@ -266,32 +272,69 @@ START_TEST(external_is_located)
 	size_t dlen, len;
 	json_t *meta;
 
-	TU_NEED_SHARED("onnx/external_one_file/model.onnx");
-	ck_assert_int_eq(tu_load_file(tu_fixture("onnx/external_one_file/"
-						 "model.onnx"),
-				      &img, &d),
-			 0);
-	data = tu_read_file(tu_fixture("onnx/external_one_file/"
-				       "model.onnx_data"),
-			    &dlen);
-	x = tu_tensor(img, "pooler.dense.weight");
+	snprintf(path, sizeof(path), "%s/model.onnx_data", dir);
+	data = tu_read_file(path, &dlen);
+	ck_assert_uint_le(at + n, dlen);
+	snprintf(path, sizeof(path), "%s/model.onnx", dir);
+	ck_assert_int_eq(tu_load_file(path, &img, &d), 0);
+	x = tu_tensor(img, name);
 	ck_assert(x != NULL && x->unreadable == NULL);
 	ck_assert_uint_ne(x->source, 0); /* the companion, not the model */
-	ck_assert_uint_eq(x->offset, 1472);
+	ck_assert_uint_eq(x->offset, at);
 	b = tu_read_node(img, x->node, &len);
-	ck_assert_uint_eq(len, 128);
-	ck_assert(memcmp(b, data + 1472, 128) == 0);
+	ck_assert_uint_eq(len, n);
+	ck_assert(memcmp(b, data + at, n) == 0);
 	meta = tu_meta_json(img, "metadata.json");
 	ck_assert_str_eq(json_string_value(json_array_get(
 				 json_object_get(meta, "external_files"), 0)),
 			 "model.onnx_data");
-	ck_assert_int_eq(json_integer_value(
-				 json_object_get(meta, "external_tensors")),
-			 9);
+	ck_assert_int_eq(
+		json_integer_value(json_object_get(meta, "external_tensors")),
+		count);
 	json_decref(meta);
 	free(b);
 	free(data);
 	tfs_image_close(img);
+}
+
+START_TEST(shared_external_is_located)
+{
+	char dir[4096];
+
+	TU_NEED_SHARED("onnx/external_one_file/model.onnx");
+	snprintf(dir, sizeof(dir), "%s", tu_fixture("onnx/external_one_file"));
+	external_is_located(dir, "pooler.dense.weight", 1472, 128, 9);
+}
+END_TEST
+
+/* ours: where onnx.save put head.weight, as its expected.json says */
+START_TEST(our_external_is_located)
+{
+	json_t *j = expected(dir_of(false)), *t, *st = NULL;
+	char dir[4096];
+	size_t i, n = 0;
+
+	json_array_foreach(
+		json_object_get(json_object_get(json_object_get(j, "valid"),
+						"models/external/model.onnx"),
+				"tensors"),
+		i, t)
+	{
+		n++;
+		if (strcmp(json_string_value(json_object_get(t, "name")),
+			   "head.weight") == 0)
+			st = json_object_get(t, "storage");
+	}
+	ck_assert_ptr_nonnull(st);
+	ck_assert_str_eq(json_string_value(json_object_get(st, "file")),
+			 "model.onnx_data");
+	snprintf(dir, sizeof(dir), "%s", tu_testdata("onnx/models/external"));
+	external_is_located(
+		dir, "head.weight",
+		(uint64_t)json_integer_value(json_object_get(st, "offset")),
+		(uint64_t)json_integer_value(json_object_get(st, "length")),
+		(long long)n);
+	json_decref(j);
 }
 END_TEST
 
@@ -361,10 +404,11 @@ static void every_reject_in(const char *dir, bool shared)
 		ck_assert_msg(strstr(d.msg, word) != NULL, "%s: %s", file,
 			      line);
 		ck_assert_int_eq(stat(rel, &st), 0);
-		ck_assert_msg(d.has_offset &&
-				      (shared ? d.offset == rejects[i].at
-					      : d.offset < (uint64_t)st.st_size),
-			      "%s: %s", file, line);
+		ck_assert_msg(
+			d.has_offset &&
+				(shared ? d.offset == rejects[i].at
+					: d.offset < (uint64_t)st.st_size),
+			"%s: %s", file, line);
 		ck_assert_str_eq(d.format, "onnx");
 		ck_assert(strchr(line, '\n') == NULL);
 	}
@@ -851,8 +895,9 @@ int main(void)
 	tcase_add_test(fx, every_valid_file_of_ours);
 	tcase_add_test(fx, every_reject_of_ours);
 	tcase_add_test(fx, our_not_onnx);
+	tcase_add_test(fx, our_external_is_located);
 	tcase_add_test(fx, every_valid_fixture);
-	tcase_add_test(fx, external_is_located);
+	tcase_add_test(fx, shared_external_is_located);
 	tcase_add_test(fx, every_reject);
 	tcase_add_test(fx, shared_not_onnx);
 	suite_add_tcase(s, fx);
