@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# TFLite, really mounted: every model of the shared fixtures (real converter
-# output and synthesized edge cases); every constant tensor's file is
-# compared with the bytes at the offset expected.json states (written by
-# the fixtures' independent verify.py), and with its sha256; dtype, shape
-# and quantization xattrs; as many files as constants; metadata.json.  Then
+# TFLite, really mounted: every model of our generator
+# (tests/fixtures/tflite/valid.tsv) and, when ../shared is there, of the
+# shared fixtures (real converter output and synthesized edge cases);
+# every constant tensor's file is compared with the bytes at the offset
+# valid.tsv or expected.json states (written by our generator, or the
+# fixtures' independent verify.py), and with its sha256; dtype, shape and
+# quantization xattrs; as many files as constants; metadata.json.  Then
 # our generator's clash model (paths with @<index>, a %-escaped empty
 # component), info, and the refusals (one line, the field, the offset).
 . "$(dirname "$0")/lib.sh"
 need_fuse
-need_fixtures
 FIX="$TFS_FIXTURES/tflite"
 GEN="$TFS_TESTDATA/tflite"
 
@@ -32,6 +33,31 @@ for t in m["tensors"]:
 EOF
 }
 
+# ours: valid.tsv's rows (file, path, dtype, shape, offset, nbytes, sha256)
+for f in "$GEN"/valid/*.tflite; do
+	rel=$(basename "$f")
+	M=$(mount_container "$f") || { fail "mount $rel"; continue; }
+	want=0 good=0
+	while IFS=$'\t' read -r file path dtype shape off n sha _; do
+		[ "$file" = "$rel" ] || continue
+		want=$((want + 1))
+		p="$M/${path/#\//%/}" bad=
+		cmp -s "$p" <(tail -c +$((off + 1)) "$f" | head -c "$n") ||
+			bad="bytes differ from offset $off"
+		[ "$(sha "$p")" = "$sha" ] || bad="$bad sha256"
+		[ "$(xattr dtype "$p")" = "$dtype" ] || bad="$bad dtype"
+		[ "$(xattr shape "$p")" = "$shape" ] || bad="$bad shape"
+		if [ -n "$bad" ]; then fail "$rel: $path: $bad"; else good=$((good + 1)); fi
+	done <"$GEN/valid.tsv"
+	check "$rel: rows in valid.tsv" test "$want" -gt 0
+	eq "$rel: $want constants, every byte" "$good" "$want"
+	eq "$rel: as many files" \
+		"$(find "$M" -path "$M/.tensorfs" -prune -o -type f -print | wc -l)" "$want"
+	eq "$rel: format" "$(xattr format "$M")" tflite
+	unmount "$M"
+done
+
+shared_case "the shared models (real and synthesized)" tflite/expected.json &&
 for rel in real/hello_world_float.tflite real/hello_world_int8.tflite \
 	real/simple_add_model.tflite real/parse_example_tflite.tflite \
 	real/saved_model_half_plus_two_tflite.tflite \
@@ -67,11 +93,13 @@ for rel in real/hello_world_float.tflite real/hello_world_int8.tflite \
 done
 
 # no constants at all: an empty tree, the activations in metadata.json
-M=$(mount_container "$FIX/real/simple_add_model.tflite")
-eq "simple_add: empty root" "$(ls "$M")" ""
-eq "simple_add: three tensors listed" \
-	"$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["tensors_without_data"]))' "$M/.tensorfs/metadata.json")" 3
-unmount "$M"
+if shared_case "simple_add (no constants)" tflite/real/simple_add_model.tflite; then
+	M=$(mount_container "$FIX/real/simple_add_model.tflite")
+	eq "simple_add: empty root" "$(ls "$M")" ""
+	eq "simple_add: three tensors listed" \
+		"$(python3 -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["tensors_without_data"]))' "$M/.tensorfs/metadata.json")" 3
+	unmount "$M"
+fi
 
 # paths of the generator's clash model; values through numpy-free struct
 M=$(mount_container "$GEN/valid/clash.tflite")
@@ -90,10 +118,16 @@ check "clash: sparse/ext/res are not files" \
 unmount "$M"
 
 # info: format, version (in the metadata) and parameters
-out=$("$TENSORFS" info "$FIX/real/hello_world_int8.tflite")
+out=$("$TENSORFS" info "$GEN/valid/types.tflite")
 check "info: format" grep -q '^format: *tflite ' <<<"$out"
-check "info: parameters (1+16+16+256+16+16)" grep -q '^parameters: 321$' <<<"$out"
+check "info: parameters (3+2+4+2+3+3+2+2+1+2+2+3+2+4+1)" grep -q '^parameters: 36$' <<<"$out"
 check "info: version" grep -q '"version": 3' <<<"$out"
+if shared_case "info of hello_world_int8" tflite/real/hello_world_int8.tflite; then
+	out=$("$TENSORFS" info "$FIX/real/hello_world_int8.tflite")
+	check "info: format" grep -q '^format: *tflite ' <<<"$out"
+	check "info: parameters (1+16+16+256+16+16)" grep -q '^parameters: 321$' <<<"$out"
+	check "info: version" grep -q '"version": 3' <<<"$out"
+fi
 
 refused() { # PATH STATUS WORD
 	local rc
@@ -103,9 +137,13 @@ refused() { # PATH STATUS WORD
 	check "$(basename "$1"): one line naming $3 and an offset" \
 		test "$(wc -l <"$WORK/err")" -eq 1 -a -n "$(grep -F -- "$3" "$WORK/err" | grep 'byte offset [0-9]')"
 }
-refused "$FIX/reject/zero_uoffset_cycle.tflite" 2 "Model.subgraphs"
-refused "$FIX/reject/offset_buffer_past_eof.tflite" 2 "Buffer.offset"
-refused "$FIX/reject/bad_identifier.tflite" 2 "file identifier"
+for set in GEN FIX; do
+	[ $set = GEN ] || shared_case "the shared rejects" tflite/reject || continue
+	dir=${!set}
+	refused "$dir/reject/zero_uoffset_cycle.tflite" 2 "Model.subgraphs"
+	refused "$dir/reject/offset_buffer_past_eof.tflite" 2 "Buffer.offset"
+	refused "$dir/reject/bad_identifier.tflite" 2 "file identifier"
+done
 refused "$GEN/reject/version_2.tflite" 3 "Model.version"
 check "no mount left behind" sh -c "! grep -q ' $WORK/mnt' /proc/self/mountinfo"
 finish

@@ -5,9 +5,12 @@
  * string, a vector of u32, a vector of tables and a sub-table; a vtable
  * after its table), then one breakage per rule, each refused with the
  * byte offset of the offending bytes; limits (depth, tables, counts); and
- * the TFLite fixtures' roots and buffers (../shared/fixtures/tflite).
+ * TFLite models' roots and buffers: ours (tests/fixtures/tflite, where its
+ * generator says each buffer's bytes are) and the spec's worked example
+ * (../shared/fixtures/tflite).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -293,14 +296,15 @@ END_TEST
 START_TEST(tflite_minimal)
 {
 	size_t len;
-	uint8_t *b = tu_read_file(
-		tu_fixture("tflite/synthesized/minimal.tflite"), &len);
+	uint8_t *b;
 	struct tfs_fb fb;
 	struct tfs_fb_table m, buf;
 	struct tfs_fb_vec v, data;
 	struct tfs_diag d;
 	uint64_t version;
 
+	TU_NEED_SHARED("tflite/synthesized/minimal.tflite");
+	b = tu_read_file(tu_fixture("tflite/synthesized/minimal.tflite"), &len);
 	tfs_fb_init(&fb, b, len);
 	ck_assert_int_eq(tfs_fb_root(&fb, &m, &d), 0);
 	/* specs/tflite.md section 10 */
@@ -328,6 +332,56 @@ START_TEST(tflite_minimal)
 }
 END_TEST
 
+/*
+ * types.tflite of tests/fixtures/tflite: Model.version 3, and buffer k
+ * (k >= 1) holds the bytes of the k-th row of valid.tsv for that file, at
+ * the offset and of the length the generator wrote there.
+ */
+START_TEST(tflite_ours)
+{
+	FILE *f = fopen(tu_testdata("tflite/valid.tsv"), "r");
+	char line[1024], file[256];
+	unsigned long long off, n;
+	size_t len;
+	uint8_t *b =
+		tu_read_file(tu_testdata("tflite/valid/types.tflite"), &len);
+	struct tfs_fb fb;
+	struct tfs_fb_table m, buf;
+	struct tfs_fb_vec v, data;
+	struct tfs_diag d;
+	uint64_t version, k = 0;
+
+	ck_assert_ptr_nonnull(f);
+	tfs_fb_init(&fb, b, len);
+	ck_assert_int_eq(tfs_fb_root(&fb, &m, &d), 0);
+	ck_assert_int_eq(
+		tfs_fb_scalar(&fb, &m, 0, 4, 0, "version", &version, &d), 0);
+	ck_assert_uint_eq(version, 3);
+	ck_assert_int_eq(tfs_fb_vector(&fb, &m, 4, 4, 100, "buffers", &v, &d),
+			 1);
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%255s %*s %*s %*s %llu %llu", file, &off,
+			   &n) != 3 ||
+		    strcmp(file, "types.tflite") != 0)
+			continue;
+		k++;
+		ck_assert_uint_lt(k, v.count);
+		ck_assert_int_eq(
+			tfs_fb_vec_table(&fb, &m, &v, k, "buffers", &buf, &d),
+			0);
+		ck_assert_int_eq(
+			tfs_fb_vector(&fb, &buf, 0, 1, 100, "data", &data, &d),
+			1);
+		ck_assert_uint_eq(data.pos, off);
+		ck_assert_uint_eq(data.count, n);
+	}
+	fclose(f);
+	ck_assert_uint_eq(k, 15);
+	ck_assert_uint_eq(v.count, 16);
+	free(b);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("flatbuf");
@@ -338,7 +392,8 @@ int main(void)
 			    sizeof(breakages) / sizeof(breakages[0]));
 	tcase_add_test(tc, depth_and_table_limits);
 	tcase_add_test(tc, every_truncation);
+	tcase_add_test(tc, tflite_ours);
 	tcase_add_test(tc, tflite_minimal);
 	suite_add_tcase(s, tc);
-	return tu_run_with_fixtures(s);
+	return tu_run(s);
 }

@@ -2,13 +2,14 @@
 /*
  * ONNX (src/formats/onnx.c): every valid file of the shared fixtures
  * (written by onnx 1.12, onnx's own backend test data, hand-encoded edge
- * cases) against expected.json, tensor by tensor: qualified name, path,
- * dtype, shape, size, where the bytes lie and their sha256, sparse groups,
- * string tensors and the model's metadata; every reject of reject/ refused
- * with the field and the byte offset; and models encoded here with a small
- * protobuf writer for what the fixtures do not hold (renamed duplicates,
- * packed float_data served in place, external data beside a model on disk:
- * present, missing, a symbolic link).
+ * cases) and of ours (tests/fixtures/onnx/generate.py: python3-onnx's
+ * writer, the same layout) against its expected.json, tensor by tensor:
+ * qualified name, path, dtype, shape, size, where the bytes lie and their
+ * sha256, sparse groups, string tensors and the model's metadata; every reject
+ * of reject/ refused with the field and the byte offset; and models encoded
+ * here with a small protobuf writer for what the fixtures do not hold (renamed
+ * duplicates, packed float_data served in place, external data beside a model
+ * on disk: present, missing, a symbolic link).
  */
 #include <errno.h>
 #include <jansson.h>
@@ -157,9 +158,31 @@ static void expect_model(const char *file, json_t *meta, const json_t *m)
 	expect_json_eq(what, json_object_get(graph, "outputs"), out);
 }
 
-static void check_valid(const char *file, const json_t *v)
+/* ../shared's set (onnx/) or ours (tests/fixtures/onnx) */
+static const char *dir_of(bool shared)
 {
-	char rel[256];
+	static char dir[2][4096];
+
+	snprintf(dir[shared], sizeof(dir[shared]), "%s",
+		 shared ? tu_fixture("onnx") : tu_testdata("onnx"));
+	return dir[shared];
+}
+
+static json_t *expected(const char *dir)
+{
+	char path[4096];
+	json_error_t err;
+	json_t *j;
+
+	snprintf(path, sizeof(path), "%s/expected.json", dir);
+	j = json_load_file(path, 0, &err);
+	ck_assert_msg(j != NULL, "%s: %s", path, err.text);
+	return j;
+}
+
+static void check_valid(const char *dir, const char *file, const json_t *v)
+{
+	char rel[4096];
 	struct tfs_image *img;
 	struct tfs_diag d;
 	json_t *meta, *strings, *e, *s;
@@ -167,8 +190,8 @@ static void check_valid(const char *file, const json_t *v)
 	size_t i;
 	int ret;
 
-	snprintf(rel, sizeof(rel), "onnx/%s", file);
-	ret = tu_load_file(tu_fixture(rel), &img, &d);
+	snprintf(rel, sizeof(rel), "%s/%s", dir, file);
+	ret = tu_load_file(rel, &img, &d);
 	ck_assert_msg(ret == 0, "%s: %s", file, d.msg);
 	ck_assert_str_eq(img->tree->format, "onnx");
 	meta = tu_meta_json(img, "metadata.json");
@@ -204,25 +227,44 @@ static void check_valid(const char *file, const json_t *v)
 	tfs_image_close(img);
 }
 
-START_TEST(every_valid_fixture)
+/* every valid file of @dir's expected.json; returns how many */
+static unsigned every_valid_in(const char *dir)
 {
-	json_t *j = tu_expected_json("onnx"), *v;
+	json_t *j = expected(dir), *v;
 	const char *file;
 	unsigned n = 0;
 
 	json_object_foreach(json_object_get(j, "valid"), file, v)
 	{
-		check_valid(file, v);
+		check_valid(dir, file, v);
 		n++;
 	}
-	ck_assert_uint_eq(n, 25);
 	json_decref(j);
+	return n;
+}
+
+START_TEST(every_valid_fixture)
+{
+	TU_NEED_SHARED("onnx/expected.json");
+	ck_assert_uint_eq(every_valid_in(dir_of(true)), 25);
+}
+END_TEST
+
+START_TEST(every_valid_file_of_ours)
+{
+	ck_assert_uint_eq(every_valid_in(dir_of(false)), 6);
 }
 END_TEST
 
 /* the external tensors: served from the data file, at their offsets */
-START_TEST(external_is_located)
+/*
+ * @dir/model.onnx keeps its @count initializers in @dir/model.onnx_data;
+ * @name lies there at @at, @n bytes
+ */
+static void external_is_located(const char *dir, const char *name, uint64_t at,
+				uint64_t n, long long count)
 {
+	char path[4096];
 	struct tfs_image *img;
 	struct tfs_diag d;
 	const struct tfs_tensor *x;
@@ -230,31 +272,69 @@ START_TEST(external_is_located)
 	size_t dlen, len;
 	json_t *meta;
 
-	ck_assert_int_eq(tu_load_file(tu_fixture("onnx/external_one_file/"
-						 "model.onnx"),
-				      &img, &d),
-			 0);
-	data = tu_read_file(tu_fixture("onnx/external_one_file/"
-				       "model.onnx_data"),
-			    &dlen);
-	x = tu_tensor(img, "pooler.dense.weight");
+	snprintf(path, sizeof(path), "%s/model.onnx_data", dir);
+	data = tu_read_file(path, &dlen);
+	ck_assert_uint_le(at + n, dlen);
+	snprintf(path, sizeof(path), "%s/model.onnx", dir);
+	ck_assert_int_eq(tu_load_file(path, &img, &d), 0);
+	x = tu_tensor(img, name);
 	ck_assert(x != NULL && x->unreadable == NULL);
 	ck_assert_uint_ne(x->source, 0); /* the companion, not the model */
-	ck_assert_uint_eq(x->offset, 1472);
+	ck_assert_uint_eq(x->offset, at);
 	b = tu_read_node(img, x->node, &len);
-	ck_assert_uint_eq(len, 128);
-	ck_assert(memcmp(b, data + 1472, 128) == 0);
+	ck_assert_uint_eq(len, n);
+	ck_assert(memcmp(b, data + at, n) == 0);
 	meta = tu_meta_json(img, "metadata.json");
 	ck_assert_str_eq(json_string_value(json_array_get(
 				 json_object_get(meta, "external_files"), 0)),
 			 "model.onnx_data");
-	ck_assert_int_eq(json_integer_value(
-				 json_object_get(meta, "external_tensors")),
-			 9);
+	ck_assert_int_eq(
+		json_integer_value(json_object_get(meta, "external_tensors")),
+		count);
 	json_decref(meta);
 	free(b);
 	free(data);
 	tfs_image_close(img);
+}
+
+START_TEST(shared_external_is_located)
+{
+	char dir[4096];
+
+	TU_NEED_SHARED("onnx/external_one_file/model.onnx");
+	snprintf(dir, sizeof(dir), "%s", tu_fixture("onnx/external_one_file"));
+	external_is_located(dir, "pooler.dense.weight", 1472, 128, 9);
+}
+END_TEST
+
+/* ours: where onnx.save put head.weight, as its expected.json says */
+START_TEST(our_external_is_located)
+{
+	json_t *j = expected(dir_of(false)), *t, *st = NULL;
+	char dir[4096];
+	size_t i, n = 0;
+
+	json_array_foreach(
+		json_object_get(json_object_get(json_object_get(j, "valid"),
+						"models/external/model.onnx"),
+				"tensors"),
+		i, t)
+	{
+		n++;
+		if (strcmp(json_string_value(json_object_get(t, "name")),
+			   "head.weight") == 0)
+			st = json_object_get(t, "storage");
+	}
+	ck_assert_ptr_nonnull(st);
+	ck_assert_str_eq(json_string_value(json_object_get(st, "file")),
+			 "model.onnx_data");
+	snprintf(dir, sizeof(dir), "%s", tu_testdata("onnx/models/external"));
+	external_is_located(
+		dir, "head.weight",
+		(uint64_t)json_integer_value(json_object_get(st, "offset")),
+		(uint64_t)json_integer_value(json_object_get(st, "length")),
+		(long long)n);
+	json_decref(j);
 }
 END_TEST
 
@@ -287,15 +367,22 @@ static const struct {
 	{"string_in_raw.onnx", -EBADMSG, "STRING tensor keeps", 24},
 };
 
-START_TEST(every_reject)
+/*
+ * Every reject of @dir's expected.json refused as the table says; in ours
+ * (@shared false) the words are expected.json's own "word" and the offset
+ * only has to be inside the file: the table's offsets are the shared
+ * files' own.
+ */
+static void every_reject_in(const char *dir, bool shared)
 {
-	json_t *j = tu_expected_json("onnx"), *v;
+	json_t *j = expected(dir), *v;
 	struct tfs_image *img;
 	struct tfs_diag d;
-	const char *file;
-	char rel[256], line[512];
+	const char *file, *word;
+	char rel[4096], line[512];
 	size_t i;
 	unsigned n = 0;
+	struct stat st;
 
 	json_object_foreach(json_object_get(j, "reject"), file, v)
 	{
@@ -308,39 +395,66 @@ START_TEST(every_reject)
 				break;
 		ck_assert_msg(i < sizeof(rejects) / sizeof(rejects[0]),
 			      "no row for %s", file);
-		snprintf(rel, sizeof(rel), "onnx/%s", file);
-		ck_assert_int_eq(tu_load_file(tu_fixture(rel), &img, &d),
-				 rejects[i].err);
+		snprintf(rel, sizeof(rel), "%s/%s", dir, file);
+		ck_assert_int_eq(tu_load_file(rel, &img, &d), rejects[i].err);
 		tfs_diag_format(&d, line, sizeof(line));
-		ck_assert_msg(strstr(d.msg, rejects[i].word) != NULL,
-			      "%s: %s", file, line);
-		ck_assert_msg(d.has_offset && d.offset == rejects[i].at,
-			      "%s: %s", file, line);
+		word = shared ? rejects[i].word
+			      : json_string_value(json_object_get(v, "word"));
+		ck_assert_msg(word != NULL, "%s: no word", file);
+		ck_assert_msg(strstr(d.msg, word) != NULL, "%s: %s", file,
+			      line);
+		ck_assert_int_eq(stat(rel, &st), 0);
+		ck_assert_msg(
+			d.has_offset &&
+				(shared ? d.offset == rejects[i].at
+					: d.offset < (uint64_t)st.st_size),
+			"%s: %s", file, line);
 		ck_assert_str_eq(d.format, "onnx");
 		ck_assert(strchr(line, '\n') == NULL);
 	}
 	ck_assert_uint_eq(n, 18);
 	json_decref(j);
 }
+
+START_TEST(every_reject)
+{
+	TU_NEED_SHARED("onnx/expected.json");
+	every_reject_in(dir_of(true), true);
+}
+END_TEST
+
+START_TEST(every_reject_of_ours)
+{
+	every_reject_in(dir_of(false), false);
+}
 END_TEST
 
 /* a GGUF header: the probe does not claim it; forced, the reader refuses */
-START_TEST(not_onnx)
+static void not_onnx(const char *path)
 {
 	struct tfs_source src;
 	struct tfs_image *img;
 	struct tfs_diag d;
 
-	ck_assert_int_eq(tfs_source_open(&src,
-					 tu_fixture("onnx/reject/not_onnx.onnx"),
-					 &d),
-			 0);
+	ck_assert_int_eq(tfs_source_open(&src, path, &d), 0);
 	ck_assert_int_eq(tfs_format_by_name("onnx")->probe(&src), 0);
 	ck_assert_int_eq(tfs_image_load_format(&img, &src,
 					       tfs_format_by_name("onnx"), NULL,
 					       &d),
 			 -EBADMSG);
 	ck_assert(d.has_offset && d.offset == 0);
+}
+
+START_TEST(shared_not_onnx)
+{
+	TU_NEED_SHARED("onnx/reject/not_onnx.onnx");
+	not_onnx(tu_fixture("onnx/reject/not_onnx.onnx"));
+}
+END_TEST
+
+START_TEST(our_not_onnx)
+{
+	not_onnx(tu_testdata("onnx/reject/not_onnx.onnx"));
 }
 END_TEST
 
@@ -768,7 +882,6 @@ int main(void)
 	Suite *s = suite_create("onnx");
 	TCase *tc = tcase_create("encoded");
 	TCase *fx = tcase_create("fixtures");
-	char exp[4096];
 
 	tcase_add_test(tc, qualified_name_twice);
 	tcase_add_test(tc, packed_float_data_in_place);
@@ -779,15 +892,14 @@ int main(void)
 	tcase_add_test(tc, external_on_disk);
 	tcase_add_test(tc, external_from_memory);
 	suite_add_tcase(s, tc);
+	tcase_add_test(fx, every_valid_file_of_ours);
+	tcase_add_test(fx, every_reject_of_ours);
+	tcase_add_test(fx, our_not_onnx);
+	tcase_add_test(fx, our_external_is_located);
 	tcase_add_test(fx, every_valid_fixture);
-	tcase_add_test(fx, external_is_located);
+	tcase_add_test(fx, shared_external_is_located);
 	tcase_add_test(fx, every_reject);
-	tcase_add_test(fx, not_onnx);
-	snprintf(exp, sizeof(exp), "%s/onnx/expected.json",
-		 getenv("TFS_FIXTURES") ? getenv("TFS_FIXTURES") : "");
-	if (getenv("TFS_FIXTURES") && access(exp, R_OK) == 0)
-		suite_add_tcase(s, fx);
-	else
-		printf("SKIP: the shared ONNX fixtures are missing\n");
+	tcase_add_test(fx, shared_not_onnx);
+	suite_add_tcase(s, fx);
 	return tu_run(s);
 }

@@ -2,7 +2,8 @@
 /*
  * OpenVINO IR (src/formats/openvino.c) against the shared fixtures
  * (../shared/fixtures/openvino-ir: expected.json, written by its own
- * generator and checked by verify.py through Python's expat): every Const
+ * generator and checked by verify.py through Python's expat) and ours
+ * (tests/fixtures/openvino/generate.py, the same layout): every Const
  * with its dtype, shape, size and bytes, the decompression chains, every
  * reject refused at the attribute that is wrong; then documents written
  * here: names (output names, clashes), versions, ids, a missing .bin, the
@@ -22,19 +23,35 @@
 #include "tensorfs/values.h"
 #include "testutil.h"
 
-static json_t *expected(void)
+/*
+ * Two sets, each with an expected.json in one layout: ../shared's
+ * (openvino-ir/) and ours (tests/fixtures/openvino/generate.py, the same
+ * features), so every check runs on ours without ../shared.
+ */
+static const char *dir_of(bool shared)
 {
-	json_error_t e;
-	json_t *j =
-		json_load_file(tu_fixture("openvino-ir/expected.json"), 0, &e);
+	static char dir[2][4096];
 
-	ck_assert_msg(j != NULL, "expected.json: %s", e.text);
+	snprintf(dir[shared], sizeof(dir[shared]), "%s",
+		 shared ? tu_fixture("openvino-ir") : tu_testdata("openvino"));
+	return dir[shared];
+}
+
+static json_t *expected(const char *dir)
+{
+	char path[4096];
+	json_error_t e;
+	json_t *j;
+
+	snprintf(path, sizeof(path), "%s/expected.json", dir);
+	j = json_load_file(path, 0, &e);
+	ck_assert_msg(j != NULL, "%s: %s", path, e.text);
 	return j;
 }
 
-START_TEST(every_const_as_expected)
+static void every_const_in(const char *dir)
 {
-	json_t *exp = expected(), *v, *c, *map, *want, *meta, *mc;
+	json_t *exp = expected(dir), *v, *c, *map, *want, *meta, *mc;
 	const char *key;
 	size_t i;
 
@@ -43,11 +60,11 @@ START_TEST(every_const_as_expected)
 	{
 		struct tfs_image *img = NULL;
 		struct tfs_diag d;
-		char path[64];
+		char path[4096];
 
-		snprintf(path, sizeof(path), "openvino-ir/%s", key);
-		ck_assert_msg(tu_load_file(tu_fixture(path), &img, &d) == 0,
-			      "%s: %s", key, d.msg);
+		snprintf(path, sizeof(path), "%s/%s", dir, key);
+		ck_assert_msg(tu_load_file(path, &img, &d) == 0, "%s: %s", key,
+			      d.msg);
 		ck_assert_uint_eq(
 			img->tree->ntensors,
 			json_array_size(json_object_get(v, "consts")));
@@ -93,12 +110,29 @@ START_TEST(every_const_as_expected)
 		json_decref(meta);
 		tfs_image_close(img);
 	}
+	ck_assert_uint_ge(json_object_size(json_object_get(exp, "valid")), 1);
 	json_decref(exp);
+}
+
+START_TEST(every_shared_const_as_expected)
+{
+	TU_NEED_SHARED("openvino-ir/expected.json");
+	every_const_in(dir_of(true));
 }
 END_TEST
 
-/* the graph summary and the packed values, by the generator's comments */
-START_TEST(summary_and_packed_values)
+START_TEST(every_const_of_ours_as_expected)
+{
+	every_const_in(dir_of(false));
+}
+END_TEST
+
+/*
+ * The graph summary and the packed values, by the generators' comments:
+ * both tiny_mlp.xml (ours and ../shared's) have the same 26 layers, the
+ * same names and the same packed values.
+ */
+static void summary_and_packed_values(const char *xml)
 {
 	struct tfs_image *img = NULL;
 	struct tfs_diag d;
@@ -110,9 +144,7 @@ START_TEST(summary_and_packed_values)
 	const struct tfs_tensor *t;
 	unsigned k;
 
-	ck_assert_int_eq(
-		tu_load_file(tu_fixture("openvino-ir/tiny_mlp.xml"), &img, &d),
-		0);
+	ck_assert_int_eq(tu_load_file(xml, &img, &d), 0);
 	meta = tu_meta_json(img, "metadata.json");
 	ck_assert_int_eq(json_integer_value(json_object_get(meta, "layers")),
 			 26);
@@ -173,6 +205,18 @@ START_TEST(summary_and_packed_values)
 		ck_assert_double_eq(v[k], i4[k]);
 	tfs_image_close(img);
 }
+
+START_TEST(shared_summary_and_packed_values)
+{
+	TU_NEED_SHARED("openvino-ir/tiny_mlp.xml");
+	summary_and_packed_values(tu_fixture("openvino-ir/tiny_mlp.xml"));
+}
+END_TEST
+
+START_TEST(our_summary_and_packed_values)
+{
+	summary_and_packed_values(tu_testdata("openvino/model/tiny_mlp.xml"));
+}
 END_TEST
 
 /* the offset of the first @needle in @path */
@@ -189,7 +233,7 @@ static uint64_t needle_at(const char *path, const char *needle)
 	return at;
 }
 
-START_TEST(every_reject_at_its_field)
+static void every_reject_in(const char *dir)
 {
 	static const struct {
 		const char *file, *needle, *word;
@@ -209,15 +253,14 @@ START_TEST(every_reject_at_its_field)
 		 "element_type 'string'", -ENOTSUP},
 		{"negative_dim", "shape=\"4,-3\"", "dimension '-3'", -EBADMSG},
 	};
-	json_t *exp = expected(), *rej = json_object_get(exp, "reject");
-	char rel[128];
+	json_t *exp = expected(dir), *rej = json_object_get(exp, "reject");
+	char rel[128], path[4096];
 	size_t i;
 
 	ck_assert_uint_eq(json_object_size(rej), sizeof(v) / sizeof(v[0]));
 	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
 		struct tfs_image *img = NULL;
 		struct tfs_diag d;
-		const char *path;
 		int ret;
 
 		snprintf(rel, sizeof(rel), "reject/%s.xml", v[i].file);
@@ -225,9 +268,8 @@ START_TEST(every_reject_at_its_field)
 			      "%s: not in "
 			      "expected.json",
 			      rel);
-		snprintf(rel, sizeof(rel), "openvino-ir/reject/%s.xml",
+		snprintf(path, sizeof(path), "%s/reject/%s.xml", dir,
 			 v[i].file);
-		path = tu_fixture(rel);
 		ret = tu_load_file(path, &img, &d);
 		ck_assert_msg(ret == v[i].err, "%s: %d (%s)", rel, ret, d.msg);
 		ck_assert_ptr_null(img);
@@ -239,6 +281,18 @@ START_TEST(every_reject_at_its_field)
 			      (unsigned long long)d.offset);
 	}
 	json_decref(exp);
+}
+
+START_TEST(every_shared_reject_at_its_field)
+{
+	TU_NEED_SHARED("openvino-ir/expected.json");
+	every_reject_in(dir_of(true));
+}
+END_TEST
+
+START_TEST(every_reject_of_ours_at_its_field)
+{
+	every_reject_in(dir_of(false));
 }
 END_TEST
 
@@ -383,7 +437,8 @@ START_TEST(probe_by_name_and_root)
 END_TEST
 
 /* a model without its .bin: listed, unreadable, the rest mounts */
-START_TEST(missing_bin)
+/* @xml (tiny_mlp.xml) copied alone to a folder of its own */
+static void missing_bin(const char *xml)
 {
 	char dir[] = "/tmp/tfs-ov-XXXXXX", path[64];
 	struct tfs_image *img = NULL;
@@ -394,9 +449,9 @@ START_TEST(missing_bin)
 	FILE *f;
 	struct tfs_view v;
 
+	b = tu_read_file(xml, &len);
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/model.xml", dir);
-	b = tu_read_file(tu_fixture("openvino-ir/tiny_mlp.xml"), &len);
 	f = fopen(path, "wb");
 	ck_assert_ptr_nonnull(f);
 	ck_assert_uint_eq(fwrite(b, 1, len, f), len);
@@ -413,6 +468,18 @@ START_TEST(missing_bin)
 	unlink(path);
 	rmdir(dir);
 }
+
+START_TEST(shared_missing_bin)
+{
+	TU_NEED_SHARED("openvino-ir/tiny_mlp.xml");
+	missing_bin(tu_fixture("openvino-ir/tiny_mlp.xml"));
+}
+END_TEST
+
+START_TEST(our_missing_bin)
+{
+	missing_bin(tu_testdata("openvino/model/tiny_mlp.xml"));
+}
 END_TEST
 
 int main(void)
@@ -421,14 +488,18 @@ int main(void)
 	TCase *tc = tcase_create("fixtures");
 	TCase *own = tcase_create("own");
 
-	tcase_add_test(tc, every_const_as_expected);
-	tcase_add_test(tc, summary_and_packed_values);
-	tcase_add_test(tc, every_reject_at_its_field);
-	tcase_add_test(tc, missing_bin);
+	tcase_add_test(tc, every_const_of_ours_as_expected);
+	tcase_add_test(tc, our_summary_and_packed_values);
+	tcase_add_test(tc, every_reject_of_ours_at_its_field);
+	tcase_add_test(tc, our_missing_bin);
+	tcase_add_test(tc, every_shared_const_as_expected);
+	tcase_add_test(tc, shared_summary_and_packed_values);
+	tcase_add_test(tc, every_shared_reject_at_its_field);
+	tcase_add_test(tc, shared_missing_bin);
 	tcase_add_test(own, names_output_names_and_clashes);
 	tcase_add_test(own, refusals);
 	tcase_add_test(own, probe_by_name_and_root);
 	suite_add_tcase(s, own);
 	suite_add_tcase(s, tc);
-	return tu_run_with_fixtures(s);
+	return tu_run(s);
 }

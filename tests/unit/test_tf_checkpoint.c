@@ -2,9 +2,10 @@
 /*
  * TensorFlow V2 checkpoints (src/formats/tf_checkpoint.c): every bundle
  * of the shared fixtures (TF Serving's real bundles, two with snappy
- * blocks; synthesized all-dtype and multi-shard ones) against
- * expected.json tensor by tensor: display path (the TF2 suffix rule),
- * dtype, shape, size, shard offset (zero-copy), the sha256 of the bytes,
+ * blocks; synthesized all-dtype and multi-shard ones) and of ours
+ * (tests/fixtures/tf_checkpoint: all dtypes, 3 shards, snappy blocks)
+ * against its expected.json tensor by tensor: display path (the TF2 suffix
+ * rule), dtype, shape, size, shard offset (zero-copy), the sha256 of the bytes,
  * the CRC32C digest, decoded strings; every reject refused naming the
  * rule and the byte offset (the tensor CRC one: EIO on read); our own
  * bundle (tests/fixtures/tf_checkpoint) loaded from memory: listed,
@@ -21,13 +22,37 @@
 #include "tensorfs/image.h"
 #include "testutil.h"
 
-static json_t *expected(void)
+/*
+ * The two sets of bundles, each with its expected.json in one layout:
+ * ../shared's (real TF Serving bundles and synthesized ones) and ours
+ * (tests/fixtures/tf_checkpoint/generate.py: all dtypes, 3 shards, snappy
+ * blocks, the rejects), so every check below runs on ours without ../shared.
+ */
+static const char *shared_dir(void)
 {
-	json_error_t err;
-	json_t *j = json_load_file(tu_fixture("tf-checkpoint/expected.json"), 0,
-				   &err);
+	static char dir[4096];
 
-	ck_assert_msg(j != NULL, "expected.json: %s", err.text);
+	snprintf(dir, sizeof(dir), "%s", tu_fixture("tf-checkpoint"));
+	return dir;
+}
+
+static const char *our_dir(void)
+{
+	static char dir[4096];
+
+	snprintf(dir, sizeof(dir), "%s", tu_testdata("tf_checkpoint"));
+	return dir;
+}
+
+static json_t *expected(const char *dir)
+{
+	char path[4096];
+	json_error_t err;
+	json_t *j;
+
+	snprintf(path, sizeof(path), "%s/expected.json", dir);
+	j = json_load_file(path, 0, &err);
+	ck_assert_msg(j != NULL, "%s: %s", path, err.text);
 	return j;
 }
 
@@ -97,21 +122,22 @@ static void expect_tensor(struct tfs_image *img, const char *bundle,
 	free(b);
 }
 
-START_TEST(every_bundle_as_expected)
+static void every_bundle_in(const char *dir)
 {
-	json_t *e = expected(), *m, *t, *meta;
+	json_t *e = expected(dir), *m, *t, *meta;
 	const char *k;
 	size_t i;
 
+	ck_assert_uint_ge(json_object_size(json_object_get(e, "valid")), 3);
 	json_object_foreach(json_object_get(e, "valid"), k, m)
 	{
-		char rel[512];
+		char rel[4096];
 		struct tfs_image *img = NULL;
 		struct tfs_diag d;
 
-		snprintf(rel, sizeof(rel), "tf-checkpoint/%s.index", k);
-		ck_assert_msg(tu_load_file(tu_fixture(rel), &img, &d) == 0,
-			      "%s: %s", k, d.msg);
+		snprintf(rel, sizeof(rel), "%s/%s.index", dir, k);
+		ck_assert_msg(tu_load_file(rel, &img, &d) == 0, "%s: %s", k,
+			      d.msg);
 		ck_assert_str_eq(img->format->name, "tf_checkpoint");
 		ck_assert_uint_eq(
 			img->tree->ntensors,
@@ -129,10 +155,22 @@ START_TEST(every_bundle_as_expected)
 	}
 	json_decref(e);
 }
+
+START_TEST(every_shared_bundle_as_expected)
+{
+	TU_NEED_SHARED("tf-checkpoint/expected.json");
+	every_bundle_in(shared_dir());
+}
+END_TEST
+
+START_TEST(every_bundle_of_ours_as_expected)
+{
+	every_bundle_in(our_dir());
+}
 END_TEST
 
 static const struct {
-	const char *path; /* under tf-checkpoint/reject/ */
+	const char *path; /* under reject/ */
 	const char *word;
 } rejects[] = {
 	{"bad_magic/ckpt.index", "bad table magic"},
@@ -153,23 +191,26 @@ static const struct {
 	{"truncated_index/ckpt.index", "shorter than the 48-byte footer"},
 };
 
-START_TEST(every_reject_refused)
+static void every_reject_in(const char *dir)
 {
-	json_t *e = expected();
+	json_t *e = expected(dir);
 	size_t i;
 
-	/* every reject but tensor_crc_mismatch (a read fails) has a row */
-	ck_assert_uint_eq(json_object_size(json_object_get(e, "reject")),
-			  sizeof(rejects) / sizeof(*rejects) + 1);
+	/* every reject but tensor_crc_mismatch (a read fails: in "reject"
+	 * in ../shared's, in "read_eio" in ours) has a row */
+	ck_assert_uint_eq(
+		json_object_size(json_object_get(e, "reject")) +
+			json_object_size(json_object_get(e, "read_eio")),
+		sizeof(rejects) / sizeof(*rejects) + 1);
 	for (i = 0; i < sizeof(rejects) / sizeof(*rejects); i++) {
-		char rel[256];
+		char rel[4096];
 		struct tfs_image *img = NULL;
 		struct tfs_diag d;
 		int ret;
 
-		snprintf(rel, sizeof(rel), "tf-checkpoint/reject/%s",
+		snprintf(rel, sizeof(rel), "%s/reject/%s", dir,
 			 rejects[i].path);
-		ret = tu_load_file(tu_fixture(rel), &img, &d);
+		ret = tu_load_file(rel, &img, &d);
 		ck_assert_msg(ret < 0, "%s: loaded", rejects[i].path);
 		ck_assert_msg(strstr(d.msg, rejects[i].word), "%s: '%s'",
 			      rejects[i].path, d.msg);
@@ -178,10 +219,22 @@ START_TEST(every_reject_refused)
 	}
 	json_decref(e);
 }
+
+START_TEST(every_shared_reject_refused)
+{
+	TU_NEED_SHARED("tf-checkpoint/expected.json");
+	every_reject_in(shared_dir());
+}
+END_TEST
+
+START_TEST(every_reject_of_ours_refused)
+{
+	every_reject_in(our_dir());
+}
 END_TEST
 
 /* the tensor's CRC: mounted, but its bytes are never served */
-START_TEST(tensor_crc_mismatch_fails_on_read)
+static void tensor_crc_mismatch_in(const char *path)
 {
 	struct tfs_image *img = NULL;
 	struct tfs_view v;
@@ -189,11 +242,7 @@ START_TEST(tensor_crc_mismatch_fails_on_read)
 	uint32_t n, i, eio = 0;
 	int ret;
 
-	ck_assert_int_eq(tu_load_file(tu_fixture("tf-checkpoint/reject/"
-						 "tensor_crc_mismatch/"
-						 "ckpt.index"),
-				      &img, &d),
-			 0);
+	ck_assert_int_eq(tu_load_file(path, &img, &d), 0);
 	/* w's first byte changed, x untouched */
 	for (i = 0; i < img->tree->ntensors; i++) {
 		n = tfs_tree_resolve(img->tree, img->tree->tensors[i].path);
@@ -207,19 +256,31 @@ START_TEST(tensor_crc_mismatch_fails_on_read)
 	ck_assert_uint_eq(eio, 1);
 	tfs_image_close(img);
 }
+
+START_TEST(shared_tensor_crc_mismatch_fails_on_read)
+{
+	TU_NEED_SHARED("tf-checkpoint/reject/tensor_crc_mismatch/ckpt.index");
+	tensor_crc_mismatch_in(
+		tu_fixture("tf-checkpoint/reject/tensor_crc_mismatch/"
+			   "ckpt.index"));
+}
 END_TEST
 
-START_TEST(tf2_names_and_info)
+START_TEST(our_tensor_crc_mismatch_fails_on_read)
+{
+	tensor_crc_mismatch_in(tu_testdata("tf_checkpoint/read_eio/"
+					   "tensor_crc_mismatch/ckpt.index"));
+}
+END_TEST
+
+/* @path: a 3-shard bundle with optimizer slots and a checkpoint file */
+static void tf2_names_in(const char *path)
 {
 	struct tfs_image *img = NULL;
 	struct tfs_diag d;
 	json_t *meta, *st;
 
-	ck_assert_int_eq(
-		tu_load_file(tu_fixture("tf-checkpoint/synthesized/"
-					"multi_shard/model.ckpt-7.index"),
-			     &img, &d),
-		0);
+	ck_assert_int_eq(tu_load_file(path, &img, &d), 0);
 	/* a slot stays apart, under its .OPTIMIZER_SLOT folder */
 	ck_assert_str_eq(tu_tensor(img,
 				   "model/layer_with_weights-0/kernel/"
@@ -239,12 +300,35 @@ START_TEST(tf2_names_and_info)
 	ck_assert(json_is_true(json_object_get(st, "latest")));
 	json_decref(meta);
 	tfs_image_close(img);
-	/* TF Serving's: an absolute path of another machine, by basename */
-	ck_assert_int_eq(
-		tu_load_file(tu_fixture("tf-checkpoint/real/half_plus_two_cpu/"
-					"variables.index"),
-			     &img, &d),
-		0);
+}
+
+START_TEST(shared_tf2_names_and_info)
+{
+	TU_NEED_SHARED("tf-checkpoint/synthesized/multi_shard/"
+		       "model.ckpt-7.index");
+	tf2_names_in(tu_fixture("tf-checkpoint/synthesized/multi_shard/"
+				"model.ckpt-7.index"));
+}
+END_TEST
+
+START_TEST(our_tf2_names_and_info)
+{
+	tf2_names_in(tu_testdata("tf_checkpoint/bundles/multi_shard/"
+				 "model.ckpt-7.index"));
+}
+END_TEST
+
+/*
+ * A checkpoint file beside @path written on another machine, naming
+ * .../export by an absolute path: by basename, and not this bundle
+ */
+static void checkpoint_of_another_machine(const char *path)
+{
+	struct tfs_image *img = NULL;
+	struct tfs_diag d;
+	json_t *meta, *st;
+
+	ck_assert_int_eq(tu_load_file(path, &img, &d), 0);
 	meta = tu_meta_json(img, "metadata.json");
 	st = json_object_get(meta, "checkpoint_state");
 	ck_assert_str_eq(
@@ -253,6 +337,21 @@ START_TEST(tf2_names_and_info)
 	ck_assert(json_is_false(json_object_get(st, "latest")));
 	json_decref(meta);
 	tfs_image_close(img);
+}
+
+/* TF Serving's own */
+START_TEST(checkpoint_file_of_another_machine)
+{
+	TU_NEED_SHARED("tf-checkpoint/real/half_plus_two_cpu/variables.index");
+	checkpoint_of_another_machine(tu_fixture(
+		"tf-checkpoint/real/half_plus_two_cpu/variables.index"));
+}
+END_TEST
+
+START_TEST(our_checkpoint_file_of_another_machine)
+{
+	checkpoint_of_another_machine(
+		tu_testdata("tf_checkpoint/bundles/all_dtypes/ckpt.index"));
 }
 END_TEST
 
@@ -319,10 +418,16 @@ int main(void)
 	tcase_add_test(tc, tiny_bundle);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("fixtures");
-	tcase_add_test(tc, every_bundle_as_expected);
-	tcase_add_test(tc, every_reject_refused);
-	tcase_add_test(tc, tensor_crc_mismatch_fails_on_read);
-	tcase_add_test(tc, tf2_names_and_info);
+	tcase_add_test(tc, every_bundle_of_ours_as_expected);
+	tcase_add_test(tc, every_reject_of_ours_refused);
+	tcase_add_test(tc, our_tensor_crc_mismatch_fails_on_read);
+	tcase_add_test(tc, our_tf2_names_and_info);
+	tcase_add_test(tc, our_checkpoint_file_of_another_machine);
+	tcase_add_test(tc, every_shared_bundle_as_expected);
+	tcase_add_test(tc, every_shared_reject_refused);
+	tcase_add_test(tc, shared_tensor_crc_mismatch_fails_on_read);
+	tcase_add_test(tc, shared_tf2_names_and_info);
+	tcase_add_test(tc, checkpoint_file_of_another_machine);
 	suite_add_tcase(s, tc);
-	return tu_run_with_fixtures(s);
+	return tu_run(s);
 }

@@ -2,7 +2,8 @@
 /*
  * TensorFlow.js models (src/formats/tfjs.c): every model of the shared
  * fixtures (written by tfjs 4.22's serializer; a synthesized quantized
- * graph model with a weight straddling two shard files) against
+ * graph model with a weight straddling two shard files) and of ours
+ * (tests/fixtures/tfjs/generate.py: the same features) against its
  * expected.json weight by weight: path, stored and logical dtype, shape,
  * size, the pieces it lies in (zero-copy offsets), the sha256 of its
  * bytes, quantization xattrs, decoded strings; metadata.json; every reject
@@ -20,12 +21,30 @@
 #include "tensorfs/source.h"
 #include "testutil.h"
 
-static json_t *expected(void)
+/*
+ * Two sets of models, each with an expected.json in one layout: ../shared's
+ * (tfjs's own writer, a synthesized quantized graph model) and ours
+ * (tests/fixtures/tfjs/generate.py: the same features), so every check
+ * runs on ours without ../shared.
+ */
+static const char *dir_of(bool shared)
 {
-	json_error_t err;
-	json_t *j = json_load_file(tu_fixture("tfjs/expected.json"), 0, &err);
+	static char dir[2][4096];
 
-	ck_assert_msg(j != NULL, "expected.json: %s", err.text);
+	snprintf(dir[shared], sizeof(dir[shared]), "%s",
+		 shared ? tu_fixture("tfjs") : tu_testdata("tfjs"));
+	return dir[shared];
+}
+
+static json_t *expected(const char *dir)
+{
+	char path[4096];
+	json_error_t err;
+	json_t *j;
+
+	snprintf(path, sizeof(path), "%s/expected.json", dir);
+	j = json_load_file(path, 0, &err);
+	ck_assert_msg(j != NULL, "%s: %s", path, err.text);
 	return j;
 }
 
@@ -110,9 +129,9 @@ static void expect_weight(struct tfs_image *img, const char *model,
 	}
 }
 
-static void check_model(const char *model, const json_t *m)
+static void check_model(const char *dir, const char *model, const json_t *m)
 {
-	char path[512];
+	char path[4096];
 	struct tfs_image *img = NULL;
 	struct tfs_diag d;
 	const json_t *w, *meta_want = json_object_get(m, "model");
@@ -122,8 +141,8 @@ static void check_model(const char *model, const json_t *m)
 	size_t i;
 	int ret;
 
-	snprintf(path, sizeof(path), "tfjs/%s/model.json", model);
-	ret = tu_load_file(tu_fixture(path), &img, &d);
+	snprintf(path, sizeof(path), "%s/%s/model.json", dir, model);
+	ret = tu_load_file(path, &img, &d);
 	ck_assert_msg(ret == 0, "%s: %s", model, d.msg);
 	ck_assert_str_eq(img->format->name, "tfjs");
 	ck_assert_uint_eq(img->tree->ntensors,
@@ -148,30 +167,42 @@ static void check_model(const char *model, const json_t *m)
 	tfs_image_close(img);
 }
 
-START_TEST(every_model_as_expected)
+static void every_model_in(const char *dir)
 {
-	json_t *e = expected();
+	json_t *e = expected(dir);
 	const char *k;
 	json_t *m;
 
+	ck_assert_uint_ge(json_object_size(json_object_get(e, "valid")), 2);
 	json_object_foreach(json_object_get(e, "valid"), k, m)
-		check_model(k, m);
+		check_model(dir, k, m);
 	json_decref(e);
+}
+
+START_TEST(every_shared_model_as_expected)
+{
+	TU_NEED_SHARED("tfjs/expected.json");
+	every_model_in(dir_of(true));
 }
 END_TEST
 
-START_TEST(optimizer_and_info)
+START_TEST(every_model_of_ours_as_expected)
+{
+	every_model_in(dir_of(false));
+}
+END_TEST
+
+/* @layers: a layers model with Adam's state; @graph: a graph model with
+ * userDefinedMetadata.note @note */
+static void optimizer_and_info(const char *layers, const char *graph,
+			       const char *note)
 {
 	struct tfs_image *img = NULL;
 	struct tfs_diag d;
 	const struct tfs_tensor *x;
 	json_t *meta;
 
-	ck_assert_int_eq(
-		tu_load_file(tu_fixture("tfjs/reference-written/"
-					"layers_with_optimizer/model.json"),
-			     &img, &d),
-		0);
+	ck_assert_int_eq(tu_load_file(layers, &img, &d), 0);
 	x = tu_tensor(img, "d/kernel/m");
 	ck_assert_str_eq(x->path, "optimizer/d/kernel/m");
 	tu_expect_xattr(img, x->path, "tfjs.group", "optimizer");
@@ -184,18 +215,42 @@ START_TEST(optimizer_and_info)
 	json_decref(meta);
 	tfs_image_close(img);
 
-	ck_assert_int_eq(
-		tu_load_file(tu_fixture("tfjs/synthesized/"
-					"graph_model_quantized/model.json"),
-			     &img, &d),
-		0);
+	ck_assert_int_eq(tu_load_file(graph, &img, &d), 0);
 	meta = tu_meta_json(img, "metadata.json");
 	ck_assert_str_eq(
 		json_string_value(json_object_get(
 			json_object_get(meta, "userDefinedMetadata"), "note")),
-		"synthesized tensorfs fixture");
+		note);
 	json_decref(meta);
 	tfs_image_close(img);
+}
+
+START_TEST(shared_optimizer_and_info)
+{
+	char layers[4096];
+
+	TU_NEED_SHARED("tfjs/reference-written/layers_with_optimizer/"
+		       "model.json");
+	TU_NEED_SHARED("tfjs/synthesized/graph_model_quantized/model.json");
+	snprintf(layers, sizeof(layers), "%s",
+		 tu_fixture("tfjs/reference-written/layers_with_optimizer/"
+			    "model.json"));
+	optimizer_and_info(layers,
+			   tu_fixture("tfjs/synthesized/graph_model_quantized/"
+				      "model.json"),
+			   "synthesized tensorfs fixture");
+}
+END_TEST
+
+START_TEST(our_optimizer_and_info)
+{
+	char layers[4096];
+
+	snprintf(layers, sizeof(layers), "%s",
+		 tu_testdata("tfjs/models/layers/model.json"));
+	optimizer_and_info(layers,
+			   tu_testdata("tfjs/models/quantized/model.json"),
+			   "tensorfs's own fixture");
 }
 END_TEST
 
@@ -220,15 +275,15 @@ static const struct {
 	{"unknown_dtype", "unknown dtype", "\"float64\""},
 };
 
-START_TEST(every_reject_refused)
+static void every_reject_in(const char *dir)
 {
-	json_t *e = expected();
+	json_t *e = expected(dir);
 	size_t i, len;
 
 	ck_assert_uint_eq(json_object_size(json_object_get(e, "reject")),
 			  sizeof(rejects) / sizeof(*rejects));
 	for (i = 0; i < sizeof(rejects) / sizeof(*rejects); i++) {
-		char rel[256];
+		char rel[4096];
 		struct tfs_image *img = NULL;
 		struct tfs_diag d;
 		uint8_t *b;
@@ -236,9 +291,9 @@ START_TEST(every_reject_refused)
 
 		ck_assert_ptr_nonnull(json_object_get(
 			json_object_get(e, "reject"), rejects[i].dir));
-		snprintf(rel, sizeof(rel), "tfjs/reject/%s/model.json",
+		snprintf(rel, sizeof(rel), "%s/reject/%s/model.json", dir,
 			 rejects[i].dir);
-		ret = tu_load_file(tu_fixture(rel), &img, &d);
+		ret = tu_load_file(rel, &img, &d);
 		ck_assert_msg(ret < 0, "%s: loaded", rejects[i].dir);
 		ck_assert_msg(strstr(d.msg, rejects[i].word), "%s: '%s'",
 			      rejects[i].dir, d.msg);
@@ -248,7 +303,7 @@ START_TEST(every_reject_refused)
 		if (rejects[i].needle) {
 			const char *p;
 
-			b = tu_read_file(tu_fixture(rel), &len);
+			b = tu_read_file(rel, &len);
 			p = memmem(b, len, rejects[i].needle,
 				   strlen(rejects[i].needle));
 			ck_assert_ptr_nonnull(p);
@@ -259,6 +314,18 @@ START_TEST(every_reject_refused)
 		}
 	}
 	json_decref(e);
+}
+
+START_TEST(every_shared_reject_refused)
+{
+	TU_NEED_SHARED("tfjs/expected.json");
+	every_reject_in(dir_of(true));
+}
+END_TEST
+
+START_TEST(every_reject_of_ours_refused)
+{
+	every_reject_in(dir_of(false));
 }
 END_TEST
 
@@ -355,12 +422,15 @@ int main(void)
 	Suite *s = suite_create("tfjs");
 	TCase *tc = tcase_create("tfjs");
 
-	tcase_add_test(tc, every_model_as_expected);
-	tcase_add_test(tc, optimizer_and_info);
-	tcase_add_test(tc, every_reject_refused);
+	tcase_add_test(tc, every_model_of_ours_as_expected);
+	tcase_add_test(tc, our_optimizer_and_info);
+	tcase_add_test(tc, every_reject_of_ours_refused);
+	tcase_add_test(tc, every_shared_model_as_expected);
+	tcase_add_test(tc, shared_optimizer_and_info);
+	tcase_add_test(tc, every_shared_reject_refused);
 	tcase_add_test(tc, manifest_in_memory);
 	tcase_add_test(tc, manifest_rejects_in_memory);
 	tcase_add_test(tc, our_model_from_disk);
 	suite_add_tcase(s, tc);
-	return tu_run_with_fixtures(s);
+	return tu_run(s);
 }
