@@ -80,6 +80,7 @@ static void check_tensor(struct tfs_image *img, json_t *man, const json_t *t)
 
 START_TEST(fixtures_valid)
 {
+	TU_NEED_SHARED("flax-msgpack/expected.json");
 	json_error_t err;
 	json_t *exp = json_load_file(tu_fixture(FIX "expected.json"), 0, &err);
 	json_t *e, *t, *meta, *man, *leaves;
@@ -129,6 +130,7 @@ END_TEST
 
 START_TEST(fixtures_reject)
 {
+	TU_NEED_SHARED("flax-msgpack/reject");
 	static const struct {
 		const char *file;
 		int err;
@@ -445,5 +447,5 @@ static Suite *flax_suite(void)
 
 int main(void)
 {
-	return tu_run_with_fixtures(flax_suite());
+	return tu_run(flax_suite());
 }

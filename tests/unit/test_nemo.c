@@ -18,6 +18,7 @@
 
 START_TEST(mlp_nemo)
 {
+	TU_NEED_SHARED("torchscript/mlp.nemo");
 	json_error_t err;
 	json_t *e = json_load_file(tu_fixture("torchscript/expected.json"), 0,
 				   &err),
@@ -98,6 +99,7 @@ END_TEST
 
 START_TEST(rejects)
 {
+	TU_NEED_SHARED("torchscript/mlp_gz.nemo");
 	uint8_t *b;
 	size_t len;
 
@@ -208,5 +210,5 @@ int main(void)
 	tcase_add_test(tc, rejects);
 	tcase_add_test(tc, own_fixtures);
 	suite_add_tcase(s, tc);
-	return tu_run_with_fixtures(s);
+	return tu_run(s);
 }

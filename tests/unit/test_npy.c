@@ -108,6 +108,7 @@ static const struct {
 
 START_TEST(shared_fixtures)
 {
+	TU_NEED_SHARED("npy/f4_1d.npy");
 	struct tfs_image *img;
 	struct tfs_diag d;
 	const struct tfs_tensor *t;
@@ -159,6 +160,7 @@ END_TEST
 
 START_TEST(descr_xattr_and_metadata)
 {
+	TU_NEED_SHARED("npy/f4be_1d.npy");
 	struct tfs_image *img;
 	struct tfs_diag d;
 	uint8_t *file, *meta;
@@ -289,6 +291,7 @@ END_TEST
 /* trailing bytes after the array: accepted, with a warning (spec 4) */
 START_TEST(trailing_bytes_warn)
 {
+	TU_NEED_SHARED("npy/f4_1d.npy");
 	struct tfs_image *img;
 	struct tfs_diag d;
 	uint8_t *file;
@@ -388,5 +391,5 @@ int main(void)
 	tcase_add_test(tc, every_reject);
 	tcase_add_test(tc, every_truncation);
 	suite_add_tcase(s, tc);
-	return tu_run_with_fixtures(s);
+	return tu_run(s);
 }

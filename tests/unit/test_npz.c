@@ -60,6 +60,7 @@ static void expect_sha(struct tfs_image *img, const char *name, const char *sha)
 
 START_TEST(shared_stored)
 {
+	TU_NEED_SHARED("npy/stored.npz");
 	struct tfs_image *img;
 	struct tfs_diag d;
 	const struct tfs_tensor *w, *a;
@@ -101,6 +102,7 @@ END_TEST
 
 START_TEST(shared_deflated)
 {
+	TU_NEED_SHARED("npy/deflated.npz");
 	struct tfs_check_result r;
 	struct tfs_image *img;
 	struct tfs_diag d;
@@ -203,6 +205,7 @@ END_TEST
 /* a member name that is not UTF-8: a tensor, and still valid JSON */
 START_TEST(name_not_utf8)
 {
+	TU_NEED_SHARED("npy/stored.npz");
 	struct tfs_image *img;
 	struct tfs_diag d;
 	json_error_t err;
@@ -372,6 +375,7 @@ END_TEST
  */
 START_TEST(detection)
 {
+	TU_NEED_SHARED("npy/stored.npz");
 	static const struct {
 		const char *file, *word;
 	} v[] = {
@@ -430,5 +434,5 @@ int main(void)
 	tcase_add_test(tc, every_reject);
 	tcase_add_test(tc, detection);
 	suite_add_tcase(s, tc);
-	return tu_run_with_fixtures(s);
+	return tu_run(s);
 }

@@ -56,6 +56,7 @@ static const struct {
 
 START_TEST(real_samples)
 {
+	TU_NEED_SHARED("safetensors/overall.safetensors");
 	struct tfs_image *img;
 	struct tfs_diag d;
 	char path[64];
@@ -78,6 +79,7 @@ END_TEST
 /* all nine in one file; d, f and i are not naturally aligned */
 START_TEST(real_overall)
 {
+	TU_NEED_SHARED("safetensors/overall.safetensors");
 	static const struct {
 		const char *name;
 		uint64_t offset;
@@ -112,6 +114,7 @@ END_TEST
 
 START_TEST(padded_header)
 {
+	TU_NEED_SHARED("safetensors/synthesized/x_f32_padded_header.safetensors");
 	struct tfs_image *img;
 	struct tfs_diag d;
 
@@ -380,26 +383,15 @@ END_TEST
  */
 START_TEST(real_mlx_adapter_metadata_null)
 {
-	const char *fx = getenv("TFS_FIXTURES");
+	static const char rel[] =
+		"../real/safetensors/ollama-discollama-adapters.safetensors";
 	const struct tfs_tensor *x;
 	struct tfs_image *img;
 	struct tfs_diag d;
 	char path[4096];
-	FILE *f;
 
-	snprintf(
-		path, sizeof(path),
-		"%s/../real/safetensors/ollama-discollama-adapters.safetensors",
-		fx ? fx : ".");
-	f = fopen(path, "rb");
-	if (!f) {
-		fprintf(stderr,
-			"real_mlx_adapter_metadata_null: %s missing, "
-			"skipped\n",
-			path);
-		return;
-	}
-	fclose(f);
+	TU_NEED_SHARED(rel);
+	snprintf(path, sizeof(path), "%s", tu_fixture(rel));
 	ck_assert_int_eq(tu_load_file(path, &img, &d), 0);
 	ck_assert_uint_eq(img->tree->ntensors, 8);
 	x = tu_tensor(img, "model.layers.30.self_attn.q_proj.lora_a");
@@ -425,5 +417,5 @@ int main(void)
 	tcase_add_test(tc, metadata_null);
 	tcase_add_test(tc, real_mlx_adapter_metadata_null);
 	suite_add_tcase(s, tc);
-	return tu_run_with_fixtures(s);
+	return tu_run(s);
 }

@@ -60,6 +60,7 @@ static void check_tensors(struct tfs_image *img, const char *file, json_t *t)
 
 START_TEST(scripted_and_traced)
 {
+	TU_NEED_SHARED("torchscript/expected.json");
 	static const char *const files[] = {"cnn_scripted.pt", "mlp_traced.pt",
 					    "const_traced.pt"};
 	json_t *e = expected(), *v, *meta, *ts;
@@ -93,6 +94,7 @@ END_TEST
 /* attributes that are no tensors are metadata leaves; paths are dirs */
 START_TEST(leaves_and_paths)
 {
+	TU_NEED_SHARED("torchscript/cnn_scripted.pt");
 	struct tfs_image *img;
 	struct tfs_diag d;
 	json_t *meta, *leaves;
@@ -127,6 +129,7 @@ END_TEST
 /* Lightning: today's torch.save reader, names as expected.json says */
 START_TEST(lightning_ckpt)
 {
+	TU_NEED_SHARED("torchscript/lightning_like.ckpt");
 	json_t *e = expected(), *v, *meta, *leaves;
 	struct tfs_image *img;
 	struct tfs_diag d;
@@ -181,6 +184,7 @@ static uint64_t find(const uint8_t *b, size_t len, const void *s, size_t n)
 
 START_TEST(rejects)
 {
+	TU_NEED_SHARED("torchscript/reject/evil_os_system_script.pt");
 	uint8_t *b;
 	size_t len;
 
@@ -272,5 +276,5 @@ int main(void)
 	tcase_add_test(tc, rejects);
 	tcase_add_test(tc, own_fixtures);
 	suite_add_tcase(s, tc);
-	return tu_run_with_fixtures(s);
+	return tu_run(s);
 }
