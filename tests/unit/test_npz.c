@@ -203,9 +203,9 @@ START_TEST(paths_and_skipped_members)
 END_TEST
 
 /* a member name that is not UTF-8: a tensor, and still valid JSON */
-START_TEST(name_not_utf8)
+/* @path: an .npz whose first member is w.npy */
+static void check_name_not_utf8(const char *path)
 {
-	TU_NEED_SHARED("npy/stored.npz");
 	struct tfs_image *img;
 	struct tfs_diag d;
 	json_error_t err;
@@ -213,7 +213,7 @@ START_TEST(name_not_utf8)
 	uint8_t *file, *text, *p;
 	size_t flen, tlen;
 
-	file = tu_read_file(tu_fixture("npy/stored.npz"), &flen);
+	file = tu_read_file(path, &flen);
 	/* "w.npy" in the local header and in the central entry */
 	for (p = file; (p = memmem(p, flen - (size_t)(p - file), "w.npy", 5));)
 		*p = 0xff;
@@ -233,6 +233,19 @@ START_TEST(name_not_utf8)
 	free(text);
 	tfs_image_close(img);
 	free(file);
+}
+
+START_TEST(name_not_utf8)
+{
+	TU_NEED_SHARED("npy/stored.npz");
+	check_name_not_utf8(tu_fixture("npy/stored.npz"));
+}
+END_TEST
+
+/* numpy's np.savez(w=..., x) of tests/fixtures/npy/generate.py */
+START_TEST(project_name_not_utf8)
+{
+	check_name_not_utf8(tu_testdata("npy/valid/savez_positional.npz"));
 }
 END_TEST
 
@@ -375,7 +388,6 @@ END_TEST
  */
 START_TEST(detection)
 {
-	TU_NEED_SHARED("npy/stored.npz");
 	static const struct {
 		const char *file, *word;
 	} v[] = {
@@ -404,7 +416,7 @@ START_TEST(detection)
 		free(b);
 	}
 	/* an .npz, an empty one, a damaged zip: claimed */
-	b = tu_read_file(tu_fixture("npy/stored.npz"), &len);
+	b = tu_read_file(tu_testdata("npy/valid/savez_positional.npz"), &len);
 	tfs_source_init_memory(&src, b, len);
 	ck_assert_int_eq(npz->probe(&src), 100);
 	tfs_source_init_memory(&src, b, len - 1);
@@ -428,6 +440,7 @@ int main(void)
 	tcase_add_test(tc, numpy_written);
 	tcase_add_test(tc, paths_and_skipped_members);
 	tcase_add_test(tc, name_not_utf8);
+	tcase_add_test(tc, project_name_not_utf8);
 	tcase_add_test(tc, deflated_windows);
 	tcase_add_test(tc, crc_mismatch);
 	tcase_add_test(tc, crc_mismatch_windows);
