@@ -3,7 +3,8 @@
  * NumPy .npz (src/formats/npz.c): the shared fixtures against the members,
  * offsets, CRCs and sha256s documented in shared/specs/npy.md section 7,
  * numpy's own archives (the .npz files of tests/fixtures/npy/valid) against
- * numpy's reading of them (tests/fixtures/npy/expected.json), stored and
+ * numpy's reading of them (tests/fixtures/npy/expected.json) and against
+ * their zip headers read here (offsets, CRCs, sizes), stored and
  * deflated members whose CRC-32 is wrong (EIO on read, a log line, `verify`
  * says why), and a refusal for every rule (the .npz files of
  * tests/fixtures/npy/reject).
@@ -127,6 +128,87 @@ START_TEST(shared_deflated)
 	ck_assert_int_eq(nlogged, 0);
 	tfs_image_close(img);
 	free(file);
+}
+END_TEST
+
+/*
+ * numpy's own archives, read here from their bytes (APPNOTE 4.3.7): each
+ * member's local header gives its data offset, CRC-32 and sizes; a stored
+ * member's tensor sits after the .npy header whose HEADER_LEN the member
+ * holds, zero-copy; a deflated one is served through the codec from the
+ * data offset, its compressed size as stored_length
+ */
+static void check_members(const char *file, bool deflated)
+{
+	struct tfs_image *img;
+	struct tfs_diag d;
+	uint8_t *b;
+	size_t len, i, seen = 0;
+
+	b = tu_read_file(file, &len);
+	ck_assert_msg(tu_load_mem(b, len, &img, &d) == 0, "%s", d.msg);
+	for (i = 0; i + 30 <= len; i++) {
+		uint32_t crc, csize;
+		uint16_t method, n, m;
+		const struct tfs_tensor *t;
+		char name[256], want[32];
+		uint64_t data;
+
+		if (memcmp(b + i, "PK\3\4", 4))
+			continue;
+		method = (uint16_t)(b[i + 8] | b[i + 9] << 8);
+		crc = b[i + 14] | b[i + 15] << 8 | b[i + 16] << 16 |
+		      (uint32_t)b[i + 17] << 24;
+		csize = b[i + 18] | b[i + 19] << 8 | b[i + 20] << 16 |
+			(uint32_t)b[i + 21] << 24;
+		n = (uint16_t)(b[i + 26] | b[i + 27] << 8);
+		m = (uint16_t)(b[i + 28] | b[i + 29] << 8);
+		ck_assert_uint_gt(n, 4);
+		ck_assert_uint_lt(n, sizeof(name));
+		memcpy(name, b + i + 30, n - 4); /* without ".npy" */
+		name[n - 4] = '\0';
+		data = i + 30 + n + m;
+		t = tu_tensor(img, name);
+		ck_assert_msg(t != NULL, "no tensor %s", name);
+		snprintf(want, sizeof(want), "crc32:0x%08X", crc);
+		if (deflated) {
+			ck_assert_uint_eq(method, 8);
+			ck_assert_int_eq(t->encoding, TFS_ENCODING_DEFLATE);
+			ck_assert_uint_eq(t->offset, data);
+			ck_assert_uint_eq(t->stored_length, csize);
+			snprintf(want, sizeof(want), "0x%08X", crc);
+			tu_expect_xattr(img, t->path, "npz.crc32", want);
+		} else {
+			/* version 1.0: magic, version, u16 HEADER_LEN */
+			ck_assert_uint_eq(method, 0);
+			ck_assert_uint_eq(b[data + 6], 1);
+			ck_assert_int_eq(t->encoding, TFS_ENCODING_RAW);
+			ck_assert_uint_eq(
+				t->offset,
+				data + 10 + (b[data + 8] | b[data + 9] << 8));
+			tu_expect_xattr(img, t->path, "digest", want);
+		}
+		seen++;
+	}
+	ck_assert_uint_eq(seen, img->tree->ntensors);
+	ck_assert_uint_ge(seen, 2);
+	tfs_image_close(img);
+	free(b);
+}
+
+START_TEST(project_stored_and_deflated)
+{
+	char file[4096];
+
+	snprintf(file, sizeof(file), "%s",
+		 tu_testdata("npy/valid/savez_positional.npz"));
+	check_members(file, false);
+	snprintf(file, sizeof(file), "%s",
+		 tu_testdata("npy/valid/savez_many.npz"));
+	check_members(file, false);
+	snprintf(file, sizeof(file), "%s",
+		 tu_testdata("npy/valid/savez_compressed_many.npz"));
+	check_members(file, true);
 }
 END_TEST
 
@@ -437,6 +519,7 @@ int main(void)
 
 	tcase_add_test(tc, shared_stored);
 	tcase_add_test(tc, shared_deflated);
+	tcase_add_test(tc, project_stored_and_deflated);
 	tcase_add_test(tc, numpy_written);
 	tcase_add_test(tc, paths_and_skipped_members);
 	tcase_add_test(tc, name_not_utf8);
