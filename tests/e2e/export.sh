@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # The safetensors export (docs/export.md): .tensorfs/export/ in real mounts,
-# tensorfs convert and tensorfs pack.  Every valid fixture of every format
-# (zip and legacy PyTorch, GGUF f16, .npz, zTensor zstd, primitiv,
-# big-endian and Fortran-order .npy among them) exports tensors equal value
+# tensorfs convert and tensorfs pack.  Every valid fixture of every format,
+# the project's (tests/fixtures/*/valid, */torch_written, the files beside
+# them) and the shared ones when present (zip and legacy PyTorch, GGUF f16,
+# .npz, zTensor zstd, primitiv, HDF5, big-endian and Fortran-order .npy
+# among them) exports tensors equal value
 # for value to what numpy reads from the tensor files themselves
 # (tests/e2e/export.py, an independent reader: tests/export/st_read.py);
 # convert writes the view's bytes; an export of an export is the same
 # bytes; shards are what transformers writes; pack of a cp -a of a mount
 # is its export.
 . "$(dirname "$0")/lib.sh"
-need_fixtures
 need_fuse
 if ! /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
 	echo "SKIP: Debian's python3-numpy is not installed"
@@ -19,8 +20,13 @@ PY=/usr/bin/python3
 HERE=$(dirname "$0")
 
 files=("$SAMPLE")
-for f in "$TFS_TESTDATA"/*/valid/* "$TFS_FIXTURES"/*/*.* \
-	"$TFS_FIXTURES"/*/synthesized/* "$TFS_FIXTURES"/*/reference/*; do
+candidates=("$TFS_TESTDATA"/*/valid/* "$TFS_TESTDATA"/*/torch_written/*
+	"$TFS_TESTDATA"/*/*.*)
+if shared_case "the shared fixtures' exports" tsr/test_labels.tsr; then
+	candidates+=("$TFS_FIXTURES"/*/*.* "$TFS_FIXTURES"/*/synthesized/*
+		"$TFS_FIXTURES"/*/reference/*)
+fi
+for f in "${candidates[@]}"; do
 	[ -f "$f" ] || continue
 	case "$f" in *.json | *.md | *.py | *.txt | *LICENSE) continue ;; esac
 	"$TENSORFS" ls "$f" >/dev/null 2>&1 && files+=("$f")

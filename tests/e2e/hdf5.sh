@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# HDF5 through real mounts: every shared fixture (written by libhdf5 through
-# h5py; the Keras 3 .keras zip too) and files h5py writes here with random groups, shapes, dtypes,
-# layouts, chunking and filters, each dataset compared byte for byte with
+# HDF5 through real mounts: every file of the project's set
+# (tests/fixtures/hdf5/valid) and of the shared fixtures when present (both
+# written by libhdf5 through h5py; the Keras 3 .keras zip too) and files
+# h5py writes here with random groups, shapes, dtypes, layouts, chunking
+# and filters, each dataset compared byte for byte with
 # h5py's read of it (tests/e2e/hdf5_check.py), chunked and filtered ones
 # included; a dataset tensorfs cannot serve (a refused filter) must fail
 # with EIO, never give other bytes.  Then xattrs (dtype, byte order, layout, Keras attributes),
@@ -9,7 +11,6 @@
 # the structure and the byte offset.  Random files: seeds 1-12, libver
 # earliest / latest / v108 by seed.
 . "$(dirname "$0")/lib.sh"
-need_fixtures
 need_fuse
 CHECK="$(dirname "$0")/hdf5_check.py"
 if ! /usr/bin/python3 -c 'import h5py' 2>/dev/null; then
@@ -17,7 +18,10 @@ if ! /usr/bin/python3 -c 'import h5py' 2>/dev/null; then
 	exit 77
 fi
 
-files=("$TFS_FIXTURES"/hdf5/*.h5 "$TFS_FIXTURES"/hdf5/*.keras)
+files=("$TFS_TESTDATA"/hdf5/valid/*.h5 "$TFS_TESTDATA"/hdf5/valid/*.keras)
+if shared_case "the shared HDF5 and .keras files" hdf5/expected.json; then
+	files+=("$TFS_FIXTURES"/hdf5/*.h5 "$TFS_FIXTURES"/hdf5/*.keras)
+fi
 for seed in $(seq 1 12); do
 	/usr/bin/python3 "$CHECK" gen "$WORK/random$seed.h5" "$seed" ||
 		fail "h5py writes random$seed.h5"
@@ -35,42 +39,50 @@ for f in "${files[@]}"; do
 	unmount "$M"
 done
 
-M=$(mount_container "$TFS_FIXTURES/hdf5/keras2_save_weights.h5")
-eq "root format" "$(getfattr --only-values -n user.tensorfs.format "$M" 2>/dev/null)" hdf5
-eq "kernel:0 shown as kernel" "$(getfattr --only-values -n user.tensorfs.shape "$M/dense/dense/kernel" 2>/dev/null)" "[4,8]"
-eq "layout xattr" "$(getfattr --only-values -n user.tensorfs.hdf5.layout "$M/dense/dense/kernel" 2>/dev/null)" contiguous
-eq "root attribute as xattr" "$(getfattr --only-values -n user.tensorfs.hdf5.attr.backend "$M" 2>/dev/null)" tensorflow
-eq "Keras layout in metadata.json" \
-	"$(/usr/bin/python3 -c 'import json,sys; k=json.load(open(sys.argv[1]))["keras"]; print(k["layout"], k["layer_names"])' "$M/.tensorfs/metadata.json")" \
-	"keras2-weights ['dense', 'batch_normalization', 'dropout', 'dense_1']"
-unmount "$M"
+# named_checks VALID_DIR REJECT_DIR: the shared set and the project's
+# (tests/fixtures/hdf5/sets.py) hold files of the same names and layouts
+named_checks() {
+	M=$(mount_container "$1/keras2_save_weights.h5")
+	eq "root format" "$(getfattr --only-values -n user.tensorfs.format "$M" 2>/dev/null)" hdf5
+	eq "kernel:0 shown as kernel" "$(getfattr --only-values -n user.tensorfs.shape "$M/dense/dense/kernel" 2>/dev/null)" "[4,8]"
+	eq "layout xattr" "$(getfattr --only-values -n user.tensorfs.hdf5.layout "$M/dense/dense/kernel" 2>/dev/null)" contiguous
+	eq "root attribute as xattr" "$(getfattr --only-values -n user.tensorfs.hdf5.attr.backend "$M" 2>/dev/null)" tensorflow
+	eq "Keras layout in metadata.json" \
+		"$(/usr/bin/python3 -c 'import json,sys; k=json.load(open(sys.argv[1]))["keras"]; print(k["layout"], k["layer_names"])' "$M/.tensorfs/metadata.json")" \
+		"keras2-weights ['dense', 'batch_normalization', 'dropout', 'dense_1']"
+	unmount "$M"
 
-M=$(mount_container "$TFS_FIXTURES/hdf5/dtypes_earliest.h5")
-eq "big-endian as stored" "$(getfattr --only-values -n user.tensorfs.byte_order "$M/be/be_f4" 2>/dev/null)" big
-eq "bfloat16 custom float" "$(getfattr --only-values -n user.tensorfs.dtype "$M/bfloat16_custom" 2>/dev/null)" bfloat16
-eq "complex compound" "$(getfattr --only-values -n user.tensorfs.dtype "$M/complex64" 2>/dev/null)" complex64
-unmount "$M"
+	M=$(mount_container "$1/dtypes_earliest.h5")
+	eq "big-endian as stored" "$(getfattr --only-values -n user.tensorfs.byte_order "$M/be/be_f4" 2>/dev/null)" big
+	eq "bfloat16 custom float" "$(getfattr --only-values -n user.tensorfs.dtype "$M/bfloat16_custom" 2>/dev/null)" bfloat16
+	eq "complex compound" "$(getfattr --only-values -n user.tensorfs.dtype "$M/complex64" 2>/dev/null)" complex64
+	unmount "$M"
 
-M=$(mount_container "$TFS_FIXTURES/hdf5/keras3_model.keras")
-eq ".keras root format" "$(getfattr --only-values -n user.tensorfs.format "$M" 2>/dev/null)" keras
-eq ".keras config in metadata.json" \
-	"$(/usr/bin/python3 -c 'import json,sys; print(sorted(json.load(open(sys.argv[1]))["keras_archive"]))' "$M/.tensorfs/metadata.json")" \
-	"['config', 'members', 'metadata', 'weights_offset']"
-unmount "$M"
+	M=$(mount_container "$1/keras3_model.keras")
+	eq ".keras root format" "$(getfattr --only-values -n user.tensorfs.format "$M" 2>/dev/null)" keras
+	eq ".keras config in metadata.json" \
+		"$(/usr/bin/python3 -c 'import json,sys; print(sorted(json.load(open(sys.argv[1]))["keras_archive"]))' "$M/.tensorfs/metadata.json")" \
+		"['config', 'members', 'metadata', 'weights_offset']"
+	unmount "$M"
 
-M=$(mount_container "$TFS_FIXTURES/hdf5/layouts_latest.h5")
-eq "a deflated dataset is decoded" "$(getfattr --only-values -n user.tensorfs.encoding "$M/gzip" 2>/dev/null)" chunked
-eq "its filters" "$(getfattr --only-values -n user.tensorfs.hdf5.filters "$M/shuffle_gzip" 2>/dev/null)" shuffle,deflate
-unmount "$M"
+	M=$(mount_container "$1/layouts_latest.h5")
+	eq "a deflated dataset is decoded" "$(getfattr --only-values -n user.tensorfs.encoding "$M/gzip" 2>/dev/null)" chunked
+	eq "its filters" "$(getfattr --only-values -n user.tensorfs.hdf5.filters "$M/shuffle_gzip" 2>/dev/null)" shuffle,deflate
+	unmount "$M"
 
-for f in "$TFS_FIXTURES"/hdf5/reject/*.h5; do
-	case $(basename "$f") in unknown_filter.h5) continue ;; esac
-	out=$("$TENSORFS" ls "$f" 2>&1) && fail "$(basename "$f") accepted"
-	n=$(printf '%s\n' "$out" | wc -l)
-	if [ "$n" -eq 1 ] && printf '%s' "$out" | grep -q 'at byte offset [0-9]'; then
-		ok "$(basename "$f"): $out"
-	else
-		fail "$(basename "$f"): $out"
-	fi
-done
+	for f in "$2"/*.h5; do
+		case $(basename "$f") in unknown_filter.h5) continue ;; esac
+		out=$("$TENSORFS" ls "$f" 2>&1) && fail "$(basename "$f") accepted"
+		n=$(printf '%s\n' "$out" | wc -l)
+		if [ "$n" -eq 1 ] && printf '%s' "$out" | grep -q 'at byte offset [0-9]'; then
+			ok "$(basename "$f"): $out"
+		else
+			fail "$(basename "$f"): $out"
+		fi
+	done
+}
+named_checks "$TFS_TESTDATA/hdf5/valid" "$TFS_TESTDATA/hdf5/reject"
+if shared_case "shared Keras, dtypes, layouts and reject files" hdf5/keras2_save_weights.h5; then
+	named_checks "$TFS_FIXTURES/hdf5" "$TFS_FIXTURES/hdf5/reject"
+fi
 finish

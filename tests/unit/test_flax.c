@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Flax msgpack: the shared fixtures (../shared/fixtures/flax-msgpack,
- * written by flax's own algorithm with python3-msgpack) against their
+ * written by flax's own algorithm with python3-msgpack) and the project's
+ * (tests/fixtures/flax, our own msgpack writer) against their
  * expected.json (names, dtypes, shapes, offsets, sha256 of the bytes
  * served, the leaves in metadata.json, a chunked array served whole
  * from its chunks), the rejects with the field and the byte offset worked out
@@ -78,23 +79,28 @@ static void check_tensor(struct tfs_image *img, json_t *man, const json_t *t)
 	free(b);
 }
 
-START_TEST(fixtures_valid)
+/*
+ * Every file of @dir against @dir/expected.json (the shared set, or the
+ * project's of tests/fixtures/flax/generate.py; the same layout)
+ */
+static void check_valid_set(const char *dir, size_t nfiles)
 {
 	json_error_t err;
-	json_t *exp = json_load_file(tu_fixture(FIX "expected.json"), 0, &err);
-	json_t *e, *t, *meta, *man, *leaves;
+	json_t *exp, *e, *t, *meta, *man, *leaves;
 	const char *file;
 	struct tfs_image *img;
 	struct tfs_diag d;
-	char path[128];
+	char path[4096];
 	size_t i, files = 0;
 
+	snprintf(path, sizeof(path), "%s/expected.json", dir);
+	exp = json_load_file(path, 0, &err);
 	ck_assert_msg(exp != NULL, "expected.json: %s", err.text);
 	json_object_foreach(json_object_get(exp, "valid"), file, e)
 	{
-		snprintf(path, sizeof(path), FIX "%s", file);
-		ck_assert_msg(tu_load_file(tu_fixture(path), &img, &d) == 0,
-			      "%s: %s", file, d.msg);
+		snprintf(path, sizeof(path), "%s/%s", dir, file);
+		ck_assert_msg(tu_load_file(path, &img, &d) == 0, "%s: %s", file,
+			      d.msg);
 		ck_assert_str_eq(img->tree->format, "flax");
 		ck_assert_uint_eq(
 			img->tree->ntensors,
@@ -122,13 +128,71 @@ START_TEST(fixtures_valid)
 		tfs_image_close(img);
 		files++;
 	}
-	ck_assert_uint_eq(files, 2);
+	ck_assert_uint_eq(files, nfiles);
+	json_decref(exp);
+}
+
+START_TEST(fixtures_valid)
+{
+	char dir[4096];
+
+	TU_NEED_SHARED("flax-msgpack/expected.json");
+	snprintf(dir, sizeof(dir), "%s", tu_fixture("flax-msgpack"));
+	check_valid_set(dir, 2);
+}
+END_TEST
+
+START_TEST(project_valid)
+{
+	char dir[4096];
+
+	snprintf(dir, sizeof(dir), "%s", tu_testdata("flax/valid"));
+	check_valid_set(dir, 2);
+}
+END_TEST
+
+/*
+ * The project's rejects: each refused as expected.json says (the offset
+ * is the byte generate.py broke), and every file has its row
+ */
+START_TEST(project_reject)
+{
+	json_error_t err;
+	json_t *exp = json_load_file(tu_testdata("flax/valid/expected.json"), 0,
+				     &err);
+	json_t *rej = json_object_get(exp, "reject"), *r;
+	struct tu_reject v[16];
+	const char *file;
+	char names[16][64];
+	size_t n = 0;
+
+	ck_assert_msg(exp != NULL, "expected.json: %s", err.text);
+	json_object_foreach(rej, file, r)
+	{
+		const char *e = json_string_value(json_object_get(r, "errno"));
+
+		ck_assert_uint_lt(n, 16);
+		ck_assert_ptr_nonnull(strstr(file, ".msgpack"));
+		snprintf(names[n], sizeof(names[n]), "%.*s",
+			 (int)(strstr(file, ".msgpack") - file), file);
+		v[n] = (struct tu_reject){
+			.file = names[n],
+			.err = !strcmp(e, "ENOTSUP") ? -ENOTSUP : -EBADMSG,
+			.word = json_string_value(json_object_get(r, "word")),
+			.at = (uint64_t)json_integer_value(
+				json_object_get(r, "offset")),
+		};
+		n++;
+	}
+	ck_assert_uint_ge(n, 8);
+	tu_check_rejects("flax/reject", ".msgpack", v, n);
 	json_decref(exp);
 }
 END_TEST
 
 START_TEST(fixtures_reject)
 {
+	TU_NEED_SHARED("flax-msgpack/reject");
 	static const struct {
 		const char *file;
 		int err;
@@ -434,6 +498,8 @@ static Suite *flax_suite(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, fixtures_valid);
+	tcase_add_test(tc, project_valid);
+	tcase_add_test(tc, project_reject);
 	tcase_add_test(tc, fixtures_reject);
 	tcase_add_test(tc, tree);
 	tcase_add_test(tc, refusals);
@@ -445,5 +511,5 @@ static Suite *flax_suite(void)
 
 int main(void)
 {
-	return tu_run_with_fixtures(flax_suite());
+	return tu_run(flax_suite());
 }

@@ -5,7 +5,9 @@
  * directory whose tensors are zero-copy slices of the tar (their offsets
  * in the tar, their sha256 as expected.json says), model_config.yaml as
  * text; the gzip .nemo refused with "gunzip it first"; every tar reject
- * refused naming the field at its offset.
+ * refused naming the field at its offset.  The same for the project's
+ * (tests/fixtures/nemo/torch_written: tarfile's USTAR, torch.save), its
+ * offsets as tarfile reports them.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -18,6 +20,7 @@
 
 START_TEST(mlp_nemo)
 {
+	TU_NEED_SHARED("torchscript/mlp.nemo");
 	json_error_t err;
 	json_t *e = json_load_file(tu_fixture("torchscript/expected.json"), 0,
 				   &err),
@@ -98,6 +101,7 @@ END_TEST
 
 START_TEST(rejects)
 {
+	TU_NEED_SHARED("torchscript/mlp_gz.nemo");
 	uint8_t *b;
 	size_t len;
 
@@ -122,6 +126,124 @@ START_TEST(rejects)
 END_TEST
 
 /* tests/fixtures/nemo (generate.py: Python's tarfile) */
+/* ---- the project's .nemo (tests/fixtures/pytorch/torch_written.py) ---- */
+
+static json_t *own_expected(void)
+{
+	json_error_t err;
+	json_t *e = json_load_file(
+		tu_testdata("nemo/torch_written/expected.json"), 0, &err);
+
+	ck_assert_msg(e != NULL, "expected.json: %s", err.text);
+	return e;
+}
+
+/*
+ * Python's tarfile put model_weights.ckpt (torch.save) and
+ * model_config.yaml in it: every tensor of the weights under the member's
+ * directory, zero-copy at the member's data offset tarfile reports
+ */
+START_TEST(project_mlp_nemo)
+{
+	json_t *e = own_expected(), *v, *t, *m, *meta, *text;
+	struct tfs_image *img;
+	struct tfs_diag d;
+	uint64_t data = 0;
+	uint8_t *b, *file;
+	size_t i, k, len, flen;
+	char path[4096], want[256], hex[65];
+
+	snprintf(path, sizeof(path), "%s",
+		 tu_testdata("nemo/torch_written/mlp.nemo"));
+	v = json_object_get(e, "mlp.nemo");
+	json_array_foreach(
+		json_object_get(v, "members"), i,
+		m) if (!strcmp(json_string_value(json_object_get(m, "name")),
+			       "./model_weights.ckpt")) data =
+		(uint64_t)json_integer_value(json_object_get(m, "data_offset"));
+	ck_assert_uint_gt(data, 0);
+	file = tu_read_file(path, &flen);
+	ck_assert_msg(tu_load_file(path, &img, &d) == 0, "%s", d.msg);
+	ck_assert_str_eq(img->tree->format, "nemo");
+	t = json_object_get(v, "model_weights_tensors");
+	ck_assert_uint_eq(img->tree->ntensors, json_array_size(t));
+	for (i = 0; i < json_array_size(t); i++) {
+		json_t *w = json_array_get(t, i);
+		const struct tfs_tensor *x = NULL;
+		char *c;
+
+		snprintf(want, sizeof(want), "model_weights.ckpt/%s",
+			 json_string_value(json_object_get(w, "name")));
+		for (c = want + 19; *c; c++)
+			if (*c == '.')
+				*c = '/';
+		for (k = 0; k < img->tree->ntensors; k++)
+			if (!strcmp(img->tree->tensors[k].path, want))
+				x = &img->tree->tensors[k];
+		ck_assert_msg(x != NULL, "no %s", want);
+		ck_assert_str_eq(x->dtype, json_string_value(json_object_get(
+						   w, "dtype")));
+		b = tu_read_node(img, x->node, &len);
+		ck_assert_uint_eq(
+			len, json_integer_value(json_object_get(w, "nbytes")));
+		tu_sha256_hex(b, len, hex);
+		ck_assert_str_eq(
+			hex, json_string_value(json_object_get(w, "sha256")));
+		ck_assert_uint_le(data + x->offset + len, flen);
+		ck_assert(!memcmp(file + data + x->offset, b, len));
+		free(b);
+	}
+	meta = tu_meta_json(img, "metadata.json");
+	text = json_object_get(json_object_get(meta, "text"),
+			       "model_config.yaml");
+	ck_assert(json_is_string(text));
+	ck_assert_uint_eq(
+		json_string_length(text),
+		json_integer_value(json_object_get(v, "model_config_bytes")));
+	ck_assert_int_eq(json_integer_value(json_object_get(
+				 json_object_get(meta, "tar"), "count")),
+			 2);
+	ck_assert_uint_ne(
+		tfs_tree_resolve(img->tree, ".tensorfs/model_config.yaml"),
+		TFS_NO_NODE);
+	json_decref(meta);
+	tfs_image_close(img);
+	free(file);
+	json_decref(e);
+}
+END_TEST
+
+START_TEST(project_rejects)
+{
+	json_t *e = own_expected(), *r = json_object_get(e, "reject");
+	uint8_t *b;
+	size_t len;
+
+	b = tu_read_file(tu_testdata("nemo/torch_written/mlp_gz.nemo"), &len);
+	tu_expect_reject(b, len, -ENOTSUP, "gunzip it first", 0);
+	free(b);
+	b = tu_read_file(tu_testdata("nemo/torch_written/reject/"
+				     "tar_bad_checksum.nemo"),
+			 &len);
+	tu_expect_reject(b, len, -ENOEXEC, "not a container format", 0);
+	free(b);
+	b = tu_read_file(tu_testdata("nemo/torch_written/reject/"
+				     "tar_member_past_eof.nemo"),
+			 &len);
+	tu_expect_reject(b, len, -EBADMSG, "size",
+			 (uint64_t)json_integer_value(json_object_get(
+				 json_object_get(r, "tar_member_past_eof.nemo"),
+				 "offset")));
+	free(b);
+	b = tu_read_file(tu_testdata("nemo/torch_written/reject/"
+				     "tar_path_traversal.nemo"),
+			 &len);
+	tu_expect_reject(b, len, -EBADMSG, "'..'", 0);
+	free(b);
+	json_decref(e);
+}
+END_TEST
+
 START_TEST(own_fixtures)
 {
 	struct tfs_image *img, *ref;
@@ -206,7 +328,9 @@ int main(void)
 
 	tcase_add_test(tc, mlp_nemo);
 	tcase_add_test(tc, rejects);
+	tcase_add_test(tc, project_mlp_nemo);
+	tcase_add_test(tc, project_rejects);
 	tcase_add_test(tc, own_fixtures);
 	suite_add_tcase(s, tc);
-	return tu_run_with_fixtures(s);
+	return tu_run(s);
 }

@@ -108,6 +108,7 @@ static const struct {
 
 START_TEST(shared_fixtures)
 {
+	TU_NEED_SHARED("npy/f4_1d.npy");
 	struct tfs_image *img;
 	struct tfs_diag d;
 	const struct tfs_tensor *t;
@@ -159,6 +160,7 @@ END_TEST
 
 START_TEST(descr_xattr_and_metadata)
 {
+	TU_NEED_SHARED("npy/f4be_1d.npy");
 	struct tfs_image *img;
 	struct tfs_diag d;
 	uint8_t *file, *meta;
@@ -289,6 +291,7 @@ END_TEST
 /* trailing bytes after the array: accepted, with a warning (spec 4) */
 START_TEST(trailing_bytes_warn)
 {
+	TU_NEED_SHARED("npy/f4_1d.npy");
 	struct tfs_image *img;
 	struct tfs_diag d;
 	uint8_t *file;
@@ -305,6 +308,80 @@ START_TEST(trailing_bytes_warn)
 	ck_assert_uint_eq(tu_tensor(img, "tensor")->size, 12);
 	tfs_image_close(img);
 	free(file);
+}
+END_TEST
+
+/*
+ * The project's numpy-written files (tests/fixtures/npy/valid): the descr
+ * and the header's version and HEADER_LEN in metadata.json, read from the
+ * file's own bytes (npy.md: version at 6, HEADER_LEN at 8)
+ */
+START_TEST(project_descr_and_metadata)
+{
+	struct tfs_image *img;
+	struct tfs_diag d;
+	uint8_t *file, *meta;
+	size_t flen, mlen;
+	char want[64];
+
+	file = tu_read_file(tu_testdata("npy/valid/be_f4.npy"), &flen);
+	ck_assert_int_eq(tu_load_mem(file, flen, &img, &d), 0);
+	tu_expect_xattr(img, "tensor", "npy.descr", ">f4");
+	meta = tu_read_node(
+		img, tfs_tree_resolve(img->tree, ".tensorfs/metadata.json"),
+		&mlen);
+	snprintf(want, sizeof(want), "\"version\": \"%u.%u\"", file[6],
+		 file[7]);
+	ck_assert_ptr_nonnull(memmem(meta, mlen, want, strlen(want)));
+	ck_assert_ptr_nonnull(memmem(meta, mlen, "\"descr\": \">f4\"", 14));
+	free(meta);
+	tfs_image_close(img);
+	free(file);
+	file = tu_read_file(tu_testdata("npy/valid/version_3_0.npy"), &flen);
+	ck_assert_uint_eq(file[6], 3);
+	ck_assert_int_eq(tu_load_mem(file, flen, &img, &d), 0);
+	meta = tu_read_node(
+		img, tfs_tree_resolve(img->tree, ".tensorfs/metadata.json"),
+		&mlen);
+	ck_assert_ptr_nonnull(memmem(meta, mlen, "\"version\": \"3.0\"", 16));
+	snprintf(want, sizeof(want), "\"header_len\": %u",
+		 (unsigned)(file[8] | file[9] << 8 | file[10] << 16 |
+			    (uint32_t)file[11] << 24));
+	ck_assert_ptr_nonnull(memmem(meta, mlen, want, strlen(want)));
+	free(meta);
+	tfs_image_close(img);
+	free(file);
+}
+END_TEST
+
+/* the same warning on the project's le_f4.npy (nbytes from expected.json) */
+START_TEST(project_trailing_bytes_warn)
+{
+	json_error_t err;
+	json_t *exp = json_load_file(tu_testdata("npy/expected.json"), 0, &err);
+	struct tfs_image *img;
+	struct tfs_diag d;
+	uint8_t *file;
+	size_t flen;
+
+	ck_assert_msg(exp != NULL, "expected.json: %s", err.text);
+	file = tu_read_file(tu_testdata("npy/valid/le_f4.npy"), &flen);
+	file = realloc(file, flen + 5);
+	ck_assert_ptr_nonnull(file);
+	memset(file + flen, 0xee, 5);
+	ck_assert_int_eq(tu_load_mem(file, flen + 5, &img, &d), 0);
+	ck_assert_uint_eq(img->tree->nwarnings, 1);
+	ck_assert_uint_eq(img->tree->warnings[0].offset, flen);
+	ck_assert_ptr_nonnull(strstr(img->tree->warnings[0].msg, "5 bytes"));
+	ck_assert_uint_eq(
+		tu_tensor(img, "tensor")->size,
+		(uint64_t)json_integer_value(json_object_get(
+			json_object_get(json_object_get(exp, "le_f4.npy"),
+					"tensor"),
+			"nbytes")));
+	tfs_image_close(img);
+	free(file);
+	json_decref(exp);
 }
 END_TEST
 
@@ -385,8 +462,10 @@ int main(void)
 	tcase_add_test(tc, structured_and_strings);
 	tcase_add_test(tc, view_keeps_record_descr);
 	tcase_add_test(tc, trailing_bytes_warn);
+	tcase_add_test(tc, project_descr_and_metadata);
+	tcase_add_test(tc, project_trailing_bytes_warn);
 	tcase_add_test(tc, every_reject);
 	tcase_add_test(tc, every_truncation);
 	suite_add_tcase(s, tc);
-	return tu_run_with_fixtures(s);
+	return tu_run(s);
 }

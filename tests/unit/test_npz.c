@@ -3,7 +3,8 @@
  * NumPy .npz (src/formats/npz.c): the shared fixtures against the members,
  * offsets, CRCs and sha256s documented in shared/specs/npy.md section 7,
  * numpy's own archives (the .npz files of tests/fixtures/npy/valid) against
- * numpy's reading of them (tests/fixtures/npy/expected.json), stored and
+ * numpy's reading of them (tests/fixtures/npy/expected.json) and against
+ * their zip headers read here (offsets, CRCs, sizes), stored and
  * deflated members whose CRC-32 is wrong (EIO on read, a log line, `verify`
  * says why), and a refusal for every rule (the .npz files of
  * tests/fixtures/npy/reject).
@@ -60,6 +61,7 @@ static void expect_sha(struct tfs_image *img, const char *name, const char *sha)
 
 START_TEST(shared_stored)
 {
+	TU_NEED_SHARED("npy/stored.npz");
 	struct tfs_image *img;
 	struct tfs_diag d;
 	const struct tfs_tensor *w, *a;
@@ -101,6 +103,7 @@ END_TEST
 
 START_TEST(shared_deflated)
 {
+	TU_NEED_SHARED("npy/deflated.npz");
 	struct tfs_check_result r;
 	struct tfs_image *img;
 	struct tfs_diag d;
@@ -125,6 +128,87 @@ START_TEST(shared_deflated)
 	ck_assert_int_eq(nlogged, 0);
 	tfs_image_close(img);
 	free(file);
+}
+END_TEST
+
+/*
+ * numpy's own archives, read here from their bytes (APPNOTE 4.3.7): each
+ * member's local header gives its data offset, CRC-32 and sizes; a stored
+ * member's tensor sits after the .npy header whose HEADER_LEN the member
+ * holds, zero-copy; a deflated one is served through the codec from the
+ * data offset, its compressed size as stored_length
+ */
+static void check_members(const char *file, bool deflated)
+{
+	struct tfs_image *img;
+	struct tfs_diag d;
+	uint8_t *b;
+	size_t len, i, seen = 0;
+
+	b = tu_read_file(file, &len);
+	ck_assert_msg(tu_load_mem(b, len, &img, &d) == 0, "%s", d.msg);
+	for (i = 0; i + 30 <= len; i++) {
+		uint32_t crc, csize;
+		uint16_t method, n, m;
+		const struct tfs_tensor *t;
+		char name[256], want[32];
+		uint64_t data;
+
+		if (memcmp(b + i, "PK\3\4", 4))
+			continue;
+		method = (uint16_t)(b[i + 8] | b[i + 9] << 8);
+		crc = b[i + 14] | b[i + 15] << 8 | b[i + 16] << 16 |
+		      (uint32_t)b[i + 17] << 24;
+		csize = b[i + 18] | b[i + 19] << 8 | b[i + 20] << 16 |
+			(uint32_t)b[i + 21] << 24;
+		n = (uint16_t)(b[i + 26] | b[i + 27] << 8);
+		m = (uint16_t)(b[i + 28] | b[i + 29] << 8);
+		ck_assert_uint_gt(n, 4);
+		ck_assert_uint_lt(n, sizeof(name));
+		memcpy(name, b + i + 30, n - 4); /* without ".npy" */
+		name[n - 4] = '\0';
+		data = i + 30 + n + m;
+		t = tu_tensor(img, name);
+		ck_assert_msg(t != NULL, "no tensor %s", name);
+		snprintf(want, sizeof(want), "crc32:0x%08X", crc);
+		if (deflated) {
+			ck_assert_uint_eq(method, 8);
+			ck_assert_int_eq(t->encoding, TFS_ENCODING_DEFLATE);
+			ck_assert_uint_eq(t->offset, data);
+			ck_assert_uint_eq(t->stored_length, csize);
+			snprintf(want, sizeof(want), "0x%08X", crc);
+			tu_expect_xattr(img, t->path, "npz.crc32", want);
+		} else {
+			/* version 1.0: magic, version, u16 HEADER_LEN */
+			ck_assert_uint_eq(method, 0);
+			ck_assert_uint_eq(b[data + 6], 1);
+			ck_assert_int_eq(t->encoding, TFS_ENCODING_RAW);
+			ck_assert_uint_eq(
+				t->offset,
+				data + 10 + (b[data + 8] | b[data + 9] << 8));
+			tu_expect_xattr(img, t->path, "digest", want);
+		}
+		seen++;
+	}
+	ck_assert_uint_eq(seen, img->tree->ntensors);
+	ck_assert_uint_ge(seen, 2);
+	tfs_image_close(img);
+	free(b);
+}
+
+START_TEST(project_stored_and_deflated)
+{
+	char file[4096];
+
+	snprintf(file, sizeof(file), "%s",
+		 tu_testdata("npy/valid/savez_positional.npz"));
+	check_members(file, false);
+	snprintf(file, sizeof(file), "%s",
+		 tu_testdata("npy/valid/savez_many.npz"));
+	check_members(file, false);
+	snprintf(file, sizeof(file), "%s",
+		 tu_testdata("npy/valid/savez_compressed_many.npz"));
+	check_members(file, true);
 }
 END_TEST
 
@@ -201,7 +285,8 @@ START_TEST(paths_and_skipped_members)
 END_TEST
 
 /* a member name that is not UTF-8: a tensor, and still valid JSON */
-START_TEST(name_not_utf8)
+/* @path: an .npz whose first member is w.npy */
+static void check_name_not_utf8(const char *path)
 {
 	struct tfs_image *img;
 	struct tfs_diag d;
@@ -210,7 +295,7 @@ START_TEST(name_not_utf8)
 	uint8_t *file, *text, *p;
 	size_t flen, tlen;
 
-	file = tu_read_file(tu_fixture("npy/stored.npz"), &flen);
+	file = tu_read_file(path, &flen);
 	/* "w.npy" in the local header and in the central entry */
 	for (p = file; (p = memmem(p, flen - (size_t)(p - file), "w.npy", 5));)
 		*p = 0xff;
@@ -230,6 +315,19 @@ START_TEST(name_not_utf8)
 	free(text);
 	tfs_image_close(img);
 	free(file);
+}
+
+START_TEST(name_not_utf8)
+{
+	TU_NEED_SHARED("npy/stored.npz");
+	check_name_not_utf8(tu_fixture("npy/stored.npz"));
+}
+END_TEST
+
+/* numpy's np.savez(w=..., x) of tests/fixtures/npy/generate.py */
+START_TEST(project_name_not_utf8)
+{
+	check_name_not_utf8(tu_testdata("npy/valid/savez_positional.npz"));
 }
 END_TEST
 
@@ -400,7 +498,7 @@ START_TEST(detection)
 		free(b);
 	}
 	/* an .npz, an empty one, a damaged zip: claimed */
-	b = tu_read_file(tu_fixture("npy/stored.npz"), &len);
+	b = tu_read_file(tu_testdata("npy/valid/savez_positional.npz"), &len);
 	tfs_source_init_memory(&src, b, len);
 	ck_assert_int_eq(npz->probe(&src), 100);
 	tfs_source_init_memory(&src, b, len - 1);
@@ -421,14 +519,16 @@ int main(void)
 
 	tcase_add_test(tc, shared_stored);
 	tcase_add_test(tc, shared_deflated);
+	tcase_add_test(tc, project_stored_and_deflated);
 	tcase_add_test(tc, numpy_written);
 	tcase_add_test(tc, paths_and_skipped_members);
 	tcase_add_test(tc, name_not_utf8);
+	tcase_add_test(tc, project_name_not_utf8);
 	tcase_add_test(tc, deflated_windows);
 	tcase_add_test(tc, crc_mismatch);
 	tcase_add_test(tc, crc_mismatch_windows);
 	tcase_add_test(tc, every_reject);
 	tcase_add_test(tc, detection);
 	suite_add_tcase(s, tc);
-	return tu_run_with_fixtures(s);
+	return tu_run(s);
 }

@@ -6,7 +6,9 @@
  * sha256 of every tensor's row-major bytes (views included), zero-copy
  * offsets of contiguous tensors, storages, parameters, leaves.  Every file
  * of reject/ refused for its reason.  The files of tests/fixtures/pytorch
- * (generate.py: hostile pickles and layouts torch does not write).  The
+ * (generate.py: hostile pickles and layouts torch does not write), and
+ * of tests/fixtures/pytorch/torch_written (torch.save's own files, checked
+ * like the shared ones).  The
  * gather codec against index arithmetic done here.
  */
 #include <errno.h>
@@ -95,6 +97,8 @@ static void check_tensor(struct tfs_image *img, const char *file, json_t *t,
 	free(b);
 }
 
+static void check_own_reject(const char *path, const char *name, void *arg);
+
 /* a leaf of expected.json equals the value in metadata.json */
 static bool same_value(json_t *want, json_t *got)
 {
@@ -132,21 +136,26 @@ static json_t *metadata(struct tfs_image *img)
 	return m;
 }
 
-START_TEST(every_valid_fixture)
+/*
+ * every file of @valid (expected.json's "valid") in @dir: the shared set
+ * or the project's torch_written (tests/fixtures/pytorch/torch_written.py),
+ * both written by torch.save and described from torch
+ */
+static size_t check_valid_set(const char *dir, json_t *valid)
 {
-	json_t *e = expected(), *v, *t, *l, *meta, *leaves;
+	json_t *v, *t, *l, *meta, *leaves;
 	struct tfs_image *img;
 	struct tfs_diag d;
 	const char *file;
-	char path[256];
+	char path[4096];
 	size_t i, files = 0;
 	bool big;
 
-	json_object_foreach(json_object_get(e, "valid"), file, v)
+	json_object_foreach(valid, file, v)
 	{
-		snprintf(path, sizeof(path), "pytorch/%s", file);
-		ck_assert_msg(tu_load_file(tu_fixture(path), &img, &d) == 0,
-			      "%s: %s", file, d.msg);
+		snprintf(path, sizeof(path), "%s/%s", dir, file);
+		ck_assert_msg(tu_load_file(path, &img, &d) == 0, "%s: %s", file,
+			      d.msg);
 		ck_assert_str_eq(img->tree->format, "pytorch");
 		tu_expect_xattr(img, "", "format", "pytorch");
 		tu_expect_xattr(
@@ -182,7 +191,62 @@ START_TEST(every_valid_fixture)
 		tfs_image_close(img);
 		files++;
 	}
-	ck_assert_uint_ge(files, 8);
+	return files;
+}
+
+START_TEST(every_valid_fixture)
+{
+	json_t *e;
+	char dir[4096];
+
+	TU_NEED_SHARED("pytorch/expected.json");
+	e = expected();
+	snprintf(dir, sizeof(dir), "%s", tu_fixture("pytorch"));
+	ck_assert_uint_ge(check_valid_set(dir, json_object_get(e, "valid")), 8);
+	json_decref(e);
+}
+END_TEST
+
+/*
+ * The project's torch-written set, and its rejects: each refused as
+ * expected.json says, a refused global at the offset of its opcode
+ */
+START_TEST(torch_written)
+{
+	json_error_t err;
+	json_t *e = json_load_file(
+		tu_testdata("pytorch/torch_written/expected.json"), 0, &err);
+	json_t *rej, *r;
+	const char *name;
+	char dir[4096];
+	size_t n, len;
+	uint8_t *b;
+
+	ck_assert_msg(e != NULL, "expected.json: %s", err.text);
+	snprintf(dir, sizeof(dir), "%s", tu_testdata("pytorch/torch_written"));
+	ck_assert_uint_eq(check_valid_set(dir, json_object_get(e, "valid")), 5);
+	rej = json_object_get(e, "reject");
+	n = tu_each_fixture(tu_testdata("pytorch/torch_written/reject"),
+			    check_own_reject, rej);
+	ck_assert_uint_eq(n, json_object_size(rej));
+	json_object_foreach(rej, name, r)
+	{
+		const char *at = json_string_value(json_object_get(r, "at"));
+		struct tfs_image *img = NULL;
+		struct tfs_diag d;
+		char path[8192];
+		const uint8_t *p;
+
+		if (!at)
+			continue;
+		snprintf(path, sizeof(path), "%s/reject/%s", dir, name);
+		b = tu_read_file(path, &len);
+		p = memmem(b, len, at, strlen(at));
+		ck_assert_ptr_nonnull(p);
+		ck_assert_int_eq(tu_load_mem(b, len, &img, &d), -ENOTSUP);
+		ck_assert_uint_eq(d.offset, (uint64_t)(p - b));
+		free(b);
+	}
 	json_decref(e);
 }
 END_TEST
@@ -225,6 +289,7 @@ static void check_shared_reject(const char *path, const char *name, void *arg)
 
 START_TEST(every_shared_reject)
 {
+	TU_NEED_SHARED("pytorch/reject");
 	json_t *e = expected();
 	size_t seen = 0;
 
@@ -240,6 +305,7 @@ END_TEST
 /* the refused global is named with its offset: the GLOBAL opcode's */
 START_TEST(evil_global_offset)
 {
+	TU_NEED_SHARED("pytorch/reject/evil_global_zip.pt");
 	struct tfs_image *img = NULL;
 	struct tfs_diag d;
 	size_t len;
@@ -483,10 +549,11 @@ int main(void)
 	TCase *tc = tcase_create("pytorch");
 
 	tcase_add_test(tc, every_valid_fixture);
+	tcase_add_test(tc, torch_written);
 	tcase_add_test(tc, every_shared_reject);
 	tcase_add_test(tc, evil_global_offset);
 	tcase_add_test(tc, gather_codec);
 	tcase_add_test(tc, own_fixtures);
 	suite_add_tcase(s, tc);
-	return tu_run_with_fixtures(s);
+	return tu_run(s);
 }

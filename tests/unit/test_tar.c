@@ -74,25 +74,19 @@ static int walk(const uint8_t *b, size_t len, char *out, size_t cap,
 	return ret;
 }
 
-START_TEST(shared_nemo)
+/* the members of the tar @path are @ms (name, offsets, size, sha256) */
+static void check_members(const char *path, json_t *ms)
 {
-	json_error_t err;
-	json_t *e = json_load_file(tu_fixture("torchscript/expected.json"), 0,
-				   &err),
-	       *ms, *w;
 	struct tfs_tar_member m;
 	struct tfs_tar_iter it;
 	struct tfs_diag d;
+	json_t *w;
 	uint8_t *b;
 	size_t len, i = 0;
 	char hex[65];
 
 	tfs_diag_clear(&d);
-	ck_assert_ptr_nonnull(e);
-	ms = json_object_get(
-		json_object_get(json_object_get(e, "valid"), "mlp.nemo"),
-		"members");
-	b = tu_read_file(tu_fixture("torchscript/mlp.nemo"), &len);
+	b = tu_read_file(path, &len);
 	ck_assert(tfs_tar_magic(b, len));
 	tfs_tar_iter_init(&it);
 	while (tfs_tar_next(b, len, &it, &m, &d) == 1) {
@@ -116,37 +110,102 @@ START_TEST(shared_nemo)
 	}
 	ck_assert_uint_eq(i, json_array_size(ms));
 	free(b);
+}
+
+START_TEST(shared_nemo)
+{
+	json_error_t err;
+	json_t *e;
+	char path[4096];
+
+	TU_NEED_SHARED("torchscript/mlp.nemo");
+	e = json_load_file(tu_fixture("torchscript/expected.json"), 0, &err);
+	ck_assert_ptr_nonnull(e);
+	snprintf(path, sizeof(path), "%s", tu_fixture("torchscript/mlp.nemo"));
+	check_members(path, json_object_get(
+				    json_object_get(json_object_get(e, "valid"),
+						    "mlp.nemo"),
+				    "members"));
 	json_decref(e);
 }
 END_TEST
 
-START_TEST(shared_rejects)
+/* the project's mlp.nemo: Python tarfile's USTAR, its member offsets */
+START_TEST(project_nemo)
+{
+	json_error_t err;
+	json_t *e = json_load_file(
+		tu_testdata("nemo/torch_written/expected.json"), 0, &err);
+	char path[4096];
+
+	ck_assert_ptr_nonnull(e);
+	snprintf(path, sizeof(path), "%s",
+		 tu_testdata("nemo/torch_written/mlp.nemo"));
+	check_members(path, json_object_get(json_object_get(e, "mlp.nemo"),
+					    "members"));
+	json_decref(e);
+}
+END_TEST
+
+/* the three tar rejects in @dir; the second header at @second */
+static void check_rejects(const char *dir, uint64_t second)
 {
 	struct tfs_diag d;
-	char names[512];
+	char names[512], path[4096];
 	uint8_t *b;
 	size_t len;
 
-	b = tu_read_file(tu_fixture("torchscript/reject/tar_bad_checksum.nemo"),
-			 &len);
+	snprintf(path, sizeof(path), "%s/tar_bad_checksum.nemo", dir);
+	b = tu_read_file(path, &len);
 	ck_assert(!tfs_tar_magic(b, len));
 	ck_assert_int_eq(walk(b, len, names, sizeof(names), &d), -EBADMSG);
 	ck_assert(strstr(d.msg, "chksum"));
 	ck_assert_uint_eq(d.offset, 148);
 	free(b);
-	b = tu_read_file(
-		tu_fixture("torchscript/reject/tar_member_past_eof.nemo"),
-		&len);
+	snprintf(path, sizeof(path), "%s/tar_member_past_eof.nemo", dir);
+	b = tu_read_file(path, &len);
 	ck_assert_int_eq(walk(b, len, names, sizeof(names), &d), -EBADMSG);
 	ck_assert(strstr(d.msg, "size") && strstr(d.msg, "past the end"));
-	ck_assert_uint_eq(d.offset, 1024 + 124); /* second header's size */
+	ck_assert_uint_eq(d.offset, second + 124); /* its size field */
 	free(b);
-	b = tu_read_file(
-		tu_fixture("torchscript/reject/tar_path_traversal.nemo"), &len);
+	snprintf(path, sizeof(path), "%s/tar_path_traversal.nemo", dir);
+	b = tu_read_file(path, &len);
 	ck_assert_int_eq(walk(b, len, names, sizeof(names), &d), -EBADMSG);
 	ck_assert(strstr(d.msg, "'..'"));
 	ck_assert_uint_eq(d.offset, 0);
 	free(b);
+}
+
+START_TEST(shared_rejects)
+{
+	char dir[4096];
+
+	TU_NEED_SHARED("torchscript/reject/tar_bad_checksum.nemo");
+	snprintf(dir, sizeof(dir), "%s", tu_fixture("torchscript/reject"));
+	check_rejects(dir, 1024);
+}
+END_TEST
+
+/* the second member's header where tarfile put it (expected.json) */
+START_TEST(project_rejects)
+{
+	json_error_t err;
+	json_t *e = json_load_file(
+		tu_testdata("nemo/torch_written/expected.json"), 0, &err);
+	char dir[4096];
+
+	ck_assert_ptr_nonnull(e);
+	snprintf(dir, sizeof(dir), "%s",
+		 tu_testdata("nemo/torch_written/reject"));
+	check_rejects(
+		dir,
+		(uint64_t)json_integer_value(json_object_get(
+			json_array_get(
+				json_object_get(json_object_get(e, "mlp.nemo"),
+						"members"),
+				1),
+			"header_offset")));
+	json_decref(e);
 }
 END_TEST
 
@@ -264,8 +323,10 @@ int main(void)
 
 	tcase_add_test(tc, shared_nemo);
 	tcase_add_test(tc, shared_rejects);
+	tcase_add_test(tc, project_nemo);
+	tcase_add_test(tc, project_rejects);
 	tcase_add_test(tc, crafted);
 	tcase_add_test(tc, member_limit);
 	suite_add_tcase(s, tc);
-	return tu_run_with_fixtures(s);
+	return tu_run(s);
 }
