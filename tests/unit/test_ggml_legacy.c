@@ -241,10 +241,12 @@ static void check_valid(const char *file, const json_t *e)
 
 START_TEST(fixtures_valid)
 {
-	json_t *exp = expected(), *e;
+	json_t *exp, *e;
 	const char *file;
 	size_t n = 0;
 
+	TU_NEED_SHARED(FIX "expected.json");
+	exp = expected();
 	json_object_foreach(json_object_get(exp, "valid"), file, e)
 	{
 		check_valid(file, e);
@@ -286,11 +288,15 @@ static void reject_seen(const char *path, const char *name, void *arg)
 
 START_TEST(fixtures_reject)
 {
-	json_t *exp = expected();
+	json_t *exp;
 	const char *v3 = "llama-ggjt-v3-synth.bin";
+	uint64_t out, out_data, end;
+
+	TU_NEED_SHARED(FIX "expected.json");
+	exp = expected();
 	/* output.weight, the 4th record of the ggjt v3 file */
-	uint64_t out = record_after(exp, v3, 2);
-	uint64_t out_data = (uint64_t)int_of(
+	out = record_after(exp, v3, 2);
+	out_data = (uint64_t)int_of(
 		json_array_get(
 			json_object_get(
 				json_object_get(json_object_get(exp, "valid"),
@@ -298,7 +304,7 @@ START_TEST(fixtures_reject)
 				"tensors"),
 			3),
 		"offset");
-	uint64_t end = record_after(exp, v3, 3);
+	end = record_after(exp, v3, 3);
 	/*
 	 * the whisper file: magic, 11 hparams, n_mel = n_fft = 1, one filter
 	 * float, 1 token of 1 byte; its first record follows
@@ -350,15 +356,17 @@ END_TEST
 
 /* ---- the real files of ../shared/real/ggml ------------------------------ */
 
-static bool real_file(const char *name, char *path, size_t len)
+/* real whisper.cpp test models: each one missing is a skipped case */
+static bool real_file(const char *case_name, const char *name, char *path,
+		      size_t len)
 {
-	snprintf(path, len, "%s", tu_fixture(""));
-	snprintf(path + strlen(path), len - strlen(path), "../real/ggml/%s",
-		 name);
-	if (access(path, R_OK) == 0)
-		return true;
-	printf("SKIP: %s is missing\n", path);
-	return false;
+	char rel[256];
+
+	snprintf(rel, sizeof(rel), "../real/ggml/%s", name);
+	if (!tu_shared(case_name, rel))
+		return false;
+	snprintf(path, len, "%s", tu_fixture(rel));
+	return true;
 }
 
 START_TEST(real_files)
@@ -368,7 +376,8 @@ START_TEST(real_files)
 	char path[4096];
 	json_t *m, *vocab, *toks;
 
-	if (real_file("for-tests-ggml-tiny.bin", path, sizeof(path))) {
+	if (real_file(__func__, "for-tests-ggml-tiny.bin", path,
+		      sizeof(path))) {
 		ck_assert_int_eq(tu_load_file(path, &img, &d), 0);
 		ck_assert_uint_eq(img->tree->ntensors, 1); /* mel_filters */
 		tu_expect_xattr(img, "", "architecture", "whisper");
@@ -391,7 +400,8 @@ START_TEST(real_files)
 		json_decref(m);
 		tfs_image_close(img);
 	}
-	if (real_file("for-tests-silero-v5.1.2-ggml.bin", path, sizeof(path))) {
+	if (real_file(__func__, "for-tests-silero-v5.1.2-ggml.bin", path,
+		      sizeof(path))) {
 		ck_assert_int_eq(tu_load_file(path, &img, &d), 0);
 		ck_assert_uint_eq(img->tree->ntensors, 15);
 		tu_expect_xattr(img, "_model/decoder/decoder/2/bias", "shape",
@@ -400,7 +410,8 @@ START_TEST(real_files)
 		tfs_image_close(img);
 	}
 	/* whisper.cpp's parakeet test model: a ggml header of another kind */
-	if (real_file("for-tests-ggml-parakeet-tdt.bin", path, sizeof(path))) {
+	if (real_file(__func__, "for-tests-ggml-parakeet-tdt.bin", path,
+		      sizeof(path))) {
 		img = NULL;
 		ck_assert_int_eq(tu_load_file(path, &img, &d), -EBADMSG);
 		ck_assert_ptr_nonnull(
@@ -667,6 +678,7 @@ START_TEST(vocabulary)
 	json_t *m, *v;
 	char *s;
 
+	TU_NEED_SHARED(FIX "llama-ggmf-v1-synth.bin");
 	ck_assert_int_eq(tu_load_file(tu_fixture(FIX "llama-ggmf-v1-synth.bin"),
 				      &img, &d),
 			 0);
@@ -702,5 +714,5 @@ static Suite *ggml_legacy_suite(void)
 
 int main(void)
 {
-	return tu_run_with_fixtures(ggml_legacy_suite());
+	return tu_run(ggml_legacy_suite());
 }
