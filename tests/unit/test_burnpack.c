@@ -27,7 +27,6 @@
 
 #define REF_BPK "burnpack/reference/mnist-inference-web_model.bpk"
 #define REF_JSON "burnpack/reference/mnist-inference-web_model.expected.json"
-#define SYN(f) "burnpack/synthesized/" f
 
 /* ---- helpers ------------------------------------------------------------- */
 
@@ -474,19 +473,11 @@ static void check_single(const char *plain, const char *with_meta)
 	tfs_image_close(img);
 }
 
-START_TEST(synthesized_single)
-{
-	char plain[4096];
-
-	TU_NEED_SHARED(SYN("bpk_f32_2x3.bpk"));
-	TU_NEED_SHARED(SYN("bpk_f32_2x3_meta.bpk"));
-	snprintf(plain, sizeof(plain), "%s",
-		 tu_fixture(SYN("bpk_f32_2x3.bpk")));
-	check_single(plain, tu_fixture(SYN("bpk_f32_2x3_meta.bpk")));
-}
-END_TEST
-
-/* the same files, written by tests/fixtures/burnpack/generate.py */
+/*
+ * the spec's synthesized files, written by tests/fixtures/burnpack/
+ * generate.py with the same bytes as shared/fixtures/burnpack/synthesized
+ * (the generator checks that when ../shared is there)
+ */
 START_TEST(generated_single)
 {
 	char plain[4096];
@@ -529,20 +520,9 @@ static void check_multi(const char *file, const char *layout, uint64_t h_offset,
 	tfs_image_close(img);
 }
 
-START_TEST(synthesized_multi)
-{
-	TU_NEED_SHARED(SYN("bpk_multi_v021.bpk"));
-	TU_NEED_SHARED(SYN("bpk_multi_v019_unaligned.bpk"));
-	/* aligned: data_start 512, h at 768; packed: data_start 248 + 33 */
-	check_multi(tu_fixture(SYN("bpk_multi_v021.bpk")), "aligned", 512 + 768,
-		    "Bool(Native)");
-	check_multi(tu_fixture(SYN("bpk_multi_v019_unaligned.bpk")), "packed",
-		    281, "Bool");
-}
-END_TEST
-
 START_TEST(generated_multi)
 {
+	/* aligned: data_start 512, h at 768; packed: data_start 248 + 33 */
 	check_multi(tu_testdata("burnpack/valid/multi_v021.bpk"), "aligned",
 		    512 + 768, "Bool(Native)");
 	check_multi(tu_testdata("burnpack/valid/packed_v019.bpk"), "packed",
@@ -1486,8 +1466,6 @@ int main(void)
 	TCase *tc = tcase_create("burnpack");
 
 	tcase_add_test(tc, real_model);
-	tcase_add_test(tc, synthesized_single);
-	tcase_add_test(tc, synthesized_multi);
 	tcase_add_test(tc, generated_single);
 	tcase_add_test(tc, generated_multi);
 	tcase_add_test(tc, every_dtype_aligned);
