@@ -4,9 +4,9 @@
 # offset the file states, found by an independent reading of its tensor
 # table (gguf_layout.py); xattrs, metadata.json with a 150,000-token
 # vocabulary, a split set mounted from a part and from its directory, and
-# the refusals (big-endian: 3; broken sets: naming the file).  The
-# ggml-written files of ../shared skip case by case without it; the same
-# checks run on the generator's files either way.
+# the refusals (big-endian: 3; broken sets: naming the file).  The spec's
+# files (written by ggml in ../shared) are generate.py's copies in spec/,
+# the same bytes.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 LAYOUT="$(dirname "$0")/gguf_layout.py"
@@ -36,10 +36,7 @@ check_tensors() { # FILE MNT
 	echo "$count"
 }
 
-shared=()
-shared_case "the ggml-written files" gguf/gguf_v3_basic.gguf &&
-	shared=("$TFS_FIXTURES"/gguf/*.gguf)
-for f in "${shared[@]}" "$GEN"/valid/{v3_every_type,v2_small,align1,align64,align4096,shapes_no_tail_pad,unpacked_offsets}.gguf; do
+for f in "$GEN"/spec/*.gguf "$GEN"/valid/{v3_every_type,v2_small,align1,align64,align4096,shapes_no_tail_pad,unpacked_offsets}.gguf; do
 	M=$(mount_container "$f") || { fail "mount $(basename "$f")"; continue; }
 	want=$(python3 "$LAYOUT" "$f" | wc -l)
 	got=$(check_tensors "$f" "$M" | tail -n 1)
@@ -49,21 +46,19 @@ for f in "${shared[@]}" "$GEN"/valid/{v3_every_type,v2_small,align1,align64,alig
 	unmount "$M"
 done
 
-if shared_case "gguf_v3_basic: xattrs and values" gguf/gguf_v3_basic.gguf; then
-	M=$(mount_container "$TFS_FIXTURES/gguf/gguf_v3_basic.gguf")
-	eq "architecture xattr" \
-		"$(getfattr --absolute-names --only-values -n user.tensorfs.gguf.general.architecture "$M")" tensorfs-test
-	eq "u64 xattr" "$(getfattr --absolute-names --only-values -n user.tensorfs.gguf.test.u64 "$M")" 1099511627776
-	eq "cube shape" "$(getfattr --absolute-names --only-values -n user.tensorfs.shape "$M/cube")" "[2,1,2]"
-	eq "metadata.json arrays" \
-		"$(python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["metadata"]; print(m["test.arr_i32"], m["test.arr_str"])' "$M/.tensorfs/metadata.json")" \
-		"[1, -2, 3] ['a', 'bc']"
-	check "the F32 tensor reads as 1..6" python3 -c '
+M=$(mount_container "$GEN/spec/gguf_v3_basic.gguf")
+eq "architecture xattr" \
+	"$(getfattr --absolute-names --only-values -n user.tensorfs.gguf.general.architecture "$M")" tensorfs-test
+eq "u64 xattr" "$(getfattr --absolute-names --only-values -n user.tensorfs.gguf.test.u64 "$M")" 1099511627776
+eq "cube shape" "$(getfattr --absolute-names --only-values -n user.tensorfs.shape "$M/cube")" "[2,1,2]"
+eq "metadata.json arrays" \
+	"$(python3 -c 'import json,sys; m=json.load(open(sys.argv[1]))["metadata"]; print(m["test.arr_i32"], m["test.arr_str"])' "$M/.tensorfs/metadata.json")" \
+	"[1, -2, 3] ['a', 'bc']"
+check "the F32 tensor reads as 1..6" python3 -c '
 import struct, sys
 a = struct.unpack("<6f", open(sys.argv[1], "rb").read())
 assert a == (1, 2, 3, 4, 5, 6), a' "$M/token_embd/weight"
-	unmount "$M"
-fi
+unmount "$M"
 # the generator's v3_every_type.gguf: its key/values as generate.py wrote
 # them (EVERY_KV), the 64-bit one as an xattr, the arrays in metadata.json
 M=$(mount_container "$GEN/valid/v3_every_type.gguf") || fail "mount v3_every_type"
@@ -112,13 +107,11 @@ done
 
 # info: the architecture, the parameters and the bytes per dtype (spec
 # section 8: 6+5+4+64+64+2+3+4 elements; q8_0 68 bytes, two float32 40)
-if shared_case "info of gguf_v3_basic" gguf/gguf_v3_basic.gguf; then
-	out=$("$TENSORFS" info "$TFS_FIXTURES/gguf/gguf_v3_basic.gguf")
-	check "info: architecture" grep -q '^architecture: tensorfs-test$' <<<"$out"
-	check "info: parameters" grep -q '^parameters: 152$' <<<"$out"
-	check "info: q8_0 bytes first" grep -q '^dtypes: *q8_0 *68 bytes in 1 file' <<<"$out"
-	check "info: float32 bytes" grep -q '^ *float32 *40 bytes in 2 files' <<<"$out"
-fi
+out=$("$TENSORFS" info "$GEN/spec/gguf_v3_basic.gguf")
+check "info: architecture" grep -q '^architecture: tensorfs-test$' <<<"$out"
+check "info: parameters" grep -q '^parameters: 152$' <<<"$out"
+check "info: q8_0 bytes first" grep -q '^dtypes: *q8_0 *68 bytes in 1 file' <<<"$out"
+check "info: float32 bytes" grep -q '^ *float32 *40 bytes in 2 files' <<<"$out"
 # the generator's file: parameters and the largest dtype from valid.tsv
 out=$("$TENSORFS" info "$GEN/valid/v3_every_type.gguf")
 read -r params top top_bytes < <(awk -F'\t' '$1 == "v3_every_type.gguf" {
