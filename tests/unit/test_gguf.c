@@ -164,10 +164,10 @@ START_TEST(spec_small)
 	json_t *meta;
 
 	/* alignment 64: data_start 192 */
-	ck_assert_int_eq(
-		tu_load_file(tu_testdata("gguf/spec/gguf_v3_align64.gguf"), &img,
-			     &d),
-		0);
+	ck_assert_int_eq(tu_load_file(tu_testdata("gguf/spec/"
+						  "gguf_v3_align64.gguf"),
+				      &img, &d),
+			 0);
 	ck_assert_uint_eq(img->tree->ntensors, 2);
 	expect_tensor(img, "tiny.i8", "int8", "[3]", "[3]", 192, 3,
 		      basic[6].sha);
