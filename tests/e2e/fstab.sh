@@ -5,7 +5,6 @@
 # root for mount(8); a fstab of our own (mount -T) so the system's is left
 # alone.
 . "$(dirname "$0")/lib.sh"
-need_fixtures
 need_fuse
 if [ "$(id -u)" -ne 0 ] || ! command -v mount.fuse3 >/dev/null; then
 	echo "SKIP: needs root and mount.fuse3"

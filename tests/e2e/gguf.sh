@@ -4,10 +4,11 @@
 # offset the file states, found by an independent reading of its tensor
 # table (gguf_layout.py); xattrs, metadata.json with a 150,000-token
 # vocabulary, a split set mounted from a part and from its directory, and
-# the refusals (big-endian: 3; broken sets: naming the file).
+# the refusals (big-endian: 3; broken sets: naming the file).  The spec's
+# files (written by ggml in ../shared) are generate.py's copies in spec/,
+# the same bytes.
 . "$(dirname "$0")/lib.sh"
 need_fuse
-need_fixtures
 LAYOUT="$(dirname "$0")/gguf_layout.py"
 GEN="$TFS_TESTDATA/gguf"
 
@@ -35,7 +36,7 @@ check_tensors() { # FILE MNT
 	echo "$count"
 }
 
-for f in "$TFS_FIXTURES"/gguf/*.gguf "$GEN"/valid/{v3_every_type,v2_small,align1,align64,align4096,shapes_no_tail_pad,unpacked_offsets}.gguf; do
+for f in "$GEN"/spec/*.gguf "$GEN"/valid/{v3_every_type,v2_small,align1,align64,align4096,shapes_no_tail_pad,unpacked_offsets}.gguf; do
 	M=$(mount_container "$f") || { fail "mount $(basename "$f")"; continue; }
 	want=$(python3 "$LAYOUT" "$f" | wc -l)
 	got=$(check_tensors "$f" "$M" | tail -n 1)
@@ -45,7 +46,7 @@ for f in "$TFS_FIXTURES"/gguf/*.gguf "$GEN"/valid/{v3_every_type,v2_small,align1
 	unmount "$M"
 done
 
-M=$(mount_container "$TFS_FIXTURES/gguf/gguf_v3_basic.gguf")
+M=$(mount_container "$GEN/spec/gguf_v3_basic.gguf")
 eq "architecture xattr" \
 	"$(getfattr --absolute-names --only-values -n user.tensorfs.gguf.general.architecture "$M")" tensorfs-test
 eq "u64 xattr" "$(getfattr --absolute-names --only-values -n user.tensorfs.gguf.test.u64 "$M")" 1099511627776
@@ -57,6 +58,23 @@ check "the F32 tensor reads as 1..6" python3 -c '
 import struct, sys
 a = struct.unpack("<6f", open(sys.argv[1], "rb").read())
 assert a == (1, 2, 3, 4, 5, 6), a' "$M/token_embd/weight"
+unmount "$M"
+# the generator's v3_every_type.gguf: its key/values as generate.py wrote
+# them (EVERY_KV), the 64-bit one as an xattr, the arrays in metadata.json
+M=$(mount_container "$GEN/valid/v3_every_type.gguf") || fail "mount v3_every_type"
+eq "generated: architecture xattr" \
+	"$(getfattr --absolute-names --only-values -n user.tensorfs.gguf.general.architecture "$M")" llama
+eq "generated: u64 xattr" \
+	"$(getfattr --absolute-names --only-values -n user.tensorfs.gguf.t.u64 "$M")" 18446744073709551615
+check "generated: metadata.json arrays as written" /usr/bin/python3 -c '
+import json, sys
+sys.path.insert(0, sys.argv[2])
+import generate
+m = json.load(open(sys.argv[1]))["metadata"]
+for key, kind, value in generate.EVERY_KV:
+    if key in ("t.arr_u8", "t.arr_str", "t.arr_bool", "t.arr_empty"):
+        assert m[key] == value[1], (key, m[key], value[1])
+' "$M/.tensorfs/metadata.json" "$GEN"
 unmount "$M"
 
 # a llama-like file: 150,000-token vocabulary, 300 tensors
@@ -89,11 +107,25 @@ done
 
 # info: the architecture, the parameters and the bytes per dtype (spec
 # section 8: 6+5+4+64+64+2+3+4 elements; q8_0 68 bytes, two float32 40)
-out=$("$TENSORFS" info "$TFS_FIXTURES/gguf/gguf_v3_basic.gguf")
+out=$("$TENSORFS" info "$GEN/spec/gguf_v3_basic.gguf")
 check "info: architecture" grep -q '^architecture: tensorfs-test$' <<<"$out"
 check "info: parameters" grep -q '^parameters: 152$' <<<"$out"
 check "info: q8_0 bytes first" grep -q '^dtypes: *q8_0 *68 bytes in 1 file' <<<"$out"
 check "info: float32 bytes" grep -q '^ *float32 *40 bytes in 2 files' <<<"$out"
+# the generator's file: parameters and the largest dtype from valid.tsv
+out=$("$TENSORFS" info "$GEN/valid/v3_every_type.gguf")
+read -r params top top_bytes < <(awk -F'\t' '$1 == "v3_every_type.gguf" {
+	n = 1; k = split(substr($4, 2, length($4) - 2), d, ",")
+	for (i = 1; i <= k; i++) n *= d[i]
+	p += n; b[$3] += $7
+} END {
+	for (t in b) if (b[t] > best) { best = b[t]; name = t }
+	print p, name, best
+}' "$GEN/valid.tsv")
+check "info: architecture (generated)" grep -q '^architecture: llama$' <<<"$out"
+check "info: parameters (generated, $params)" grep -q "^parameters: $params\$" <<<"$out"
+check "info: $top bytes first (generated)" \
+	grep -q "^dtypes: *$top *$top_bytes bytes in 1 file" <<<"$out"
 out=$("$TENSORFS" info "$WORK/big.gguf")
 check "info: a large metadata.json is not printed" grep -q '^metadata: large' <<<"$out"
 check "info: 300 tensors of five types" test "$(grep -cE '^ *(dtypes:)? *(float32|float16|q4_k|q6_k|q8_0) ' <<<"$out")" -eq 5

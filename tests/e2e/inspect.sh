@@ -3,7 +3,6 @@
 # (tests/e2e/valuecheck.py computes the expectations from the safetensors
 # bytes by the spec, independently).
 . "$(dirname "$0")/lib.sh"
-need_fixtures
 if ! /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
 	echo "SKIP: Debian's python3-numpy is not installed"
 	exit 77
@@ -23,11 +22,12 @@ check "stats text shows the NaN count" grep -qE '^half +float16 +1000 .* 2 +0 +1
 	echo "$out" >&2
 "$TENSORFS" stats "$A" nosuch >/dev/null 2>&1
 eq "stats of an unknown name exits 6" "$?" 6
-# column-major does not change stats: a primitiv 2x2 param (order=F)
-P=$TFS_FIXTURES/primitiv/param_2x2.data
-if [ -f "$P" ]; then
+# column-major does not change stats: primitiv params (order=F), the one
+# primitiv wrote (../shared) and generate.py's
+column_major_stats() { # FILE
+	local P=$1
 	"$TENSORFS" stats --json "$P" >"$WORK/p.json"
-	check "column-major stats: the stored values' stats" /usr/bin/python3 -c '
+	check "column-major stats of ${P##*/}: the stored values' stats" /usr/bin/python3 -c '
 import json, sys, numpy as np
 doc = json.load(open(sys.argv[1]))
 t = doc[0]
@@ -39,7 +39,10 @@ assert t["count"] == v.size, t
 assert abs(t["mean"] - v.mean()) < 1e-9 and abs(t["std"] - v.std()) < 1e-9
 assert t["min"] == v.min() and t["max"] == v.max()
 ' "$WORK/p.json" "$TENSORFS" "$P"
-fi
+}
+shared_case "stats of primitiv's param_2x2.data" primitiv/param_2x2.data &&
+	column_major_stats "$TFS_FIXTURES/primitiv/param_2x2.data"
+column_major_stats "$TFS_TESTDATA/primitiv/valid/param_stats_any_order.param"
 
 "$TENSORFS" diff --json "$A" "$B" >"$WORK/diff.json"
 eq "diff of different files exits 1" "$?" 1
@@ -161,13 +164,16 @@ if [ -n "${M:-}" ]; then
 		cmp <("$TENSORFS" cat --previews "$WORK/pic.safetensors" wave.png) "$M/wave.png"
 	unmount "$M"
 fi
-P=$TFS_FIXTURES/primitiv/model.model
-M=$(mount_container "$P" -o previews) || fail "mount primitiv -o previews"
-if [ -n "${M:-}" ]; then
-	check "previews: a column-major tensor is shown in logical order" \
-		$PY preview_fortran "$M" w/value
+# a column-major tensor: primitiv's model (../shared) and generate.py's
+fortran_preview() { # FILE PATH
+	M=$(mount_container "$1" -o previews) || { fail "mount ${1##*/} -o previews"; return; }
+	check "previews: a column-major tensor of ${1##*/} is shown in logical order" \
+		$PY preview_fortran "$M" "$2"
 	unmount "$M"
-fi
+}
+shared_case "previews of primitiv's model.model" primitiv/model.model &&
+	fortran_preview "$TFS_FIXTURES/primitiv/model.model" w/value
+fortran_preview "$TFS_TESTDATA/primitiv/valid/model_nested_keys.model" enc/layer0/w/value
 M=$(mount_container "$WORK/a.safetensors" -o previews,as=float32,npy) ||
 	fail "mount -o previews,as=float32,npy"
 if [ -n "${M:-}" ]; then

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # Real mounts: tree, bytes, xattrs, EROFS, odd-offset reads, unmount.
 . "$(dirname "$0")/lib.sh"
-need_fixtures
 need_fuse
 
 sum_before=$(sha "$SAMPLE")
@@ -89,11 +88,21 @@ check "the mount is gone" bash -c "! mountpoint -q '$M'"
 eq "the container was not modified" "$(sha "$SAMPLE")" "$sum_before"
 
 # TSR: one unnamed tensor shown as 'tensor', bytes as documented
-M=$(mount_container "$TFS_FIXTURES/tsr/test_labels.tsr") || fail "mount TSR"
+if shared_case "TSR: the real MNIST labels" tsr/test_labels.tsr; then
+	M=$(mount_container "$TFS_FIXTURES/tsr/test_labels.tsr") || fail "mount TSR"
+	eq "TSR: the root holds 'tensor'" "$(ls "$M")" tensor
+	eq "TSR: data sha256 as documented" "$(sha "$M/tensor")" \
+		52aa149c856ca033d02e1d2e5cc61033b4c56ed4a56f0edc328206a178c42126
+	eq "TSR: first labels" "$(od -An -td4 -N16 "$M/tensor" | tr -s ' ')" " 7 2 1 0"
+	unmount "$M"
+fi
+# tests/fixtures/tsr/generate.py's fp32_2x3.tsr: float32 0..5
+M=$(mount_container "$TFS_TESTDATA/tsr/valid/fp32_2x3.tsr") || fail "mount TSR"
 eq "TSR: the root holds 'tensor'" "$(ls "$M")" tensor
-eq "TSR: data sha256 as documented" "$(sha "$M/tensor")" \
-	52aa149c856ca033d02e1d2e5cc61033b4c56ed4a56f0edc328206a178c42126
-eq "TSR: first labels" "$(od -An -td4 -N16 "$M/tensor" | tr -s ' ')" " 7 2 1 0"
+eq "TSR: data sha256 of float32 0..5" "$(sha "$M/tensor")" \
+	"$(/usr/bin/python3 -c 'import hashlib, struct
+print(hashlib.sha256(struct.pack("<6f", *range(6))).hexdigest())')"
+eq "TSR: its values" "$(od -An -tf4 "$M/tensor" | tr -s ' \n' ' ')" " 0 1 2 3 4 5 "
 unmount "$M"
 
 # mount failures: a missing mountpoint (5), a directory without any

@@ -3,18 +3,21 @@
 # tensor file of every valid fixture of every format (NumPy's .npy and .npz
 # included) with mmap_mode='r' and gets the tensor's bytes with the
 # manifest's dtype and shape, row- or column-major as flagged
-# (tests/e2e/npyview.py).
+# (tests/e2e/npyview.py).  The project's fixtures always; ../shared's
+# when it is there (a skipped case without it).
 . "$(dirname "$0")/lib.sh"
-need_fixtures
 need_fuse
 if ! /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
 	echo "SKIP: Debian's python3-numpy is not installed"
 	exit 77
 fi
 
+shared=()
+shared_case "the fixtures of ../shared" README.md &&
+	shared=("$TFS_FIXTURES"/*/*.* "$TFS_FIXTURES"/*/synthesized/*
+		"$TFS_FIXTURES"/*/reference/*)
 files=("$SAMPLE")
-for f in "$TFS_TESTDATA"/*/valid/* "$TFS_FIXTURES"/*/*.* \
-	"$TFS_FIXTURES"/*/synthesized/* "$TFS_FIXTURES"/*/reference/*; do
+for f in "$TFS_TESTDATA"/*/valid/* "${shared[@]}"; do
 	[ -f "$f" ] || continue
 	case "$f" in *.json | *.md | *.py | *LICENSE) continue ;; esac
 	# only what tensorfs mounts today

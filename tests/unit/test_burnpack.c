@@ -27,7 +27,6 @@
 
 #define REF_BPK "burnpack/reference/mnist-inference-web_model.bpk"
 #define REF_JSON "burnpack/reference/mnist-inference-web_model.expected.json"
-#define SYN(f) "burnpack/synthesized/" f
 
 /* ---- helpers ------------------------------------------------------------- */
 
@@ -329,6 +328,9 @@ START_TEST(real_model)
 	uint8_t *b;
 	const struct tfs_tensor *x, *by_offset[18];
 
+	/* a real Burn file (tracel-ai/burn's example): stays in ../shared */
+	TU_NEED_SHARED(REF_BPK);
+	TU_NEED_SHARED(REF_JSON);
 	text = (char *)tu_read_file(tu_fixture(REF_JSON), &text_len);
 	text[text_len] = '\0';
 	/* param_ids need all 64 bits: numbers as reals here, ids from text */
@@ -437,14 +439,17 @@ END_TEST
 	"f613059cfba2cf127dd8644df2407b0472882b5be6674997c8e0fea11299b20f"
 #define SHA_W "928c98e7bb51d2997586a3ece16ca418c1b9ff64025e11aa9265f3fa7d983f70"
 
-START_TEST(synthesized_single)
+/* @plain and @with_meta: absolute paths (copied: tu_* paths are static) */
+static void check_single(const char *plain, const char *with_meta)
 {
 	struct tfs_image *img;
 	struct tfs_diag d;
 	json_t *meta, *m;
+	char path[2][4096];
 
-	ck_assert_int_eq(
-		tu_load_file(tu_fixture(SYN("bpk_f32_2x3.bpk")), &img, &d), 0);
+	snprintf(path[0], sizeof(path[0]), "%s", plain);
+	snprintf(path[1], sizeof(path[1]), "%s", with_meta);
+	ck_assert_int_eq(tu_load_file(path[0], &img, &d), 0);
 	check_sha(img, "weight", SHA_WEIGHT);
 	tu_expect_xattr(img, "weight", "dtype", "float32");
 	tu_expect_xattr(img, "weight", "shape", "[2,3]");
@@ -453,9 +458,7 @@ START_TEST(synthesized_single)
 	ck_assert_ptr_null(tu_xattr(img, "", "burnpack.metadata.format"));
 	tfs_image_close(img);
 
-	ck_assert_int_eq(
-		tu_load_file(tu_fixture(SYN("bpk_f32_2x3_meta.bpk")), &img, &d),
-		0);
+	ck_assert_int_eq(tu_load_file(path[1], &img, &d), 0);
 	check_sha(img, "weight", SHA_WEIGHT);
 	tu_expect_xattr(img, "", "burnpack.metadata.format", "burnpack");
 	tu_expect_xattr(img, "", "burnpack.metadata.producer", "burn");
@@ -469,8 +472,23 @@ START_TEST(synthesized_single)
 	json_decref(meta);
 	tfs_image_close(img);
 }
+
+/*
+ * the spec's synthesized files, written by tests/fixtures/burnpack/
+ * generate.py with the same bytes as shared/fixtures/burnpack/synthesized
+ * (the generator checks that when ../shared is there)
+ */
+START_TEST(generated_single)
+{
+	char plain[4096];
+
+	snprintf(plain, sizeof(plain), "%s",
+		 tu_testdata("burnpack/valid/f32_2x3.bpk"));
+	check_single(plain, tu_testdata("burnpack/valid/f32_2x3_meta.bpk"));
+}
 END_TEST
 
+/* @file: an absolute path */
 static void check_multi(const char *file, const char *layout, uint64_t h_offset,
 			const char *mask_native)
 {
@@ -481,7 +499,7 @@ static void check_multi(const char *file, const char *layout, uint64_t h_offset,
 	uint8_t *b;
 	size_t len;
 
-	ck_assert_int_eq(tu_load_file(tu_fixture(file), &img, &d), 0);
+	ck_assert_int_eq(tu_load_file(file, &img, &d), 0);
 	tu_expect_xattr(img, "", "burnpack.layout", layout);
 	check_sha(img, "a/idx", SHA_AIDX);
 	check_sha(img, "h", SHA_H);
@@ -502,12 +520,13 @@ static void check_multi(const char *file, const char *layout, uint64_t h_offset,
 	tfs_image_close(img);
 }
 
-START_TEST(synthesized_multi)
+START_TEST(generated_multi)
 {
 	/* aligned: data_start 512, h at 768; packed: data_start 248 + 33 */
-	check_multi(SYN("bpk_multi_v021.bpk"), "aligned", 512 + 768,
-		    "Bool(Native)");
-	check_multi(SYN("bpk_multi_v019_unaligned.bpk"), "packed", 281, "Bool");
+	check_multi(tu_testdata("burnpack/valid/multi_v021.bpk"), "aligned",
+		    512 + 768, "Bool(Native)");
+	check_multi(tu_testdata("burnpack/valid/packed_v019.bpk"), "packed",
+		    281, "Bool");
 }
 END_TEST
 
@@ -965,7 +984,8 @@ static struct gen_file one_tensor(const char *dtype, uint64_t n)
 START_TEST(reject_header)
 {
 	size_t len;
-	uint8_t *b = tu_read_file(tu_fixture(SYN("bpk_f32_2x3.bpk")), &len);
+	uint8_t *b =
+		tu_read_file(tu_testdata("burnpack/valid/f32_2x3.bpk"), &len);
 	uint8_t *c;
 
 	/* the edits below reach byte 60 */
@@ -1404,6 +1424,9 @@ START_TEST(sample_files)
 		"burnpack/valid/aligned_every_dtype.bpk",
 		"burnpack/valid/packed_v019.bpk",
 		"burnpack/valid/scalars_v022.bpk",
+		"burnpack/valid/f32_2x3.bpk",
+		"burnpack/valid/f32_2x3_meta.bpk",
+		"burnpack/valid/multi_v021.bpk",
 	};
 	static const struct {
 		const char *file;
@@ -1443,8 +1466,8 @@ int main(void)
 	TCase *tc = tcase_create("burnpack");
 
 	tcase_add_test(tc, real_model);
-	tcase_add_test(tc, synthesized_single);
-	tcase_add_test(tc, synthesized_multi);
+	tcase_add_test(tc, generated_single);
+	tcase_add_test(tc, generated_multi);
 	tcase_add_test(tc, every_dtype_aligned);
 	tcase_add_test(tc, every_dtype_packed);
 	tcase_add_test(tc, zero_length);
@@ -1464,5 +1487,5 @@ int main(void)
 	tcase_add_test(tc, reject_limits);
 	tcase_add_test(tc, sample_files);
 	suite_add_tcase(s, tc);
-	return tu_run_with_fixtures(s);
+	return tu_run(s);
 }

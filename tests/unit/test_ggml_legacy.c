@@ -2,7 +2,9 @@
 /*
  * Pre-GGUF ggml files: every file of the shared fixtures
  * (../shared/fixtures/ggml-legacy: real whisper.cpp, silero VAD and
- * llama.cpp files, synthesized ones) against its expected.json (names,
+ * llama.cpp files, synthesized ones; skipped case by case without it) and
+ * of tests/fixtures/ggml_legacy (generate.py's, written from the spec)
+ * against its expected.json (names,
  * dtypes by generation, shapes, offsets, sha256 of the bytes served,
  * hyper-parameters, vocabulary), every reject with the field and the byte
  * offset worked out here from the fixture's own layout, the real files of
@@ -134,15 +136,18 @@ static void expect_members(const json_t *got, const json_t *want)
 		json_equal(json_object_get(got, key), v), "'%s' differs", key);
 }
 
-static json_t *expected(void)
+/* @dir/expected.json; @dir absolute */
+static json_t *expected(const char *dir)
 {
+	char path[4096];
 	json_error_t err;
-	json_t *j = json_load_file(tu_fixture(FIX "expected.json"), 0, &err);
+	json_t *j;
 
-	ck_assert_msg(j != NULL, "expected.json: %s", err.text);
+	snprintf(path, sizeof(path), "%s/expected.json", dir);
+	j = json_load_file(path, 0, &err);
+	ck_assert_msg(j != NULL, "%s: %s", path, err.text);
 	return j;
 }
-
 /* the whisper header and VAD fields of @e against metadata.json */
 static void expect_header(const json_t *m, const json_t *e)
 {
@@ -188,7 +193,9 @@ static void expect_header(const json_t *m, const json_t *e)
 
 /* ---- the shared fixtures ----------------------------------------------- */
 
-static void check_valid(const char *file, const json_t *e)
+/* @dir/@sub@file against its row @e of @dir/expected.json */
+static void check_valid(const char *dir, const char *sub, const char *file,
+			const json_t *e)
 {
 	const json_t *ts = json_object_get(e, "tensors"), *mel, *t;
 	const char *fam = json_string_value(json_object_get(e, "family"));
@@ -196,16 +203,12 @@ static void check_valid(const char *file, const json_t *e)
 	bool whisper = !strcmp(fam, "whisper");
 	struct tfs_image *img;
 	struct tfs_diag d;
-	char path[256];
+	char path[4096];
 	json_t *m;
 	size_t i;
 
-	snprintf(path, sizeof(path), FIX "%s", file);
-	if (access(tu_fixture(path), R_OK)) {
-		printf("SKIP: %s is missing\n", tu_fixture(path));
-		return;
-	}
-	ck_assert_msg(tu_load_file(tu_fixture(path), &img, &d) == 0,
+	snprintf(path, sizeof(path), "%s/%s%s", dir, sub, file);
+	ck_assert_msg(tu_load_file(path, &img, &d) == 0,
 		      "%s: %s (at %llu)", file, d.msg,
 		      (unsigned long long)d.offset);
 	ck_assert_str_eq(img->tree->format, "ggml-legacy");
@@ -239,19 +242,54 @@ static void check_valid(const char *file, const json_t *e)
 	tfs_image_close(img);
 }
 
-START_TEST(fixtures_valid)
+/* tu_each_fixture's counter alone */
+static void count_only(const char *path, const char *name, void *arg)
 {
-	json_t *exp = expected(), *e;
+	(void)path;
+	(void)name;
+	(void)arg;
+}
+
+/*
+ * every valid file of @dir (absolute; copied) as its expected.json says;
+ * they are in @dir/@sub ("" or "valid/")
+ */
+static size_t valid_files(const char *path, const char *sub)
+{
+	char dir[2048];
+	json_t *exp, *e;
 	const char *file;
 	size_t n = 0;
 
+	snprintf(dir, sizeof(dir), "%s", path);
+	exp = expected(dir);
 	json_object_foreach(json_object_get(exp, "valid"), file, e)
 	{
-		check_valid(file, e);
+		check_valid(dir, sub, file, e);
 		n++;
 	}
-	ck_assert_uint_eq(n, 12);
 	json_decref(exp);
+	return n;
+}
+
+/* ../shared's: real whisper.cpp and llama.cpp files and synthesized ones */
+START_TEST(fixtures_valid)
+{
+	TU_NEED_SHARED(FIX "expected.json");
+	ck_assert_uint_eq(valid_files(tu_fixture("ggml-legacy"), ""), 12);
+}
+END_TEST
+
+/* tests/fixtures/ggml_legacy/generate.py's: every family and generation */
+START_TEST(generated_valid)
+{
+	char dir[2048];
+
+	snprintf(dir, sizeof(dir), "%s", tu_testdata("ggml_legacy"));
+	ck_assert_uint_eq(valid_files(dir, "valid/"), 8);
+	snprintf(dir, sizeof(dir), "%s", tu_testdata("ggml_legacy/valid"));
+	/* and nothing in valid/ is left out of expected.json */
+	ck_assert_uint_eq(tu_each_fixture(dir, count_only, NULL), 8);
 }
 END_TEST
 
@@ -284,13 +322,23 @@ static void reject_seen(const char *path, const char *name, void *arg)
 	ck_assert_msg(v[i].file != NULL, "reject %s has no row", name);
 }
 
-START_TEST(fixtures_reject)
+/*
+ * the refusals of @dir/reject (absolute; copied), broken copies of
+ * llama-ggjt-v3-synth.bin whose offsets @dir/expected.json gives; with
+ * @real, also whisper.cpp's own bad n_dims model
+ */
+static void reject_files(const char *path, bool real)
 {
-	json_t *exp = expected();
+	json_t *exp;
 	const char *v3 = "llama-ggjt-v3-synth.bin";
+	uint64_t out, out_data, end;
+	char dir[2048];
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	exp = expected(dir);
 	/* output.weight, the 4th record of the ggjt v3 file */
-	uint64_t out = record_after(exp, v3, 2);
-	uint64_t out_data = (uint64_t)int_of(
+	out = record_after(exp, v3, 2);
+	out_data = (uint64_t)int_of(
 		json_array_get(
 			json_object_get(
 				json_object_get(json_object_get(exp, "valid"),
@@ -298,7 +346,7 @@ START_TEST(fixtures_reject)
 				"tensors"),
 			3),
 		"offset");
-	uint64_t end = record_after(exp, v3, 3);
+	end = record_after(exp, v3, 3);
 	/*
 	 * the whisper file: magic, 11 hparams, n_mel = n_fft = 1, one filter
 	 * float, 1 token of 1 byte; its first record follows
@@ -317,14 +365,16 @@ START_TEST(fixtures_reject)
 	};
 	struct tfs_image *img;
 	struct tfs_diag d;
-	char path[256], line[512];
-	size_t i;
+	char file[4096], line[512];
+	size_t i, n = 0;
 
 	for (i = 0; rows[i].file; i++) {
-		snprintf(path, sizeof(path), FIX "reject/%s", rows[i].file);
+		if (!real && strstr(rows[i].file, "for-tests"))
+			continue;
+		snprintf(file, sizeof(file), "%s/reject/%s", dir, rows[i].file);
+		n++;
 		img = NULL;
-		ck_assert_int_eq(tu_load_file(tu_fixture(path), &img, &d),
-				 rows[i].err);
+		ck_assert_int_eq(tu_load_file(file, &img, &d), rows[i].err);
 		ck_assert_ptr_null(img);
 		tfs_diag_format(&d, line, sizeof(line));
 		ck_assert_msg(strstr(d.msg, rows[i].word),
@@ -335,30 +385,45 @@ START_TEST(fixtures_reject)
 			      (unsigned long long)rows[i].at);
 		ck_assert_ptr_null(strchr(line, '\n'));
 	}
-	/* the whisper layout is named: its header fits */
-	img = NULL;
-	tu_load_file(tu_fixture(FIX "reject/for-tests-ggml-whisper-bad-ndims"
-				    ".bin"),
-		     &img, &d);
-	ck_assert_ptr_nonnull(strstr(d.msg, "read as a whisper.cpp model"));
-	ck_assert_uint_eq(tu_each_fixture(tu_fixture(FIX "reject"), reject_seen,
-					  (void *)rows),
-			  7);
+	if (real) {
+		/* the whisper layout is named: its header fits */
+		img = NULL;
+		snprintf(file, sizeof(file),
+			 "%s/reject/for-tests-ggml-whisper-bad-ndims.bin", dir);
+		tu_load_file(file, &img, &d);
+		ck_assert_ptr_nonnull(
+			strstr(d.msg, "read as a whisper.cpp model"));
+	}
+	snprintf(file, sizeof(file), "%s/reject", dir);
+	ck_assert_uint_eq(tu_each_fixture(file, reject_seen, (void *)rows), n);
 	json_decref(exp);
+}
+
+START_TEST(fixtures_reject)
+{
+	TU_NEED_SHARED(FIX "expected.json");
+	reject_files(tu_fixture("ggml-legacy"), true);
 }
 END_TEST
 
+START_TEST(generated_reject)
+{
+	reject_files(tu_testdata("ggml_legacy"), false);
+}
+END_TEST
 /* ---- the real files of ../shared/real/ggml ------------------------------ */
 
-static bool real_file(const char *name, char *path, size_t len)
+/* real whisper.cpp test models: each one missing is a skipped case */
+static bool real_file(const char *case_name, const char *name, char *path,
+		      size_t len)
 {
-	snprintf(path, len, "%s", tu_fixture(""));
-	snprintf(path + strlen(path), len - strlen(path), "../real/ggml/%s",
-		 name);
-	if (access(path, R_OK) == 0)
-		return true;
-	printf("SKIP: %s is missing\n", path);
-	return false;
+	char rel[256];
+
+	snprintf(rel, sizeof(rel), "../real/ggml/%s", name);
+	if (!tu_shared(case_name, rel))
+		return false;
+	snprintf(path, len, "%s", tu_fixture(rel));
+	return true;
 }
 
 START_TEST(real_files)
@@ -368,7 +433,8 @@ START_TEST(real_files)
 	char path[4096];
 	json_t *m, *vocab, *toks;
 
-	if (real_file("for-tests-ggml-tiny.bin", path, sizeof(path))) {
+	if (real_file(__func__, "for-tests-ggml-tiny.bin", path,
+		      sizeof(path))) {
 		ck_assert_int_eq(tu_load_file(path, &img, &d), 0);
 		ck_assert_uint_eq(img->tree->ntensors, 1); /* mel_filters */
 		tu_expect_xattr(img, "", "architecture", "whisper");
@@ -391,7 +457,8 @@ START_TEST(real_files)
 		json_decref(m);
 		tfs_image_close(img);
 	}
-	if (real_file("for-tests-silero-v5.1.2-ggml.bin", path, sizeof(path))) {
+	if (real_file(__func__, "for-tests-silero-v5.1.2-ggml.bin", path,
+		      sizeof(path))) {
 		ck_assert_int_eq(tu_load_file(path, &img, &d), 0);
 		ck_assert_uint_eq(img->tree->ntensors, 15);
 		tu_expect_xattr(img, "_model/decoder/decoder/2/bias", "shape",
@@ -400,7 +467,8 @@ START_TEST(real_files)
 		tfs_image_close(img);
 	}
 	/* whisper.cpp's parakeet test model: a ggml header of another kind */
-	if (real_file("for-tests-ggml-parakeet-tdt.bin", path, sizeof(path))) {
+	if (real_file(__func__, "for-tests-ggml-parakeet-tdt.bin", path,
+		      sizeof(path))) {
 		img = NULL;
 		ck_assert_int_eq(tu_load_file(path, &img, &d), -EBADMSG);
 		ck_assert_ptr_nonnull(
@@ -659,20 +727,18 @@ START_TEST(records)
 }
 END_TEST
 
-/* the vocabulary of a small file: every token and score */
-START_TEST(vocabulary)
+/* the vocabulary of a small file (@path): every token and score */
+static void check_vocabulary(const char *path)
 {
 	struct tfs_image *img;
 	struct tfs_diag d;
 	json_t *m, *v;
 	char *s;
 
-	ck_assert_int_eq(tu_load_file(tu_fixture(FIX "llama-ggmf-v1-synth.bin"),
-				      &img, &d),
-			 0);
+	ck_assert_int_eq(tu_load_file(path, &img, &d), 0);
 	m = metadata(img);
 	v = json_object_get(m, "vocab");
-	/* generate.py's tokens; U+2581 (e2 96 81) "a" */
+	/* the generator's tokens; U+2581 (e2 96 81) "a" */
 	s = json_dumps(json_object_get(v, "tokens"),
 		       JSON_COMPACT | JSON_ENSURE_ASCII);
 	ck_assert_str_eq(s, "[\"<unk>\",\"<s>\",\"</s>\",\"\\u2581a\"]");
@@ -681,6 +747,16 @@ START_TEST(vocabulary)
 	ck_assert_int_eq(int_of(v, "offset"), 8 + 28);
 	json_decref(m);
 	tfs_image_close(img);
+}
+
+/*
+ * tests/fixtures/ggml_legacy/generate.py's ggmf file, which holds the four
+ * tokens of ../shared's synthesized one
+ */
+START_TEST(vocabulary)
+{
+	check_vocabulary(
+		tu_testdata("ggml_legacy/valid/llama-ggmf-v1-synth.bin"));
 }
 END_TEST
 
@@ -696,11 +772,13 @@ static Suite *ggml_legacy_suite(void)
 	tcase_add_test(tc, refused_by_name);
 	tcase_add_test(tc, records);
 	tcase_add_test(tc, vocabulary);
+	tcase_add_test(tc, generated_valid);
+	tcase_add_test(tc, generated_reject);
 	suite_add_tcase(s, tc);
 	return s;
 }
 
 int main(void)
 {
-	return tu_run_with_fixtures(ggml_legacy_suite());
+	return tu_run(ggml_legacy_suite());
 }

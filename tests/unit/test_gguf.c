@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * GGUF: the shared fixtures written by ggml itself, checked against the
+ * GGUF: the spec's fixtures (written by ggml itself in ../shared; the same
+ * bytes from generate.py in tests/fixtures/gguf/spec), checked against the
  * tensors, offsets, sha256s and key/values of specs/gguf.md section 8; the
  * files of tests/fixtures/gguf/generate.py (every value type incl. nested
  * arrays, every ggml type, alignments from 1 to 4096), checked against the
@@ -60,7 +61,12 @@ static void expect_kv(json_t *meta, const char *key, const char *want)
 	free(s);
 }
 
-/* ---- the shared fixtures (reference-written) ---------------------------- */
+/*
+ * ---- the spec's files: tests/fixtures/gguf/spec ----------------------------
+ * The spec's fixtures were written by ggml's own gguf_* API (not packaged
+ * in Debian); generate.py writes them with the same bytes, from the values
+ * the spec lists (and checks so against ../shared when it is there).
+ */
 
 static const struct {
 	const char *name, *dtype, *shape, *ne;
@@ -92,7 +98,7 @@ static void check_basic(const char *file, const char *version)
 	json_t *meta;
 	size_t i;
 
-	ck_assert_int_eq(tu_load_file(tu_fixture(file), &img, &d), 0);
+	ck_assert_int_eq(tu_load_file(tu_testdata(file), &img, &d), 0);
 	ck_assert_str_eq(img->tree->format, "gguf");
 	ck_assert_uint_eq(img->tree->ntensors, 8);
 	for (i = 0; i < sizeof(basic) / sizeof(basic[0]); i++)
@@ -139,28 +145,29 @@ static void check_basic(const char *file, const char *version)
 	tfs_image_close(img);
 }
 
-START_TEST(shared_basic_v3)
+START_TEST(spec_basic_v3)
 {
-	check_basic("gguf/gguf_v3_basic.gguf", "3");
+	check_basic("gguf/spec/gguf_v3_basic.gguf", "3");
 }
 END_TEST
 
-START_TEST(shared_basic_v2)
+START_TEST(spec_basic_v2)
 {
-	check_basic("gguf/gguf_v2_basic_patched.gguf", "2");
+	check_basic("gguf/spec/gguf_v2_basic_patched.gguf", "2");
 }
 END_TEST
 
-START_TEST(shared_small)
+START_TEST(spec_small)
 {
 	struct tfs_image *img;
 	struct tfs_diag d;
 	json_t *meta;
 
 	/* alignment 64: data_start 192 */
-	ck_assert_int_eq(
-		tu_load_file(tu_fixture("gguf/gguf_v3_align64.gguf"), &img, &d),
-		0);
+	ck_assert_int_eq(tu_load_file(tu_testdata("gguf/spec/"
+						  "gguf_v3_align64.gguf"),
+				      &img, &d),
+			 0);
 	ck_assert_uint_eq(img->tree->ntensors, 2);
 	expect_tensor(img, "tiny.i8", "int8", "[3]", "[3]", 192, 3,
 		      basic[6].sha);
@@ -173,8 +180,8 @@ START_TEST(shared_small)
 	json_decref(meta);
 	tfs_image_close(img);
 
-	ck_assert_int_eq(tu_load_file(tu_fixture("gguf/"
-						 "gguf_v3_no_tensors.gguf"),
+	ck_assert_int_eq(tu_load_file(tu_testdata("gguf/spec/"
+						  "gguf_v3_no_tensors.gguf"),
 				      &img, &d),
 			 0);
 	ck_assert_uint_eq(img->tree->ntensors, 0);
@@ -182,8 +189,8 @@ START_TEST(shared_small)
 	tfs_image_close(img);
 
 	/* spec section 7: x = 1.0, 2.0 at 0x60 */
-	ck_assert_int_eq(tu_load_file(tu_fixture("gguf/"
-						 "gguf_v3_tiny_example.gguf"),
+	ck_assert_int_eq(tu_load_file(tu_testdata("gguf/spec/"
+						  "gguf_v3_tiny_example.gguf"),
 				      &img, &d),
 			 0);
 	{
@@ -755,9 +762,9 @@ int main(void)
 	Suite *s = suite_create("gguf");
 	TCase *tc = tcase_create("gguf");
 
-	tcase_add_test(tc, shared_basic_v3);
-	tcase_add_test(tc, shared_basic_v2);
-	tcase_add_test(tc, shared_small);
+	tcase_add_test(tc, spec_basic_v3);
+	tcase_add_test(tc, spec_basic_v2);
+	tcase_add_test(tc, spec_small);
 	tcase_add_test(tc, generated_valid);
 	tcase_add_test(tc, every_type_and_value);
 	tcase_add_test(tc, every_reject);
@@ -768,5 +775,5 @@ int main(void)
 	tcase_add_test(tc, split_set_among_others);
 	tcase_add_test(tc, split_part_among_files);
 	suite_add_tcase(s, tc);
-	return tu_run_with_fixtures(s);
+	return tu_run(s);
 }

@@ -256,12 +256,15 @@ static void check_config(struct tfs_image *img, const char *config,
 	json_decref(m);
 }
 
+#define GEN_IDS "gptrs/valid/ckpt_v2_aligned64_spec_ids.bin"
+
 START_TEST(real_feb2026_unaligned)
 {
 	struct tfs_image *img;
 	struct tfs_diag d;
 	json_t *m;
 
+	TU_NEED_SHARED("gptrs/ckpt_v2_unaligned_py_feb2026.bin");
 	ck_assert_int_eq(tu_load_file(tu_fixture("gptrs/ckpt_v2_unaligned_"
 						 "py_feb2026.bin"),
 				      &img, &d),
@@ -295,6 +298,7 @@ START_TEST(real_latest_aligned)
 	struct tfs_diag d;
 	json_t *m, *eos;
 
+	TU_NEED_SHARED("gptrs/ckpt_v2_aligned64_py_latest.bin");
 	ck_assert_int_eq(tu_load_file(tu_fixture("gptrs/ckpt_v2_aligned64_"
 						 "py_latest.bin"),
 				      &img, &d),
@@ -325,6 +329,8 @@ START_TEST(real_latest_f16_bf16_scalar)
 	struct tfs_image *img;
 	struct tfs_diag d;
 
+	TU_NEED_SHARED("gptrs/ckpt_v2_aligned64_py_latest_f16_bf16_scalar"
+		       ".bin");
 	ck_assert_int_eq(tu_load_file(tu_fixture("gptrs/ckpt_v2_aligned64_"
 						 "py_latest_f16_bf16_scalar."
 						 "bin"),
@@ -359,16 +365,16 @@ START_TEST(real_latest_f16_bf16_scalar)
 }
 END_TEST
 
-START_TEST(synthesized_archives)
+/* @aligned, @packed: absolute paths (copied: tu_* paths are static) */
+static void check_x_archives(const char *aligned, const char *packed)
 {
 	const float x[] = {1, 2};
 	struct tfs_image *img;
 	struct tfs_diag d;
+	char path[4096];
 
-	ck_assert_int_eq(tu_load_file(tu_fixture("gptrs/synthesized/"
-						 "tensors_v2_aligned64.bin"),
-				      &img, &d),
-			 0);
+	snprintf(path, sizeof(path), "%s", packed);
+	ck_assert_int_eq(tu_load_file(aligned, &img, &d), 0);
 	expect_sha(img, "x", 8, SHA_X);
 	expect_bytes(img, "x", x, sizeof(x));
 	tu_expect_xattr(img, "x", "offset", "64");
@@ -380,28 +386,36 @@ START_TEST(synthesized_archives)
 	expect_meta_str(img, "container", "tensor archive");
 	tfs_image_close(img);
 
-	ck_assert_int_eq(tu_load_file(tu_fixture("gptrs/synthesized/"
-						 "tensors_v2_unaligned.bin"),
-				      &img, &d),
-			 0);
+	ck_assert_int_eq(tu_load_file(path, &img, &d), 0);
 	expect_sha(img, "x", 8, SHA_X);
 	tu_expect_xattr(img, "x", "offset", "58");
 	expect_meta_str(img, "payload_layout", "packed");
 	tfs_image_close(img);
 }
+
+/*
+ * the spec's synthesized files, written by tests/fixtures/gptrs/generate.py
+ * with the same bytes as shared/fixtures/gptrs/synthesized (the generator
+ * checks that when ../shared is there)
+ */
+START_TEST(generated_x_archives)
+{
+	char aligned[4096];
+
+	snprintf(aligned, sizeof(aligned), "%s",
+		 tu_testdata("gptrs/valid/archive_v2_aligned64_x.bin"));
+	check_x_archives(aligned,
+			 tu_testdata("gptrs/valid/archive_v2_packed_x.bin"));
+}
 END_TEST
 
-START_TEST(synthesized_base_ids)
+static void check_base_ids(const char *file)
 {
 	struct tfs_image *img;
 	struct tfs_diag d;
 	json_t *m, *ids;
 
-	ck_assert_int_eq(tu_load_file(tu_fixture("gptrs/synthesized/"
-						 "ckpt_v2_aligned64_with_base_"
-						 "ids.bin"),
-				      &img, &d),
-			 0);
+	ck_assert_int_eq(tu_load_file(file, &img, &d), 0);
 	check_ab(img, "192", "256");
 	/* spec section 5 table */
 	tu_expect_xattr(img, "a/weight", "gptrs.base_id",
@@ -417,15 +431,21 @@ START_TEST(synthesized_base_ids)
 	json_decref(m);
 	tfs_image_close(img);
 }
+
+START_TEST(generated_base_ids)
+{
+	check_base_ids(tu_testdata(GEN_IDS));
+}
 END_TEST
 
-/* the synthesized checkpoint with one base id byte flipped is refused */
+/*
+ * the checkpoint with the spec's base ids (generate.py's copy of the
+ * synthesized one, byte for byte) with one base id byte flipped is refused
+ */
 START_TEST(reject_base_id_mismatch)
 {
 	size_t len;
-	uint8_t *b = tu_read_file(tu_fixture("gptrs/synthesized/ckpt_v2_"
-					     "aligned64_with_base_ids.bin"),
-				  &len);
+	uint8_t *b = tu_read_file(tu_testdata(GEN_IDS), &len);
 
 	/* a.weight's name ends at 0x4c, its base id follows */
 	b[0x4c + 15] ^= 1;
@@ -1264,9 +1284,9 @@ int main(void)
 	tcase_add_test(real, real_feb2026_unaligned);
 	tcase_add_test(real, real_latest_aligned);
 	tcase_add_test(real, real_latest_f16_bf16_scalar);
-	tcase_add_test(real, synthesized_archives);
-	tcase_add_test(real, synthesized_base_ids);
 	tcase_add_test(real, reject_base_id_mismatch);
+	tcase_add_test(gen, generated_x_archives);
+	tcase_add_test(gen, generated_base_ids);
 	tcase_add_test(gen, generated_checkpoints);
 	tcase_add_test(gen, generated_archives);
 	tcase_add_test(gen, generated_reordered_payloads);
@@ -1287,5 +1307,5 @@ int main(void)
 	suite_add_tcase(s, gen);
 	suite_add_tcase(s, rej);
 	suite_add_tcase(s, b3);
-	return tu_run_with_fixtures(s);
+	return tu_run(s);
 }

@@ -284,6 +284,7 @@ START_TEST(real_param_2x2)
 	json_t *meta;
 	size_t i;
 
+	TU_NEED_SHARED("primitiv/param_2x2.data");
 	for (i = 0; i < 2; i++) {
 		struct tfs_image *img = load_fixture(same[i]);
 
@@ -327,8 +328,10 @@ END_TEST
 START_TEST(real_param_stats)
 {
 	static const float a[] = {5, 6, 7, 8};
-	struct tfs_image *img = load_fixture("param_2x2_stats.data");
+	struct tfs_image *img;
 
+	TU_NEED_SHARED("primitiv/param_2x2_stats.data");
+	img = load_fixture("param_2x2_stats.data");
 	expect_sha(img, "value", "[2,2]", 16, SHA_2X2);
 	expect_sha(img, "a", "[2,2]", 16, SHA_2X2_A);
 	expect_tensor(img, "a", "[2,2]", a, 4);
@@ -340,8 +343,10 @@ END_TEST
 START_TEST(real_param_shapes)
 {
 	static const float v3[] = {-1, 0.5f, 2}, s[] = {42};
-	struct tfs_image *img = load_fixture("param_3x1.data");
+	struct tfs_image *img;
 
+	TU_NEED_SHARED("primitiv/param_3x1.data");
+	img = load_fixture("param_3x1.data");
 	/* Shape {3,1} is stored as dims [3]: shown as stored */
 	expect_sha(img, "value", "[3]", 12, SHA_3X1);
 	expect_tensor(img, "value", "[3]", v3, 3);
@@ -356,9 +361,11 @@ END_TEST
 START_TEST(real_param_adam_stats)
 {
 	static const float v[] = {1, 2, 3, 4, 5, 6};
-	struct tfs_image *img = load_fixture("param_w_adam_stats.data");
+	struct tfs_image *img;
 	json_t *meta;
 
+	TU_NEED_SHARED("primitiv/param_w_adam_stats.data");
+	img = load_fixture("param_w_adam_stats.data");
 	expect_sha(img, "value", "[2,3]", 24, SHA_1TO6);
 	expect_tensor(img, "value", "[2,3]", v, 6);
 	/* stat keys are one path component each: not split at '.' */
@@ -400,9 +407,11 @@ static void expect_key(json_t *man, const char *path, const char *key_json)
 START_TEST(real_model)
 {
 	static const float b[] = {0.25f, 0.5f, 0.75f}, x[] = {9};
-	struct tfs_image *img = load_fixture("model.model");
+	struct tfs_image *img;
 	json_t *man, *meta;
 
+	TU_NEED_SHARED("primitiv/model.model");
+	img = load_fixture("model.model");
 	expect_sha(img, "b/value", "[3]", 12, SHA_B);
 	expect_tensor(img, "b/value", "[3]", b, 3);
 	expect_sha(img, "sub/x/value", "[]", 4, SHA_SUBX);
@@ -493,8 +502,10 @@ START_TEST(real_optimizers)
 		{"Optimizer.l2_strength", true, 0, "0"},
 		{"Optimizer.lr_scale", true, 1, "1"},
 	};
-	struct tfs_image *img = load_fixture("sgd.optimizer");
+	struct tfs_image *img;
 
+	TU_NEED_SHARED("primitiv/sgd.optimizer");
+	img = load_fixture("sgd.optimizer");
 	expect_configs(img, sgd, 5, 1, 4);
 	ck_assert_str_eq(tu_xattr(img, "", "primitiv.data_type"), "Optimizer");
 	tfs_image_close(img);
@@ -553,16 +564,34 @@ START_TEST(probe_is_the_15_byte_prefix)
 }
 END_TEST
 
-START_TEST(detected_among_all_readers)
+/* every reader is asked, and primitiv's wins for the file at @path */
+static void expect_detected(const char *path)
 {
 	struct tfs_source src;
-	struct tfs_diag d;
 	size_t len;
-	uint8_t *b = tu_read_file(tu_fixture("primitiv/model.model"), &len);
+	uint8_t *b = tu_read_file(path, &len);
 
 	tfs_source_init_memory(&src, b, len);
 	ck_assert_ptr_eq(tfs_format_detect(&src), &tfs_format_primitiv);
 	free(b);
+}
+
+/* the reference-written model (primitiv's Model::save) */
+START_TEST(detected_real_model)
+{
+	TU_NEED_SHARED("primitiv/model.model");
+	expect_detected(tu_fixture("primitiv/model.model"));
+}
+END_TEST
+
+START_TEST(detected_among_all_readers)
+{
+	struct tfs_diag d;
+	uint8_t *b;
+
+	expect_detected(tu_testdata("primitiv/valid/model_nested_keys.model"));
+	expect_detected(tu_testdata("primitiv/valid/param_long_forms.param"));
+	expect_detected(tu_testdata("primitiv/valid/momentum_sgd.optimizer"));
 	/* a header in the shortest integer forms is not a primitiv file */
 	b = (uint8_t *)"\x00\x01\xcd\x02\x00\x90\xce\x00\x00\x00\x01\xc4\x04"
 		       "\x00\x00\x00\x00\xce\x00\x00\x00\x00";
@@ -1359,6 +1388,57 @@ START_TEST(reject_config_keys)
 }
 END_TEST
 
+/* truncation at every byte of the file at @path (@name for messages) */
+static void truncate_everywhere(const char *path, const char *name, void *arg)
+{
+	struct tfs_image *img;
+	struct tfs_diag d;
+	size_t cut, len;
+	uint8_t *b, *copy;
+
+	(void)arg;
+	b = tu_read_file(path, &len);
+	ck_assert_int_eq(direct_load(b, len, &d), 0);
+	for (cut = 0; cut < len; cut++) {
+		/* an exact-size copy: reads past it would be caught */
+		copy = malloc(cut ? cut : 1);
+		memcpy(copy, b, cut);
+		ck_assert_msg(direct_load(copy, cut, &d) == -EBADMSG,
+			      "%s cut at %zu: %s", name, cut, d.msg);
+		ck_assert(d.has_offset);
+		ck_assert_uint_le(d.offset, cut);
+		ck_assert_msg(strstr(d.msg, "end of the file"),
+			      "%s cut at %zu: %s", name, cut, d.msg);
+		if (cut >= 15) {
+			img = NULL;
+			ck_assert_int_eq(tu_load_mem(copy, cut, &img, &d),
+					 -EBADMSG);
+			ck_assert_ptr_null(img);
+		}
+		free(copy);
+	}
+	free(b);
+}
+
+/* the same over tests/fixtures/primitiv/valid, but the file with bytes
+ * after its end (cut there, it is still whole) */
+static void truncate_generated(const char *path, const char *name, void *arg)
+{
+	if (strstr(name, "trailing"))
+		return;
+	truncate_everywhere(path, name, arg);
+	(*(size_t *)arg)++;
+}
+
+START_TEST(reject_truncation_generated)
+{
+	size_t n = 0;
+
+	tu_each_fixture(tu_testdata("primitiv/valid"), truncate_generated, &n);
+	ck_assert_uint_ge(n, 6);
+}
+END_TEST
+
 /* truncation at every byte of every reference-written file */
 START_TEST(reject_truncation_everywhere)
 {
@@ -1373,38 +1453,14 @@ START_TEST(reject_truncation_everywhere)
 		"sgd.optimizer",
 		"adam.optimizer",
 	};
-	struct tfs_image *img;
-	struct tfs_diag d;
-	char rel[128];
-	size_t i, cut, len;
-	uint8_t *b, *copy;
+	char rel[128], path[4096];
+	size_t i;
 
+	TU_NEED_SHARED("primitiv/model.model");
 	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		snprintf(rel, sizeof(rel), "primitiv/%s", files[i]);
-		b = tu_read_file(tu_fixture(rel), &len);
-		ck_assert_int_eq(direct_load(b, len, &d), 0);
-		for (cut = 0; cut < len; cut++) {
-			/* an exact-size copy: reads past it would be caught */
-			copy = malloc(cut ? cut : 1);
-			memcpy(copy, b, cut);
-			ck_assert_msg(direct_load(copy, cut, &d) == -EBADMSG,
-				      "%s cut at %zu: %s", files[i], cut,
-				      d.msg);
-			ck_assert(d.has_offset);
-			ck_assert_uint_le(d.offset, cut);
-			ck_assert_msg(strstr(d.msg, "end of the file"),
-				      "%s cut at %zu: %s", files[i], cut,
-				      d.msg);
-			if (cut >= 15) {
-				img = NULL;
-				ck_assert_int_eq(
-					tu_load_mem(copy, cut, &img, &d),
-					-EBADMSG);
-				ck_assert_ptr_null(img);
-			}
-			free(copy);
-		}
-		free(b);
+		snprintf(path, sizeof(path), "%s", tu_fixture(rel));
+		truncate_everywhere(path, files[i], NULL);
 	}
 }
 END_TEST
@@ -1423,6 +1479,7 @@ int main(void)
 	tcase_add_test(real, real_model);
 	tcase_add_test(real, real_optimizers);
 	tcase_add_test(real, probe_is_the_15_byte_prefix);
+	tcase_add_test(real, detected_real_model);
 	tcase_add_test(real, detected_among_all_readers);
 	tcase_add_test(gen, gen_parameter_stats);
 	tcase_add_test(gen, gen_parameter_no_stats);
@@ -1441,8 +1498,9 @@ int main(void)
 	tcase_add_test(bad, reject_keys);
 	tcase_add_test(bad, reject_config_keys);
 	tcase_add_test(bad, reject_truncation_everywhere);
+	tcase_add_test(bad, reject_truncation_generated);
 	suite_add_tcase(s, real);
 	suite_add_tcase(s, gen);
 	suite_add_tcase(s, bad);
-	return tu_run_with_fixtures(s);
+	return tu_run(s);
 }

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
-/* TSR reader: the real fixtures, and hand-broken headers. */
+/*
+ * TSR reader: the real fixtures (../shared, skipped case by case without
+ * it), the project's generated ones, and hand-broken headers.
+ */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,9 +10,12 @@
 #include "tensorfs/tree.h"
 #include "testutil.h"
 
-/* expected values from shared/specs/tsr.md section 8 */
-static void check_fixture(const char *rel, const char *dtype, const char *shape,
-			  size_t bytes, const char *sha)
+/*
+ * expected values from shared/specs/tsr.md section 8; @path is absolute
+ * (tu_fixture() for ../shared, tu_testdata() for the project's files)
+ */
+static void check_fixture(const char *path, const char *dtype,
+			  const char *shape, size_t bytes, const char *sha)
 {
 	struct tfs_image *img;
 	struct tfs_diag d;
@@ -18,7 +24,7 @@ static void check_fixture(const char *rel, const char *dtype, const char *shape,
 	size_t len;
 	uint32_t n;
 
-	ck_assert_int_eq(tu_load_file(tu_fixture(rel), &img, &d), 0);
+	ck_assert_int_eq(tu_load_file(path, &img, &d), 0);
 	ck_assert_str_eq(img->tree->format, "tsr");
 	n = tfs_tree_resolve(img->tree, "tensor");
 	ck_assert_uint_ne(n, TFS_NO_NODE);
@@ -41,8 +47,10 @@ START_TEST(real_test_labels)
 	int32_t v[12];
 	struct tfs_view view;
 
+	/* MNIST labels written by tech-renaissance: real, in ../shared */
+	TU_NEED_SHARED("tsr/test_labels.tsr");
 	check_fixture(
-		"tsr/test_labels.tsr", "int32", "[10000]", 40000,
+		tu_fixture("tsr/test_labels.tsr"), "int32", "[10000]", 40000,
 		"52aa149c856ca033d02e1d2e5cc61033b4c56ed4a56f0edc328206a178c42126");
 	ck_assert_int_eq(
 		tu_load_file(tu_fixture("tsr/test_labels.tsr"), &img, &d), 0);
@@ -58,23 +66,40 @@ END_TEST
 
 START_TEST(real_train_labels)
 {
+	TU_NEED_SHARED("tsr/train_labels.tsr");
 	check_fixture(
-		"tsr/train_labels.tsr", "int32", "[60000]", 240000,
+		tu_fixture("tsr/train_labels.tsr"), "int32", "[60000]", 240000,
 		"ba2e26c82ab7a46fbcd5ec6de8eee4d541cf3829f5050669177da23b515defeb");
 }
 END_TEST
 
-START_TEST(synthesized)
+/* the spec's three synthesized files in tests/fixtures/@dir */
+static void check_synthesized(const char *dir)
 {
+	char rel[128];
+
+	snprintf(rel, sizeof(rel), "%s/fp32_2x3.tsr", dir);
 	check_fixture(
-		"tsr/synthesized/fp32_2x3.tsr", "float32", "[2,3]", 24,
+		tu_testdata(rel), "float32", "[2,3]", 24,
 		"e2c0a71510b5394df7773b63fb5f54372b84c3564e67811bde7d665be227976d");
+	snprintf(rel, sizeof(rel), "%s/fp32_1x5.tsr", dir);
 	check_fixture(
-		"tsr/synthesized/fp32_1x5.tsr", "float32", "[1,5]", 20,
+		tu_testdata(rel), "float32", "[1,5]", 20,
 		"561101624175594d3810c811e621f9c9992a82b919a94b00e3ffdd1eaf93be94");
+	snprintf(rel, sizeof(rel), "%s/int8_scalar.tsr", dir);
 	check_fixture(
-		"tsr/synthesized/int8_scalar.tsr", "int8", "[]", 1,
+		tu_testdata(rel), "int8", "[]", 1,
 		"d52022534fa2dba3bb8a45809c425f42a5dd8786ef8d206fcff19c1fd66725b4");
+}
+
+/*
+ * written by tests/fixtures/tsr/generate.py: the same bytes as
+ * shared/fixtures/tsr/synthesized (the generator checks that when
+ * ../shared is there)
+ */
+START_TEST(generated)
+{
+	check_synthesized("tsr/valid");
 }
 END_TEST
 
@@ -128,8 +153,7 @@ END_TEST
 /* a copy of fp32_2x3.tsr with a little-endian field patched */
 static uint8_t *patched(size_t *len, size_t off, unsigned width, uint64_t v)
 {
-	uint8_t *b =
-		tu_read_file(tu_fixture("tsr/synthesized/fp32_2x3.tsr"), len);
+	uint8_t *b = tu_read_file(tu_testdata("tsr/valid/fp32_2x3.tsr"), len);
 	unsigned i;
 
 	for (i = 0; i < width; i++)
@@ -206,6 +230,20 @@ START_TEST(reject_sizes)
 }
 END_TEST
 
+/* a "TSR4" file (the successor's multi-tensor format) is refused */
+static void expect_tsr4_refused(const char *path)
+{
+	struct tfs_image *img = NULL;
+	struct tfs_diag d;
+	size_t len;
+	uint8_t *b = tu_read_file(path, &len);
+
+	ck_assert_int_eq(tu_load_mem(b, len, &img, &d), -ENOTSUP);
+	ck_assert_ptr_nonnull(strstr(d.msg, "TSR4"));
+	ck_assert_ptr_null(img);
+	free(b);
+}
+
 START_TEST(reject_magic)
 {
 	struct tfs_image *img = NULL;
@@ -215,10 +253,16 @@ START_TEST(reject_magic)
 
 	ck_assert_int_eq(tu_load_mem(b, len, &img, &d), -ENOEXEC);
 	free(b);
-	b = tu_read_file(tu_fixture("tsr4/test_fp16.tsr"), &len);
-	ck_assert_int_eq(tu_load_mem(b, len, &img, &d), -ENOTSUP);
-	ck_assert_ptr_nonnull(strstr(d.msg, "TSR4"));
-	free(b);
+	/* written by tests/fixtures/tsr/generate.py from the spec */
+	expect_tsr4_refused(tu_testdata("tsr/reject/tsr4_fp16.tsr"));
+}
+END_TEST
+
+/* one written by tech-renaissance/renaissance itself */
+START_TEST(real_tsr4)
+{
+	TU_NEED_SHARED("tsr4/test_fp16.tsr");
+	expect_tsr4_refused(tu_fixture("tsr4/test_fp16.tsr"));
 }
 END_TEST
 
@@ -229,11 +273,12 @@ int main(void)
 
 	tcase_add_test(tc, real_test_labels);
 	tcase_add_test(tc, real_train_labels);
-	tcase_add_test(tc, synthesized);
+	tcase_add_test(tc, generated);
 	tcase_add_test(tc, repo_samples);
 	tcase_add_test(tc, reject_fields);
 	tcase_add_test(tc, reject_sizes);
 	tcase_add_test(tc, reject_magic);
+	tcase_add_test(tc, real_tsr4);
 	suite_add_tcase(s, tc);
-	return tu_run_with_fixtures(s);
+	return tu_run(s);
 }

@@ -776,7 +776,11 @@ START_TEST(python_zipfile)
 }
 END_TEST
 
-/* ---- numpy's archives: offsets documented in shared/specs/npy.md ---- */
+/*
+ * ---- numpy's archives: offsets documented in shared/specs/npy.md ----
+ * zip/generate.py has numpy write shared/fixtures/npy's stored.npz and
+ * deflated.npz again (the same bytes; it checks so when ../shared is there)
+ */
 
 START_TEST(numpy_npz)
 {
@@ -786,7 +790,7 @@ START_TEST(numpy_npz)
 	uint8_t *buf;
 	size_t len;
 
-	buf = tu_read_file(tu_fixture("npy/stored.npz"), &len);
+	buf = tu_read_file(tu_testdata("zip/writers/numpy_stored.npz"), &len);
 	ck_assert_uint_eq(len, 526);
 	ck_assert_int_eq(tfs_zip_open(&z, buf, len, &d), 0);
 	ck_assert_uint_eq(z.count, 2);
@@ -806,7 +810,7 @@ START_TEST(numpy_npz)
 	ck_assert_uint_eq(crc32(0, buf + 258, 140), 0xD140A677u);
 	free(buf);
 
-	buf = tu_read_file(tu_fixture("npy/deflated.npz"), &len);
+	buf = tu_read_file(tu_testdata("zip/writers/numpy_deflated.npz"), &len);
 	ck_assert_uint_eq(len, 208);
 	ck_assert_int_eq(walk(buf, len, e, 1, &d), 1);
 	ck_assert(tfs_zip_name_is(&e[0], "w.npy"));
@@ -842,6 +846,7 @@ START_TEST(pytorch_zips)
 	size_t len, i;
 	int ret, n;
 
+	TU_NEED_SHARED("pytorch/state_dict_zip.pt");
 	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
 		snprintf(rel, sizeof(rel), "pytorch/%s", files[i]);
 		buf = tu_read_file(tu_fixture(rel), &len);
@@ -867,6 +872,84 @@ START_TEST(pytorch_zips)
 }
 END_TEST
 
+/*
+ * Archives written by numpy (np.savez, np.savez_compressed) and torch.save,
+ * made by tests/fixtures/zip/generate.py: every member where zipfile says,
+ * its content's SHA-256 as zipfile read it, and torch's members stored at
+ * multiples of 64 (its writer pads the local header's extra field).
+ */
+START_TEST(writer_archives)
+{
+	FILE *f = fopen(tu_testdata("zip/writers/expected.txt"), "r");
+	char archive[64], name[64], cur[64] = "", path[128], sha[65], hex[65];
+	unsigned method, idx = 0, lines = 0, torch = 0;
+	unsigned long crc;
+	unsigned long long csize, usize, lo, data;
+	struct tfs_zip z;
+	struct tfs_zip_iter it;
+	struct tfs_zip_entry e;
+	struct tfs_diag d;
+	uint8_t *buf = NULL, *got;
+	size_t len = 0;
+
+	ck_assert_ptr_nonnull(f);
+	while (fscanf(f, "%63s %63s %u %lu %llu %llu %llu %llu %64s", archive,
+		      name, &method, &crc, &csize, &usize, &lo, &data,
+		      sha) == 9) {
+		if (strcmp(archive, cur) != 0) {
+			if (buf) /* the previous archive ends here */
+				ck_assert_int_eq(tfs_zip_next(&z, &it, &e, &d),
+						 0);
+			free(buf);
+			snprintf(path, sizeof(path), "zip/writers/%s", archive);
+			buf = tu_read_file(tu_testdata(path), &len);
+			tfs_diag_clear(&d);
+			ck_assert_msg(tfs_zip_open(&z, buf, len, &d) == 0,
+				      "%s: %s", archive, d.msg);
+			tfs_zip_iter_init(&it);
+			snprintf(cur, sizeof(cur), "%s", archive);
+			idx = 0;
+		}
+		ck_assert_msg(tfs_zip_next(&z, &it, &e, &d) == 1, "%s %s: %s",
+			      archive, name, d.msg);
+		ck_assert_msg(tfs_zip_name_is(&e, name), "%s: %s", archive,
+			      name);
+		ck_assert_uint_eq(e.index, idx++);
+		ck_assert_uint_eq(e.method, method);
+		ck_assert_uint_eq(e.crc32, crc);
+		ck_assert_uint_eq(e.comp_size, csize);
+		ck_assert_uint_eq(e.uncomp_size, usize);
+		ck_assert_uint_eq(e.local_offset, lo);
+		ck_assert_uint_eq(e.data_offset, data);
+		got = malloc(usize ? usize : 1);
+		ck_assert_ptr_nonnull(got);
+		if (method == TFS_ZIP_STORED)
+			memcpy(got, buf + e.data_offset, usize);
+		else
+			inflate_raw(buf + e.data_offset, e.comp_size, got,
+				    usize);
+		tu_sha256_hex(got, usize, hex);
+		ck_assert_msg(strcmp(hex, sha) == 0, "%s %s: sha256 %s",
+			      archive, name, hex);
+		free(got);
+		if (strncmp(archive, "torch", 5) == 0) {
+			ck_assert_uint_eq(e.method, TFS_ZIP_STORED);
+			ck_assert_msg(e.data_offset % 64 == 0, "%s: %s at %llu",
+				      archive, name,
+				      (unsigned long long)e.data_offset);
+			torch++;
+		}
+		lines++;
+	}
+	ck_assert_int_eq(tfs_zip_next(&z, &it, &e, &d), 0);
+	free(buf);
+	fclose(f);
+	/* w and arr_0, w alone, data.pkl + version + 2 storages */
+	ck_assert_uint_eq(lines, 7);
+	ck_assert_uint_eq(torch, 4);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("zip");
@@ -880,6 +963,7 @@ int main(void)
 	tcase_add_test(tc, python_zipfile);
 	tcase_add_test(tc, numpy_npz);
 	tcase_add_test(tc, pytorch_zips);
+	tcase_add_test(tc, writer_archives);
 	suite_add_tcase(s, tc);
-	return tu_run_with_fixtures(s);
+	return tu_run(s);
 }

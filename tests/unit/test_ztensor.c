@@ -457,7 +457,11 @@ static void configure(struct tfs_image *img, uint64_t cache,
 
 /* ---- the fixtures -------------------------------------------------------- */
 
-START_TEST(fixtures_weight)
+/*
+ * The spec's weight files (float32 [2,3] = 1..6 in each generation) in
+ * tests/fixtures/@dir
+ */
+static void check_weights(const char *dir)
 {
 	static const char *const files[] = {
 		"v01_f32_2x3_raw.zt",	   "v10_f32_2x3_raw.zt",
@@ -473,8 +477,8 @@ START_TEST(fixtures_weight)
 	size_t i, len;
 
 	for (i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		snprintf(path, sizeof(path), "ztensor/%s", files[i]);
-		ck_assert_int_eq(tu_load_file(tu_fixture(path), &img, &d), 0);
+		snprintf(path, sizeof(path), "%s/%s", dir, files[i]);
+		ck_assert_int_eq(tu_load_file(tu_testdata(path), &img, &d), 0);
 		ck_assert_str_eq(img->tree->format, "ztensor");
 		tu_expect_xattr(img, "weight", "dtype", "float32");
 		tu_expect_xattr(img, "weight", "shape", "[2,3]");
@@ -498,9 +502,151 @@ START_TEST(fixtures_weight)
 		tfs_image_close(img);
 	}
 }
+
+/*
+ * tests/fixtures/ztensor/generate.py writes the spec's files with the same
+ * bytes as shared/fixtures/ztensor (it checks that when ../shared is there)
+ */
+START_TEST(fixtures_weight)
+{
+	check_weights("ztensor/valid");
+}
 END_TEST
 
-START_TEST(fixture_multi)
+/* an xattr of @path as a number */
+static uint64_t xattr_u64(struct tfs_image *img, const char *path,
+			  const char *key)
+{
+	const char *v = tu_xattr(img, path, key);
+
+	ck_assert_msg(v != NULL, "%s: no %s", path, key);
+	return strtoull(v, NULL, 10);
+}
+
+/*
+ * The digest xattr of @path is the one of its stored bytes, computed here
+ * (CRC-32C bit by bit, or SHA-256) from @file's bytes at the component's
+ * offset and stored length.
+ */
+static void expect_stored_digest(struct tfs_image *img, const uint8_t *file,
+				 size_t file_len, const char *path)
+{
+	uint64_t off = xattr_u64(img, path, "offset");
+	uint64_t n = xattr_u64(img, path, "stored_length");
+	const char *dig = tu_xattr(img, path, "digest");
+	char want[80], hex[65];
+
+	ck_assert_uint_le(off + n, file_len);
+	ck_assert_ptr_nonnull(dig);
+	if (strncmp(dig, "sha256:", 7) == 0) {
+		tu_sha256_hex(file + off, n, hex);
+		snprintf(want, sizeof(want), "sha256:%s", hex);
+	} else {
+		snprintf(want, sizeof(want), "crc32c:0x%08X",
+			 tu_crc32c_bitwise(file + off, n));
+	}
+	ck_assert_str_eq(dig, want);
+}
+
+/*
+ * The weight tensor of tests/fixtures/ztensor (generate.py: f32 [2,3] =
+ * 1..6) in each generation: what fixtures_weight checks on ../shared's
+ * files, on the project's.
+ */
+START_TEST(generated_weight)
+{
+	static const struct {
+		const char *file, *gen, *encoding;
+	} v[] = {
+		{"ztensor/valid/v01_dense_raw_zstd.zt", "v0.1", "raw"},
+		{"ztensor/valid/v10_sparse_zstd_crc32c.zt", "v1.0", "zstd"},
+		{"ztensor/valid/v11_sparse_coo.zt", "v1.1/v1.2", "zstd"},
+	};
+	struct tfs_image *img;
+	struct tfs_diag d;
+	char path[4096], hex[65];
+	uint8_t *data, *file;
+	size_t i, len, file_len;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		snprintf(path, sizeof(path), "%s", tu_testdata(v[i].file));
+		ck_assert_int_eq(tu_load_file(path, &img, &d), 0);
+		ck_assert_str_eq(img->tree->format, "ztensor");
+		tu_expect_xattr(img, "weight", "dtype", "float32");
+		tu_expect_xattr(img, "weight", "shape", "[2,3]");
+		tu_expect_xattr(img, "weight", "ztensor.layout", "dense");
+		tu_expect_xattr(img, "weight", "encoding", v[i].encoding);
+		tu_expect_xattr(img, "", "ztensor.generation", v[i].gen);
+		ck_assert_uint_eq(xattr_u64(img, "weight", "offset") % 64, 0);
+		data = tu_read_node(img, tfs_tree_resolve(img->tree, "weight"),
+				    &len);
+		ck_assert_uint_eq(len, 24);
+		tu_sha256_hex(data, len, hex);
+		ck_assert_str_eq(hex, WEIGHT_SHA);
+		free(data);
+		if (tu_xattr(img, "weight", "digest")) {
+			file = tu_read_file(path, &file_len);
+			expect_stored_digest(img, file, file_len, "weight");
+			free(file);
+		}
+		tfs_image_close(img);
+	}
+}
+END_TEST
+
+/*
+ * Digests checked on every read (crc32c and sha256, raw and zstd) match on
+ * the project's files, as fixture_multi checks on ../shared's v12_multi.zt
+ */
+START_TEST(generated_digests)
+{
+	static const char *const paths[] = {"a", "b", "zeros"};
+	struct tfs_image_stats st;
+	struct tfs_image *img;
+	struct tfs_diag d;
+	char path[4096];
+	uint8_t *data, *file;
+	size_t i, len, file_len;
+
+	snprintf(path, sizeof(path), "%s",
+		 tu_testdata("ztensor/valid/v12_attributes_sha256.zt"));
+	ck_assert_int_eq(tu_load_file(path, &img, &d), 0);
+	configure(img, 0, TFS_VERIFY_ALWAYS);
+	file = tu_read_file(path, &file_len);
+	expect_bytes(img, "a", (float[]){1.5f, -2, 0.25f}, 12);
+	expect_bytes(img, "b", (int64_t[]){7, -1}, 16);
+	for (i = 0; i < 2; i++)
+		expect_stored_digest(img, file, file_len, paths[i]);
+	tu_expect_xattr(img, "b", "encoding", "zstd");
+	tfs_image_get_stats(img, &st);
+	ck_assert_uint_ge(st.digest_checks, 2);
+	ck_assert_uint_eq(st.digest_failures, 0);
+	ck_assert_int_eq(nlogged, 0);
+	free(file);
+	tfs_image_close(img);
+
+	/* 100,000 zero bytes in RLE blocks, crc32c of the frame */
+	snprintf(path, sizeof(path), "%s",
+		 tu_testdata("ztensor/valid/v12_empty_and_scalar.zt"));
+	ck_assert_int_eq(tu_load_file(path, &img, &d), 0);
+	configure(img, 0, TFS_VERIFY_ALWAYS);
+	file = tu_read_file(path, &file_len);
+	expect_stored_digest(img, file, file_len, paths[2]);
+	data = tu_read_node(img, tfs_tree_resolve(img->tree, "zeros"), &len);
+	ck_assert_uint_eq(len, 100000);
+	for (i = 0; i < len; i++)
+		ck_assert_uint_eq(data[i], 0);
+	free(data);
+	tfs_image_get_stats(img, &st);
+	ck_assert_uint_ge(st.digest_checks, 1);
+	ck_assert_uint_eq(st.digest_failures, 0);
+	free(file);
+	tfs_image_close(img);
+}
+END_TEST
+
+/* the spec's v12_multi.zt at @path */
+static void check_multi(const char *path)
 {
 	static const char *const sums[][2] = {
 		{"a",
@@ -527,8 +673,7 @@ START_TEST(fixture_multi)
 	uint8_t *data;
 	size_t i, len;
 
-	ck_assert_int_eq(
-		tu_load_file(tu_fixture("ztensor/v12_multi.zt"), &img, &d), 0);
+	ck_assert_int_eq(tu_load_file(path, &img, &d), 0);
 	configure(img, 0, TFS_VERIFY_ALWAYS);
 	for (i = 0; i < 5; i++) {
 		data = tu_read_node(
@@ -575,6 +720,11 @@ START_TEST(fixture_multi)
 	ck_assert(json_real_value(json_object_get(a, "scale")) == 0.5);
 	json_decref(meta);
 	tfs_image_close(img);
+}
+
+START_TEST(fixture_multi)
+{
+	check_multi(tu_testdata("ztensor/valid/v12_multi.zt"));
 }
 END_TEST
 
@@ -1842,6 +1992,8 @@ int main(void)
 	tcase_add_test(tc, fixtures_weight);
 	tcase_add_test(tc, v01_only_skipped_entry);
 	tcase_add_test(tc, fixture_multi);
+	tcase_add_test(tc, generated_weight);
+	tcase_add_test(tc, generated_digests);
 	tcase_add_test(tc, every_generation);
 	tcase_add_test(tc, v12_sizes_without_ulen);
 	tcase_add_test(tc, attributes_every_type);
@@ -1865,5 +2017,5 @@ int main(void)
 	tcase_add_test(tc, reject_depth);
 	tcase_add_test(tc, sample_files);
 	suite_add_tcase(s, tc);
-	return tu_run_with_fixtures(s);
+	return tu_run(s);
 }

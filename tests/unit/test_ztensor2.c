@@ -438,8 +438,10 @@ static size_t walk_dir(const char *path)
 	return w.n;
 }
 
+/* upstream's conformance corpus: real, stays in ../shared */
 START_TEST(conformance_corpus)
 {
+	TU_NEED_SHARED("ztensor-v2/expected.json");
 	ck_assert_uint_eq(walk_dir(tu_fixture("ztensor-v2")), 76);
 }
 END_TEST
@@ -458,6 +460,7 @@ START_TEST(corpus_identity)
 	uint8_t *b;
 	size_t i, len;
 
+	TU_NEED_SHARED("ztensor-v2/expected.json");
 	snprintf(path, sizeof(path), "%s/expected.json",
 		 tu_fixture("ztensor-v2"));
 	t = load_table(path);
@@ -476,16 +479,65 @@ START_TEST(corpus_identity)
 }
 END_TEST
 
-/* a 2.x file is claimed by the 2.x reader, a 1.x file is not */
-START_TEST(probe)
+/* a 2.x file (@path) is claimed by the 2.x reader */
+static void expect_ztensor2(const char *path)
 {
 	struct tfs_image *img;
 	struct tfs_diag d;
 
-	ck_assert_int_eq(tu_load_file(tu_fixture("ztensor-v2/valid/minimal.zt"),
+	ck_assert_int_eq(tu_load_file(path, &img, &d), 0);
+	ck_assert_str_eq(img->format->name, "ztensor2");
+	tfs_image_close(img);
+}
+
+START_TEST(probe)
+{
+	TU_NEED_SHARED("ztensor-v2/valid/minimal.zt");
+	expect_ztensor2(tu_fixture("ztensor-v2/valid/minimal.zt"));
+}
+END_TEST
+
+/* ... and a 1.x file is not */
+START_TEST(generated_probe)
+{
+	struct tfs_image *img;
+	struct tfs_diag d;
+
+	expect_ztensor2(tu_testdata("ztensor2/valid/attributes.zt"));
+	expect_ztensor2(tu_testdata("ztensor2/valid/depth-32.zt"));
+	ck_assert_int_eq(tu_load_file(tu_testdata("ztensor/valid/"
+						  "v12_empty_and_scalar.zt"),
 				      &img, &d),
 			 0);
-	ck_assert_str_eq(img->format->name, "ztensor2");
+	ck_assert_str_eq(img->format->name, "ztensor");
+	tfs_image_close(img);
+}
+END_TEST
+
+/*
+ * generate.py's shared-blobs.zt: five parts of four objects on the one
+ * 16-byte blob at 4096, as f32 [4], f32 [2,2], u8 [16] and raw bytes
+ */
+START_TEST(generated_aliases)
+{
+	static const char *const parts[] = {"w1", "w2", "w3"};
+	const struct tfs_tensor *t[3];
+	struct tfs_image *img;
+	struct tfs_diag d;
+	size_t i;
+
+	ck_assert_int_eq(tu_load_file(tu_testdata("ztensor2/valid/"
+						  "shared-blobs.zt"),
+				      &img, &d),
+			 0);
+	for (i = 0; i < 3; i++) {
+		t[i] = find_part(img, parts[i], NULL);
+		ck_assert_msg(t[i] != NULL, "no %s", parts[i]);
+		ck_assert_uint_eq(t[i]->offset, 4096);
+		ck_assert_uint_eq(t[i]->size, 16);
+	}
+	ck_assert_str_eq(t[0]->dtype, "float32");
+	ck_assert_str_eq(t[2]->dtype, "uint8");
 	tfs_image_close(img);
 }
 END_TEST
@@ -497,6 +549,7 @@ START_TEST(aliases_share_bytes)
 	struct tfs_diag d;
 	const struct tfs_tensor *a, *t;
 
+	TU_NEED_SHARED("ztensor-v2/valid/canonical-basic.zt");
 	ck_assert_int_eq(
 		tu_load_file(tu_fixture("ztensor-v2/valid/canonical-basic.zt"),
 			     &img, &d),
@@ -522,6 +575,8 @@ int main(void)
 	tcase_add_test(tc, generated_files);
 	tcase_add_test(tc, probe);
 	tcase_add_test(tc, aliases_share_bytes);
+	tcase_add_test(tc, generated_probe);
+	tcase_add_test(tc, generated_aliases);
 	suite_add_tcase(s, tc);
-	return tu_run_with_fixtures(s);
+	return tu_run(s);
 }
