@@ -16,6 +16,7 @@ struct tfs_fs {
 	uid_t uid; /* owner of every node: the mounting user */
 	gid_t gid;
 	bool drop_source_cache; /* see tfs_image_drop_source_cache */
+	bool no_opendir;	/* the kernel opens directories itself */
 	struct tfs_errors *errors; /* .tensorfs/errors.json, live */
 	/*
 	 * The readahead to set on the mount's backing device ("MAJ:MIN" in
