@@ -966,7 +966,7 @@ END_TEST
 
 START_TEST(project_unknown_filter)
 {
-	check_unknown_filter_hides_one_dataset(project_dir("hdf5/reject"));
+	check_unknown_filter_hides_one_dataset(project_dir("hdf5/partial"));
 }
 END_TEST
 
