@@ -99,6 +99,9 @@ struct remote {
 	struct piece *head, *tail;
 	bool stopping, stale_logged;
 	uint64_t timed_out_ms; /* when a chunk last failed by a timeout */
+	/* the prefetch past a tensor (prefetch_last): where the last read
+	 * ended, and the window reads in file order have opened, in chunks */
+	uint64_t seq_next, seq_window;
 	bool restart_uffd; /* forked: a new userfaultfd at the next fetch */
 	struct tfs_chunk_cache *cache;
 	/*
@@ -1317,8 +1320,43 @@ static int timed_out(const struct remote *r, uint64_t c0, uint64_t c1)
 	return 0;
 }
 
-/* make [off, off + len) present; @ahead: then prefetch behind it */
-static int fetch(struct remote *r, uint64_t off, uint64_t len, bool ahead)
+/*
+ * How far to prefetch after chunk @c1 for a read of [@off, +@len) inside a
+ * tensor whose stored bytes are [@ext_off, @ext_end) (@ext_end UINT64_MAX:
+ * not known, the
+ * whole remote_prefetch window); under lock.  A read of one tensor fetches
+ * that tensor; the window past it opens (and doubles, up to
+ * remote_prefetch) only while reads move on in file order, and closes on a
+ * jump, the way object-store file systems grow theirs.
+ */
+static uint64_t prefetch_last(struct remote *r, uint64_t off, uint64_t len,
+			      uint64_t c1, uint64_t ext_off, uint64_t ext_end)
+{
+	uint64_t n = r->cfg.prefetch / CHUNK, last, ext_last;
+	bool sequential =
+		off <= r->seq_next + CHUNK && off + CHUNK >= r->seq_next;
+
+	r->seq_next = off + len;
+	if (ext_end == UINT64_MAX)
+		return c1 + n;
+	if (!sequential)
+		r->seq_window = 0;
+	else if (off == ext_off && off) /* moved on to the next tensor */
+		r->seq_window =
+			r->seq_window ? r->seq_window * 2 : r->piece_chunks;
+	if (r->seq_window > n)
+		r->seq_window = n;
+	ext_last = ext_end ? (ext_end - 1) / CHUNK : 0;
+	last = ext_last > c1 + r->seq_window ? ext_last : c1 + r->seq_window;
+	return last > c1 + n ? c1 + n : last;
+}
+
+/*
+ * make [off, off + len) present; @ahead: then prefetch behind it, aiming
+ * at a tensor [@ext_off, @ext_end) (@ext_end UINT64_MAX: none known)
+ */
+static int fetch(struct remote *r, uint64_t off, uint64_t len, bool ahead,
+		 uint64_t ext_off, uint64_t ext_end)
 {
 	uint64_t c0, c1, c, deadline;
 	struct timespec ts;
@@ -1395,18 +1433,21 @@ static int fetch(struct remote *r, uint64_t off, uint64_t len, bool ahead)
 	}
 prefetch:
 	if (!ret && ahead && r->cfg.prefetch && c1 + 1 < r->nchunks) {
-		uint64_t n = r->cfg.prefetch / CHUNK, last = c1 + n;
+		uint64_t last =
+			prefetch_last(r, off, len, c1, ext_off, ext_end);
 
 		/*
 		 * The window's end moves by whole pieces: a reader going
 		 * 1 MiB at a time then adds full-size requests, not 1 MiB
 		 * ones at the window's tail.
 		 */
-		if (last / r->piece_chunks * r->piece_chunks > c1 + 1)
+		if (ext_end == UINT64_MAX &&
+		    last / r->piece_chunks * r->piece_chunks > c1 + 1)
 			last = last / r->piece_chunks * r->piece_chunks - 1;
 		if (last >= r->nchunks)
 			last = r->nchunks - 1;
-		schedule(r, c1 + 1, last, false);
+		if (last > c1)
+			schedule(r, c1 + 1, last, false);
 	}
 	pthread_mutex_unlock(&r->lock);
 	return ret;
@@ -1445,7 +1486,8 @@ static void *fault_loop(void *arg)
 		off = (msg.arg.pagefault.address -
 		       (uint64_t)(uintptr_t)r->map) &
 		      ~(page - 1);
-		ret = off < r->size ? fetch(r, off, 1, false) : -EIO;
+		ret = off < r->size ? fetch(r, off, 1, false, 0, UINT64_MAX)
+				    : -EIO;
 		if (ret && !mounted) {
 			/* loading the container: the command cannot go on */
 			fprintf(stderr, "tensorfs: %s: cannot fetch: %s\n",
@@ -1650,9 +1692,21 @@ static void init_once(void)
 
 static int remote_fetch(void *impl, uint64_t off, uint64_t len)
 {
-	int ret = fetch(impl, off, len, true);
+	int ret = fetch(impl, off, len, true, 0, UINT64_MAX);
 
 	/* never EAGAIN to a reader of a regular file (no worker started) */
+	return ret == -EAGAIN ? -EIO : ret;
+}
+
+static int remote_fetch_in(void *impl, uint64_t off, uint64_t len,
+			   uint64_t ext_off, uint64_t ext_len)
+{
+	uint64_t end;
+	int ret;
+
+	if (!tfs_add_u64(ext_off, ext_len, &end))
+		end = UINT64_MAX;
+	ret = fetch(impl, off, len, true, ext_off, end);
 	return ret == -EAGAIN ? -EIO : ret;
 }
 
@@ -1748,6 +1802,7 @@ static void remote_close(void *impl)
 static const struct tfs_source_ops remote_ops = {
 	.fetch = remote_fetch,
 	.drop = remote_drop,
+	.fetch_in = remote_fetch_in,
 	.close = remote_close,
 };
 
@@ -1931,7 +1986,7 @@ int tfs_remote_open(struct tfs_source *s, const char *url, struct tfs_diag *d)
 	if (r->map && start_uffd(r)) {
 		logf_(r, "%s: userfaultfd unavailable: fetching it whole",
 		      r->shown);
-		ret = fetch(r, 0, r->size, false);
+		ret = fetch(r, 0, r->size, false, 0, UINT64_MAX);
 		if (ret) {
 			tfs_diag_set(d, ret, "cannot fetch: %s",
 				     strerror(-ret));
