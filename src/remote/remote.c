@@ -920,12 +920,12 @@ static void *cache_writer(void *arg)
 		b = q->first;
 		free(q);
 		r->writing = true;
-		pthread_mutex_unlock(&r->lock);
 		off = block_off(b);
 		len = block_len(r, b);
 		last = (b + 1) * BLOCK_CHUNKS;
 		if (last > r->nchunks)
 			last = r->nchunks;
+		/* bfd, btmp and fmap change under the lock (block_files) */
 		fd = r->bfd ? r->bfd[b] : -1;
 		tmp = r->btmp ? r->btmp[b] : NULL;
 		for (c = b * BLOCK_CHUNKS; fd >= 0 && c < last; c++)
@@ -1025,26 +1025,23 @@ static int map_cached(struct remote *r, uint64_t b)
 }
 
 /*
- * The cache files of the blocks of chunks [@c0, @c1], created if need be:
- * true when they all are (the piece is then fetched into them), false to
- * fetch into the memfd (no cache, a block written already, an error).
+ * Block @b's cache file, created if need be: true when it is there (its
+ * chunks are then fetched into it), false to fetch into the memfd (no
+ * cache, the block written already, an error).
  */
-static bool block_files(struct remote *r, uint64_t c0, uint64_t c1)
+static bool block_file(struct remote *r, uint64_t b)
 {
-	uint64_t b;
 	bool ok = r->bfd && r->writer_running;
 	int fd;
 
 	pthread_mutex_lock(&r->lock);
-	for (b = c0 / BLOCK_CHUNKS; ok && b <= c1 / BLOCK_CHUNKS; b++) {
-		if (r->bstate[b] != BL_NONE) {
-			ok = false;
-		} else if (r->bfd[b] < 0) {
-			fd = tfs_chunk_cache_create(
-				r->cache, b, block_len(r, b), &r->btmp[b]);
-			ok = fd >= 0;
-			r->bfd[b] = fd;
-		}
+	if (ok && r->bstate[b] != BL_NONE) {
+		ok = false;
+	} else if (ok && r->bfd[b] < 0) {
+		fd = tfs_chunk_cache_create(r->cache, b, block_len(r, b),
+					    &r->btmp[b]);
+		ok = fd >= 0;
+		r->bfd[b] = fd;
 	}
 	pthread_mutex_unlock(&r->lock);
 	return ok;
@@ -1117,6 +1114,40 @@ static int map_fetched(struct remote *r, uint64_t c0, uint64_t n)
 }
 
 /*
+ * Fetch chunks [@c0, @c1) (none present): each block's into its cache file
+ * where it has one, the rest into the memfd, in as few requests as that
+ * allows.  A request is cut where neighbouring blocks differ, so a block
+ * still filling always gets its bytes in its file, whatever its neighbour
+ * (a block cached and dropped from memory, fetched again).
+ */
+static int fetch_run(struct remote *r, CURL *h, uint64_t c0, uint64_t c1)
+{
+	uint64_t c = c0, e, len;
+	bool files;
+	int ret = 0;
+
+	while (!ret && c < c1) {
+		files = block_file(r, c / BLOCK_CHUNKS);
+		e = (c / BLOCK_CHUNKS + 1) * BLOCK_CHUNKS;
+		while (e < c1 && block_file(r, e / BLOCK_CHUNKS) == files)
+			e += BLOCK_CHUNKS;
+		if (e > c1)
+			e = c1;
+		len = chunk_off(e - 1) + chunk_len(r, e - 1) - chunk_off(c);
+		ret = fetch_range(r, h, chunk_off(c), len, files);
+		if (!ret && files)
+			ret = map_fetched(r, c, e - c);
+		if (!ret) {
+			pthread_mutex_lock(&r->lock);
+			r->stats.bytes_fetched += len;
+			pthread_mutex_unlock(&r->lock);
+		}
+		c = e;
+	}
+	return ret;
+}
+
+/*
  * One piece: the disk cache block by block (copied into the memfd), the
  * network for the rest (straight into the memfd); then its whole blocks
  * go to the cache writer.
@@ -1149,26 +1180,13 @@ static int run_piece(struct remote *r, CURL *h, const struct piece *p)
 		pthread_mutex_unlock(&r->lock);
 	}
 	for (i = 0; !ret && i < p->count; i = j) {
-		uint64_t c = p->first + i, len = 0;
-
 		for (j = i; j < p->count && !have[j]; j++)
-			len += chunk_len(r, p->first + j);
+			;
 		if (j == i) {
 			j++;
 			continue;
 		}
-		if (block_files(r, c, p->first + j - 1)) {
-			ret = fetch_range(r, h, chunk_off(c), len, true);
-			if (!ret)
-				ret = map_fetched(r, c, j - i);
-		} else {
-			ret = fetch_range(r, h, chunk_off(c), len, false);
-		}
-		if (ret)
-			break;
-		pthread_mutex_lock(&r->lock);
-		r->stats.bytes_fetched += len;
-		pthread_mutex_unlock(&r->lock);
+		ret = fetch_run(r, h, p->first + i, p->first + j);
 	}
 	pthread_mutex_lock(&r->lock);
 	r->stats.cache_hits += hit;
