@@ -122,6 +122,7 @@ struct remote {
 	int *bfd;
 	char **btmp;
 	uint8_t *fmap;
+	unsigned partial; /* blocks with a file (bfd >= 0) */
 	struct piece *wq_head, *wq_tail;
 	bool writer_running, writing;
 	pthread_t writer;
@@ -967,6 +968,7 @@ static void *cache_writer(void *arg)
 		if (fd >= 0) {
 			r->bfd[b] = -1;
 			r->btmp[b] = NULL;
+			r->partial--;
 		}
 		r->writing = false;
 		r->bstate[b] = mapped ? BL_MAPPED : BL_CACHED;
@@ -1025,9 +1027,31 @@ static int map_cached(struct remote *r, uint64_t b)
 }
 
 /*
+ * Block @b is not cached this mount (no file to be had): its chunks leave
+ * memory as any others once served, the ones held back for it now.  Under
+ * lock.
+ */
+static void give_up(struct remote *r, uint64_t b)
+{
+	uint64_t c, last = (b + 1) * BLOCK_CHUNKS;
+
+	r->bstate[b] = BL_CACHED;
+	for (c = b * BLOCK_CHUNKS; c < last && c < r->nchunks; c++)
+		if (r->dropreq[c]) {
+			r->dropreq[c] = 0;
+			if (r->state[c] == CH_PRESENT && !r->fmap[c])
+				drop_chunk(r, c);
+		}
+}
+
+/*
  * Block @b's cache file, created if need be: true when it is there (its
  * chunks are then fetched into it), false to fetch into the memfd (no
- * cache, the block written already, an error).
+ * cache, the block written already or given up).  A block that cannot
+ * have one -- TFS_REMOTE_MAX_PARTIAL blocks partly fetched already (a
+ * reader jumping about a large object), or an error (no space, no
+ * descriptor) -- is given up: were its chunks in the memfd kept for a
+ * block never whole, memory would grow until the mount ends.
  */
 static bool block_file(struct remote *r, uint64_t b)
 {
@@ -1038,10 +1062,17 @@ static bool block_file(struct remote *r, uint64_t b)
 	if (ok && r->bstate[b] != BL_NONE) {
 		ok = false;
 	} else if (ok && r->bfd[b] < 0) {
-		fd = tfs_chunk_cache_create(r->cache, b, block_len(r, b),
-					    &r->btmp[b]);
+		fd = r->partial < TFS_REMOTE_MAX_PARTIAL
+			     ? tfs_chunk_cache_create(r->cache, b,
+						      block_len(r, b),
+						      &r->btmp[b])
+			     : -EMFILE;
 		ok = fd >= 0;
 		r->bfd[b] = fd;
+		if (ok)
+			r->partial++;
+		else
+			give_up(r, b);
 	}
 	pthread_mutex_unlock(&r->lock);
 	return ok;
@@ -1845,11 +1876,16 @@ int tfs_remote_list(const char *dir, char ***names, size_t *n,
 int tfs_remote_stats(const struct tfs_source *s, struct tfs_remote_stats *st)
 {
 	struct remote *r = s->impl;
+	uint64_t c;
 
 	if (s->ops != &remote_ops)
 		return -EINVAL;
 	pthread_mutex_lock(&r->lock);
 	*st = r->stats;
+	st->partial = r->partial;
+	st->held = 0;
+	for (c = 0; c < r->nchunks; c++)
+		st->held += r->dropreq[c];
 	pthread_mutex_unlock(&r->lock);
 	return 0;
 }
