@@ -91,6 +91,12 @@ struct remote {
 	pthread_t fault_thread;
 	pthread_t *workers;
 	unsigned nworkers, busy;
+	/*
+	 * Threads that have entered their function: past the sanitizers'
+	 * thread start, which allocates (see before_fork)
+	 */
+	unsigned started;
+	bool fault_ready, writer_started;
 	pthread_mutex_t lock;
 	pthread_cond_t done; /* chunks changed state */
 	pthread_cond_t work; /* the queue grew, or stopping */
@@ -907,6 +913,8 @@ static void *cache_writer(void *arg)
 	int fd;
 
 	pthread_mutex_lock(&r->lock);
+	r->writer_started = true;
+	pthread_cond_broadcast(&r->done);
 	for (;;) {
 		if (!r->wq_head) {
 			if (r->stopping)
@@ -1243,6 +1251,8 @@ static void *worker(void *arg)
 	struct piece *p;
 
 	pthread_mutex_lock(&r->lock);
+	r->started++;
+	pthread_cond_broadcast(&r->done);
 	while (!r->stopping) {
 		if (!r->head) {
 			pthread_cond_wait(&r->work, &r->lock);
@@ -1524,6 +1534,10 @@ static void *fault_loop(void *arg)
 	ssize_t n;
 	int ret;
 
+	pthread_mutex_lock(&r->lock);
+	r->fault_ready = true;
+	pthread_cond_broadcast(&r->done);
+	pthread_mutex_unlock(&r->lock);
 	for (;;) {
 		if (poll(pf, 2, -1) < 0 && errno != EINTR)
 			break;
@@ -1604,6 +1618,7 @@ static int start_uffd(struct remote *r)
 		r->uffd = -1;
 		return e;
 	}
+	r->fault_ready = false;
 	if (pthread_create(&r->fault_thread, NULL, fault_loop, r)) {
 		close(r->stop_pipe[0]);
 		close(r->stop_pipe[1]);
@@ -1651,9 +1666,11 @@ static void stop_threads(struct remote *r)
 		pthread_join(r->writer, NULL);
 		r->writer_running = false;
 	}
+	r->writer_started = false;
 	free(r->workers);
 	r->workers = NULL;
 	r->nworkers = 0;
+	r->started = 0;
 	if (r->fault_running) {
 		if (write(r->stop_pipe[1], &c, 1) != 1)
 			c = 0;
@@ -1666,6 +1683,22 @@ static void stop_threads(struct remote *r)
 
 /* ---- fork (fuse_daemonize): threads and the userfaultfd do not follow ----*/
 
+/*
+ * Before a fork, every thread of ours is idle in a wait: no transfer (a
+ * child cannot resume one), and no thread still starting.  A thread just
+ * created runs the sanitizers' thread start, which allocates: forked then,
+ * the child inherited ASan's allocator locked, and its first thread
+ * (fuse_daemonize's FUSE worker) waited forever -- the fault thread,
+ * created at open, was still starting when a small object's mount forked.
+ */
+static bool busy_at_fork(const struct remote *r)
+{
+	return r->head || r->busy || r->wq_head || r->writing ||
+	       r->started < r->nworkers ||
+	       (r->writer_running && !r->writer_started) ||
+	       (r->fault_running && !r->fault_ready);
+}
+
 static void before_fork(void)
 {
 	struct remote *r;
@@ -1673,8 +1706,7 @@ static void before_fork(void)
 	pthread_mutex_lock(&all_lock);
 	for (r = all; r; r = r->next) {
 		pthread_mutex_lock(&r->lock);
-		/* let the workers finish: a child cannot resume a transfer */
-		while (r->head || r->busy || r->wq_head || r->writing)
+		while (busy_at_fork(r))
 			pthread_cond_wait(&r->done, &r->lock);
 	}
 }
@@ -1702,6 +1734,9 @@ static void after_fork_child(void)
 		pthread_cond_init(&r->work, NULL);
 		pthread_cond_init(&r->wwork, NULL);
 		r->writer_running = false;
+		r->writer_started = false;
+		r->started = 0;
+		r->fault_ready = false;
 		/*
 		 * The parent's threads are gone (their memory leaks, once),
 		 * and so is the registration.  No thread is started here
