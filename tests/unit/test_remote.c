@@ -345,9 +345,9 @@ static char *srv_start(uint64_t size)
 	ck_assert_int_eq(
 		pthread_create(&t, NULL, srv_accept, (void *)(intptr_t)lfd), 0);
 	pthread_detach(t);
-	ck_assert_int_ge(asprintf(&url, "http://127.0.0.1:%u/m.bin",
-				  ntohs(sa.sin_port)),
-			 0);
+	ck_assert_int_ge(
+		asprintf(&url, "http://127.0.0.1:%u/m.bin", ntohs(sa.sin_port)),
+		0);
 	return url;
 }
 
@@ -442,10 +442,10 @@ START_TEST(partial_blocks_leave_memory)
 		read_chunk1(&s, b);
 	/* the memfd's pages of those chunks, from the kernel */
 	for (b = 1; b < nb; b++) {
-		ck_assert_int_eq(mincore((void *)(s.data + b * SRV_BLOCK +
-						  SRV_CHUNK),
-					 SRV_CHUNK, vec),
-				 0);
+		ck_assert_int_eq(
+			mincore((void *)(s.data + b * SRV_BLOCK + SRV_CHUNK),
+				SRV_CHUNK, vec),
+			0);
 		for (i = 0; i < SRV_CHUNK / page; i++)
 			resident += vec[i] & 1;
 	}
