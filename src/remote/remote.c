@@ -1382,9 +1382,8 @@ static int timed_out(const struct remote *r, uint64_t c0, uint64_t c1)
 /*
  * How far to prefetch after chunk @c1 for a read of [@off, +@len) inside a
  * tensor whose stored bytes are [@ext_off, @ext_end) (@ext_end UINT64_MAX:
- * not known, the
- * whole remote_prefetch window); under lock.  A read of one tensor fetches
- * that tensor; the window past it opens (and doubles, up to
+ * not known, the whole remote_prefetch window); under lock.  A read of one
+ * tensor fetches that tensor; the window past it opens (and doubles, up to
  * remote_prefetch) only while reads move on in file order, and closes on a
  * jump, the way object-store file systems grow theirs.
  */
