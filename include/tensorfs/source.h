@@ -37,6 +37,14 @@ struct tfs_source_ops {
 	int (*fetch)(void *impl, uint64_t off, uint64_t len);
 	/* as tfs_source_drop_cache() */
 	void (*drop)(void *impl, uint64_t off, uint64_t len);
+	/*
+	 * Optional: as fetch, for a read of [off, off + len) inside one
+	 * tensor whose stored bytes are [ext_off, ext_off + ext_len): what
+	 * a prefetch may aim at (the rest of that tensor; past it only when
+	 * reads move on in file order)
+	 */
+	int (*fetch_in)(void *impl, uint64_t off, uint64_t len,
+			uint64_t ext_off, uint64_t ext_len);
 	void (*close)(void *impl);
 };
 
@@ -141,6 +149,14 @@ bool tfs_source_live_range_ok(const struct tfs_source *s, uint64_t off,
 
 /* as tfs_source_live_range_ok(), but 0 or -errno (-EIO for a file) */
 int tfs_source_fetch(const struct tfs_source *s, uint64_t off, uint64_t len);
+
+/*
+ * The same for a read inside one tensor whose stored bytes are
+ * [@ext_off, +@ext_len) of @s: a remote source prefetches the rest of that
+ * tensor, and further only while reads move on in file order.
+ */
+int tfs_source_fetch_in(const struct tfs_source *s, uint64_t off, uint64_t len,
+			uint64_t ext_off, uint64_t ext_len);
 
 /*
  * The bytes [off, off + len) of @s to copy into a reply, read ahead only

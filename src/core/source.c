@@ -418,6 +418,14 @@ int tfs_source_fetch(const struct tfs_source *s, uint64_t off, uint64_t len)
 	return tfs_source_live_range_ok(s, off, len) ? 0 : -EIO;
 }
 
+int tfs_source_fetch_in(const struct tfs_source *s, uint64_t off, uint64_t len,
+			uint64_t ext_off, uint64_t ext_len)
+{
+	if (s->ops && s->ops->fetch_in)
+		return s->ops->fetch_in(s->impl, off, len, ext_off, ext_len);
+	return tfs_source_fetch(s, off, len);
+}
+
 /* ---- SIGBUS guard ---------------------------------------------------------*/
 
 /* the innermost guard of this thread, or NULL */

@@ -39,7 +39,8 @@ static int piece_bytes(const struct tfs_image *img, const struct tfs_segment *g,
 		return 0;
 	}
 	src = &img->srcs[g->source];
-	ret = tfs_source_fetch(src, g->offset + off, len);
+	ret = tfs_source_fetch_in(src, g->offset + off, len, g->offset,
+				  g->length);
 	if (ret)
 		return ret;
 	*p = src->data + g->offset + off;
@@ -116,8 +117,10 @@ int tfs_stored_view(const struct tfs_image *img, const struct tfs_tensor *x,
 	if (!x->nsegs) {
 		const struct tfs_source *src = &img->srcs[x->source];
 
-		/* a remote source fetches the range here */
-		ret = tfs_source_fetch(src, x->offset + off, len);
+		/* a remote source fetches the range here, and aims its
+		 * prefetch at the rest of this tensor */
+		ret = tfs_source_fetch_in(src, x->offset + off, len, x->offset,
+					  x->stored_length);
 		if (ret)
 			return ret;
 		v->data = tfs_source_serve(src, x->offset + off, len,

@@ -91,6 +91,12 @@ struct remote {
 	pthread_t fault_thread;
 	pthread_t *workers;
 	unsigned nworkers, busy;
+	/*
+	 * Threads that have entered their function: past the sanitizers'
+	 * thread start, which allocates (see before_fork)
+	 */
+	unsigned started;
+	bool fault_ready, writer_started;
 	pthread_mutex_t lock;
 	pthread_cond_t done; /* chunks changed state */
 	pthread_cond_t work; /* the queue grew, or stopping */
@@ -99,6 +105,9 @@ struct remote {
 	struct piece *head, *tail;
 	bool stopping, stale_logged;
 	uint64_t timed_out_ms; /* when a chunk last failed by a timeout */
+	/* the prefetch past a tensor (prefetch_last): where the last read
+	 * ended, and the window reads in file order have opened, in chunks */
+	uint64_t seq_next, seq_window;
 	bool restart_uffd; /* forked: a new userfaultfd at the next fetch */
 	struct tfs_chunk_cache *cache;
 	/*
@@ -119,6 +128,7 @@ struct remote {
 	int *bfd;
 	char **btmp;
 	uint8_t *fmap;
+	unsigned partial; /* blocks with a file (bfd >= 0) */
 	struct piece *wq_head, *wq_tail;
 	bool writer_running, writing;
 	pthread_t writer;
@@ -903,6 +913,8 @@ static void *cache_writer(void *arg)
 	int fd;
 
 	pthread_mutex_lock(&r->lock);
+	r->writer_started = true;
+	pthread_cond_broadcast(&r->done);
 	for (;;) {
 		if (!r->wq_head) {
 			if (r->stopping)
@@ -917,12 +929,12 @@ static void *cache_writer(void *arg)
 		b = q->first;
 		free(q);
 		r->writing = true;
-		pthread_mutex_unlock(&r->lock);
 		off = block_off(b);
 		len = block_len(r, b);
 		last = (b + 1) * BLOCK_CHUNKS;
 		if (last > r->nchunks)
 			last = r->nchunks;
+		/* bfd, btmp and fmap change under the lock (block_files) */
 		fd = r->bfd ? r->bfd[b] : -1;
 		tmp = r->btmp ? r->btmp[b] : NULL;
 		for (c = b * BLOCK_CHUNKS; fd >= 0 && c < last; c++)
@@ -964,6 +976,7 @@ static void *cache_writer(void *arg)
 		if (fd >= 0) {
 			r->bfd[b] = -1;
 			r->btmp[b] = NULL;
+			r->partial--;
 		}
 		r->writing = false;
 		r->bstate[b] = mapped ? BL_MAPPED : BL_CACHED;
@@ -1022,26 +1035,52 @@ static int map_cached(struct remote *r, uint64_t b)
 }
 
 /*
- * The cache files of the blocks of chunks [@c0, @c1], created if need be:
- * true when they all are (the piece is then fetched into them), false to
- * fetch into the memfd (no cache, a block written already, an error).
+ * Block @b is not cached this mount (no file to be had): its chunks leave
+ * memory as any others once served, the ones held back for it now.  Under
+ * lock.
  */
-static bool block_files(struct remote *r, uint64_t c0, uint64_t c1)
+static void give_up(struct remote *r, uint64_t b)
 {
-	uint64_t b;
+	uint64_t c, last = (b + 1) * BLOCK_CHUNKS;
+
+	r->bstate[b] = BL_CACHED;
+	for (c = b * BLOCK_CHUNKS; c < last && c < r->nchunks; c++)
+		if (r->dropreq[c]) {
+			r->dropreq[c] = 0;
+			if (r->state[c] == CH_PRESENT && !r->fmap[c])
+				drop_chunk(r, c);
+		}
+}
+
+/*
+ * Block @b's cache file, created if need be: true when it is there (its
+ * chunks are then fetched into it), false to fetch into the memfd (no
+ * cache, the block written already or given up).  A block that cannot
+ * have one -- TFS_REMOTE_MAX_PARTIAL blocks partly fetched already (a
+ * reader jumping about a large object), or an error (no space, no
+ * descriptor) -- is given up: were its chunks in the memfd kept for a
+ * block never whole, memory would grow until the mount ends.
+ */
+static bool block_file(struct remote *r, uint64_t b)
+{
 	bool ok = r->bfd && r->writer_running;
 	int fd;
 
 	pthread_mutex_lock(&r->lock);
-	for (b = c0 / BLOCK_CHUNKS; ok && b <= c1 / BLOCK_CHUNKS; b++) {
-		if (r->bstate[b] != BL_NONE) {
-			ok = false;
-		} else if (r->bfd[b] < 0) {
-			fd = tfs_chunk_cache_create(
-				r->cache, b, block_len(r, b), &r->btmp[b]);
-			ok = fd >= 0;
-			r->bfd[b] = fd;
-		}
+	if (ok && r->bstate[b] != BL_NONE) {
+		ok = false;
+	} else if (ok && r->bfd[b] < 0) {
+		fd = r->partial < TFS_REMOTE_MAX_PARTIAL
+			     ? tfs_chunk_cache_create(r->cache, b,
+						      block_len(r, b),
+						      &r->btmp[b])
+			     : -EMFILE;
+		ok = fd >= 0;
+		r->bfd[b] = fd;
+		if (ok)
+			r->partial++;
+		else
+			give_up(r, b);
 	}
 	pthread_mutex_unlock(&r->lock);
 	return ok;
@@ -1114,6 +1153,40 @@ static int map_fetched(struct remote *r, uint64_t c0, uint64_t n)
 }
 
 /*
+ * Fetch chunks [@c0, @c1) (none present): each block's into its cache file
+ * where it has one, the rest into the memfd, in as few requests as that
+ * allows.  A request is cut where neighbouring blocks differ, so a block
+ * still filling always gets its bytes in its file, whatever its neighbour
+ * (a block cached and dropped from memory, fetched again).
+ */
+static int fetch_run(struct remote *r, CURL *h, uint64_t c0, uint64_t c1)
+{
+	uint64_t c = c0, e, len;
+	bool files;
+	int ret = 0;
+
+	while (!ret && c < c1) {
+		files = block_file(r, c / BLOCK_CHUNKS);
+		e = (c / BLOCK_CHUNKS + 1) * BLOCK_CHUNKS;
+		while (e < c1 && block_file(r, e / BLOCK_CHUNKS) == files)
+			e += BLOCK_CHUNKS;
+		if (e > c1)
+			e = c1;
+		len = chunk_off(e - 1) + chunk_len(r, e - 1) - chunk_off(c);
+		ret = fetch_range(r, h, chunk_off(c), len, files);
+		if (!ret && files)
+			ret = map_fetched(r, c, e - c);
+		if (!ret) {
+			pthread_mutex_lock(&r->lock);
+			r->stats.bytes_fetched += len;
+			pthread_mutex_unlock(&r->lock);
+		}
+		c = e;
+	}
+	return ret;
+}
+
+/*
  * One piece: the disk cache block by block (copied into the memfd), the
  * network for the rest (straight into the memfd); then its whole blocks
  * go to the cache writer.
@@ -1146,26 +1219,13 @@ static int run_piece(struct remote *r, CURL *h, const struct piece *p)
 		pthread_mutex_unlock(&r->lock);
 	}
 	for (i = 0; !ret && i < p->count; i = j) {
-		uint64_t c = p->first + i, len = 0;
-
 		for (j = i; j < p->count && !have[j]; j++)
-			len += chunk_len(r, p->first + j);
+			;
 		if (j == i) {
 			j++;
 			continue;
 		}
-		if (block_files(r, c, p->first + j - 1)) {
-			ret = fetch_range(r, h, chunk_off(c), len, true);
-			if (!ret)
-				ret = map_fetched(r, c, j - i);
-		} else {
-			ret = fetch_range(r, h, chunk_off(c), len, false);
-		}
-		if (ret)
-			break;
-		pthread_mutex_lock(&r->lock);
-		r->stats.bytes_fetched += len;
-		pthread_mutex_unlock(&r->lock);
+		ret = fetch_run(r, h, p->first + i, p->first + j);
 	}
 	pthread_mutex_lock(&r->lock);
 	r->stats.cache_hits += hit;
@@ -1191,6 +1251,8 @@ static void *worker(void *arg)
 	struct piece *p;
 
 	pthread_mutex_lock(&r->lock);
+	r->started++;
+	pthread_cond_broadcast(&r->done);
 	while (!r->stopping) {
 		if (!r->head) {
 			pthread_cond_wait(&r->work, &r->lock);
@@ -1317,8 +1379,42 @@ static int timed_out(const struct remote *r, uint64_t c0, uint64_t c1)
 	return 0;
 }
 
-/* make [off, off + len) present; @ahead: then prefetch behind it */
-static int fetch(struct remote *r, uint64_t off, uint64_t len, bool ahead)
+/*
+ * How far to prefetch after chunk @c1 for a read of [@off, +@len) inside a
+ * tensor whose stored bytes are [@ext_off, @ext_end) (@ext_end UINT64_MAX:
+ * not known, the whole remote_prefetch window); under lock.  A read of one
+ * tensor fetches that tensor; the window past it opens (and doubles, up to
+ * remote_prefetch) only while reads move on in file order, and closes on a
+ * jump, the way object-store file systems grow theirs.
+ */
+static uint64_t prefetch_last(struct remote *r, uint64_t off, uint64_t len,
+			      uint64_t c1, uint64_t ext_off, uint64_t ext_end)
+{
+	uint64_t n = r->cfg.prefetch / CHUNK, last, ext_last;
+	bool sequential =
+		off <= r->seq_next + CHUNK && off + CHUNK >= r->seq_next;
+
+	r->seq_next = off + len;
+	if (ext_end == UINT64_MAX)
+		return c1 + n;
+	if (!sequential)
+		r->seq_window = 0;
+	else if (off == ext_off && off) /* moved on to the next tensor */
+		r->seq_window =
+			r->seq_window ? r->seq_window * 2 : r->piece_chunks;
+	if (r->seq_window > n)
+		r->seq_window = n;
+	ext_last = ext_end ? (ext_end - 1) / CHUNK : 0;
+	last = ext_last > c1 + r->seq_window ? ext_last : c1 + r->seq_window;
+	return last > c1 + n ? c1 + n : last;
+}
+
+/*
+ * make [off, off + len) present; @ahead: then prefetch behind it, aiming
+ * at a tensor [@ext_off, @ext_end) (@ext_end UINT64_MAX: none known)
+ */
+static int fetch(struct remote *r, uint64_t off, uint64_t len, bool ahead,
+		 uint64_t ext_off, uint64_t ext_end)
 {
 	uint64_t c0, c1, c, deadline;
 	struct timespec ts;
@@ -1395,18 +1491,21 @@ static int fetch(struct remote *r, uint64_t off, uint64_t len, bool ahead)
 	}
 prefetch:
 	if (!ret && ahead && r->cfg.prefetch && c1 + 1 < r->nchunks) {
-		uint64_t n = r->cfg.prefetch / CHUNK, last = c1 + n;
+		uint64_t last =
+			prefetch_last(r, off, len, c1, ext_off, ext_end);
 
 		/*
 		 * The window's end moves by whole pieces: a reader going
 		 * 1 MiB at a time then adds full-size requests, not 1 MiB
 		 * ones at the window's tail.
 		 */
-		if (last / r->piece_chunks * r->piece_chunks > c1 + 1)
+		if (ext_end == UINT64_MAX &&
+		    last / r->piece_chunks * r->piece_chunks > c1 + 1)
 			last = last / r->piece_chunks * r->piece_chunks - 1;
 		if (last >= r->nchunks)
 			last = r->nchunks - 1;
-		schedule(r, c1 + 1, last, false);
+		if (last > c1)
+			schedule(r, c1 + 1, last, false);
 	}
 	pthread_mutex_unlock(&r->lock);
 	return ret;
@@ -1434,6 +1533,10 @@ static void *fault_loop(void *arg)
 	ssize_t n;
 	int ret;
 
+	pthread_mutex_lock(&r->lock);
+	r->fault_ready = true;
+	pthread_cond_broadcast(&r->done);
+	pthread_mutex_unlock(&r->lock);
 	for (;;) {
 		if (poll(pf, 2, -1) < 0 && errno != EINTR)
 			break;
@@ -1445,7 +1548,8 @@ static void *fault_loop(void *arg)
 		off = (msg.arg.pagefault.address -
 		       (uint64_t)(uintptr_t)r->map) &
 		      ~(page - 1);
-		ret = off < r->size ? fetch(r, off, 1, false) : -EIO;
+		ret = off < r->size ? fetch(r, off, 1, false, 0, UINT64_MAX)
+				    : -EIO;
 		if (ret && !mounted) {
 			/* loading the container: the command cannot go on */
 			fprintf(stderr, "tensorfs: %s: cannot fetch: %s\n",
@@ -1513,6 +1617,7 @@ static int start_uffd(struct remote *r)
 		r->uffd = -1;
 		return e;
 	}
+	r->fault_ready = false;
 	if (pthread_create(&r->fault_thread, NULL, fault_loop, r)) {
 		close(r->stop_pipe[0]);
 		close(r->stop_pipe[1]);
@@ -1560,9 +1665,11 @@ static void stop_threads(struct remote *r)
 		pthread_join(r->writer, NULL);
 		r->writer_running = false;
 	}
+	r->writer_started = false;
 	free(r->workers);
 	r->workers = NULL;
 	r->nworkers = 0;
+	r->started = 0;
 	if (r->fault_running) {
 		if (write(r->stop_pipe[1], &c, 1) != 1)
 			c = 0;
@@ -1575,6 +1682,22 @@ static void stop_threads(struct remote *r)
 
 /* ---- fork (fuse_daemonize): threads and the userfaultfd do not follow ----*/
 
+/*
+ * Before a fork, every thread of ours is idle in a wait: no transfer (a
+ * child cannot resume one), and no thread still starting.  A thread just
+ * created runs the sanitizers' thread start, which allocates: forked then,
+ * the child inherited ASan's allocator locked, and its first thread
+ * (fuse_daemonize's FUSE worker) waited forever -- the fault thread,
+ * created at open, was still starting when a small object's mount forked.
+ */
+static bool busy_at_fork(const struct remote *r)
+{
+	return r->head || r->busy || r->wq_head || r->writing ||
+	       r->started < r->nworkers ||
+	       (r->writer_running && !r->writer_started) ||
+	       (r->fault_running && !r->fault_ready);
+}
+
 static void before_fork(void)
 {
 	struct remote *r;
@@ -1582,8 +1705,7 @@ static void before_fork(void)
 	pthread_mutex_lock(&all_lock);
 	for (r = all; r; r = r->next) {
 		pthread_mutex_lock(&r->lock);
-		/* let the workers finish: a child cannot resume a transfer */
-		while (r->head || r->busy || r->wq_head || r->writing)
+		while (busy_at_fork(r))
 			pthread_cond_wait(&r->done, &r->lock);
 	}
 }
@@ -1611,6 +1733,9 @@ static void after_fork_child(void)
 		pthread_cond_init(&r->work, NULL);
 		pthread_cond_init(&r->wwork, NULL);
 		r->writer_running = false;
+		r->writer_started = false;
+		r->started = 0;
+		r->fault_ready = false;
 		/*
 		 * The parent's threads are gone (their memory leaks, once),
 		 * and so is the registration.  No thread is started here
@@ -1650,9 +1775,21 @@ static void init_once(void)
 
 static int remote_fetch(void *impl, uint64_t off, uint64_t len)
 {
-	int ret = fetch(impl, off, len, true);
+	int ret = fetch(impl, off, len, true, 0, UINT64_MAX);
 
 	/* never EAGAIN to a reader of a regular file (no worker started) */
+	return ret == -EAGAIN ? -EIO : ret;
+}
+
+static int remote_fetch_in(void *impl, uint64_t off, uint64_t len,
+			   uint64_t ext_off, uint64_t ext_len)
+{
+	uint64_t end;
+	int ret;
+
+	if (!tfs_add_u64(ext_off, ext_len, &end))
+		end = UINT64_MAX;
+	ret = fetch(impl, off, len, true, ext_off, end);
 	return ret == -EAGAIN ? -EIO : ret;
 }
 
@@ -1748,6 +1885,7 @@ static void remote_close(void *impl)
 static const struct tfs_source_ops remote_ops = {
 	.fetch = remote_fetch,
 	.drop = remote_drop,
+	.fetch_in = remote_fetch_in,
 	.close = remote_close,
 };
 
@@ -1772,11 +1910,16 @@ int tfs_remote_list(const char *dir, char ***names, size_t *n,
 int tfs_remote_stats(const struct tfs_source *s, struct tfs_remote_stats *st)
 {
 	struct remote *r = s->impl;
+	uint64_t c;
 
 	if (s->ops != &remote_ops)
 		return -EINVAL;
 	pthread_mutex_lock(&r->lock);
 	*st = r->stats;
+	st->partial = r->partial;
+	st->held = 0;
+	for (c = 0; c < r->nchunks; c++)
+		st->held += r->dropreq[c];
 	pthread_mutex_unlock(&r->lock);
 	return 0;
 }
@@ -1931,7 +2074,7 @@ int tfs_remote_open(struct tfs_source *s, const char *url, struct tfs_diag *d)
 	if (r->map && start_uffd(r)) {
 		logf_(r, "%s: userfaultfd unavailable: fetching it whole",
 		      r->shown);
-		ret = fetch(r, 0, r->size, false);
+		ret = fetch(r, 0, r->size, false, 0, UINT64_MAX);
 		if (ret) {
 			tfs_diag_set(d, ret, "cannot fetch: %s",
 				     strerror(-ret));

@@ -76,9 +76,22 @@ int tfs_remote_list(const char *dir, char ***names, size_t *n,
 /* @url without user info and query (what may be shown); malloc'd */
 char *tfs_remote_redact(const char *url);
 
-/* Counters of one remote source, for tests and the benchmark. */
+/*
+ * The most cache blocks of one object partly fetched at a time (each an
+ * open temporary file of up to 4 MiB); a block started past it is not
+ * cached this mount, so its chunks may leave memory once served.
+ */
+#define TFS_REMOTE_MAX_PARTIAL 64
+
+/*
+ * Counters of one remote source, for tests and the benchmark: @partial,
+ * blocks partly fetched into their cache files now (at most
+ * TFS_REMOTE_MAX_PARTIAL); @held, chunks served and asked to leave memory
+ * but kept in it for their block's cache file.
+ */
 struct tfs_remote_stats {
 	uint64_t requests, bytes_fetched, cache_hits, cache_bytes;
+	uint64_t partial, held;
 };
 int tfs_remote_stats(const struct tfs_source *s, struct tfs_remote_stats *st);
 

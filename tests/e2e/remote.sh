@@ -2,9 +2,10 @@
 # Remote containers over HTTP (docs/remote.md), on loopback only: a
 # standard-library server (tests/remote/server.py) logs every range it
 # serves, so the checks say exactly which bytes a mount and a read fetched.
-#  - every shared fixture mounted from http://127.0.0.1 equals its local
-#    mount file for file, byte for byte (and the bytes each mount fetched
-#    are printed);
+#  - every shared fixture (without ../shared: every valid fixture of the
+#    project's tests/fixtures) mounted from http://127.0.0.1 equals its
+#    local mount file for file, byte for byte (and the bytes each mount
+#    fetched are printed);
 #  - a mount fetches the header's chunks only; a read the tensor's chunks;
 #  - retries (500, cut bodies), 429 as EIO, a timeout as ETIMEDOUT, a
 #    refused connection on read as EIO, a
@@ -16,7 +17,6 @@
 #    agrees with AWS's published example), hf:// pinned to a commit.
 . "$(dirname "$0")/lib.sh"
 need_fuse
-need_fixtures
 if ! "$TENSORFS" --help | grep -q remote_timeout; then
 	echo "SKIP: built without remote support (libcurl)"
 	exit 77
@@ -75,39 +75,63 @@ same_tree() {
 	done < <(cd "$1" && find . -type f)
 }
 
-# ---- every shared fixture, remote vs local -------------------------------
-start_server "$TFS_FIXTURES"
-n=0
-while IFS= read -r f; do
-	rel=${f#"$TFS_FIXTURES"/}
-	"$TENSORFS" ls "$f" >/dev/null 2>&1 || continue
-	: >"$LOG"
-	lm=$(mount_container "$f") || { fail "$rel: local mount"; continue; }
-	rm_=$(mount_container "http://127.0.0.1:$PORT/$rel" -o no_cache) || {
-		fail "$rel: remote mount"
-		continue
-	}
-	got=$(fetched)
-	size=$(stat -c %s "$f")
-	# a tar's container members are slices, which remote sources do not
-	# have (tfs_source_slice): listed with a warning, not mounted
-	if [ "$(getfattr --only-values -n user.tensorfs.format "$lm")" = nemo ]; then
-		check "$rel: remote tar lists its members, says why not mounted" \
-			grep -q "inside a remote archive" "$rm_/.tensorfs/metadata.json"
+# ---- every fixture, remote vs local ---------------------------------------
+# remote_vs_local ROOT FILE...: each FILE (under ROOT) mounted from the
+# server equals its local mount; COMPARED says how many were compared
+remote_vs_local() {
+	local root=$1 f rel lm rm_ got size n=0
+	shift
+	start_server "$root"
+	for f in "$@"; do
+		rel=${f#"$root"/}
+		"$TENSORFS" ls "$f" >/dev/null 2>&1 || continue
+		: >"$LOG"
+		lm=$(mount_container "$f") || {
+			fail "$rel: local mount"
+			continue
+		}
+		rm_=$(mount_container "http://127.0.0.1:$PORT/$rel" -o no_cache) || {
+			fail "$rel: remote mount"
+			continue
+		}
+		got=$(fetched)
+		size=$(stat -c %s "$f")
+		if same_tree "$lm" "$rm_" >"$WORK/diff" 2>&1; then
+			echo "fetched at mount: $rel: $got of $size bytes"
+			n=$((n + 1))
+		elif [ "$(getfattr --only-values -n user.tensorfs.format \
+			"$lm" 2>/dev/null)" = nemo ]; then
+			# a tar's container members are slices, which remote
+			# sources do not have (tfs_source_slice): listed with a
+			# warning, not mounted
+			check "$rel: remote tar lists its members, says why not mounted" \
+				grep -q "inside a remote archive" "$rm_/.tensorfs/metadata.json"
+		else
+			fail "$rel: remote tree differs: $(head -3 "$WORK/diff")"
+		fi
 		unmount "$lm"
 		unmount "$rm_"
-		continue
-	fi
-	same_tree "$lm" "$rm_" >"$WORK/diff" 2>&1 ||
-		fail "$rel: remote tree differs: $(head -3 "$WORK/diff")"
-	echo "fetched at mount: $rel: $got of $size bytes"
-	unmount "$lm"
-	unmount "$rm_"
-	n=$((n + 1))
-done < <(find "$TFS_FIXTURES" -type f ! -name '*.md' ! -name '*.json' | sort)
-[ "$n" -gt 20 ] && ok "$n shared fixtures mount remotely, byte-identical" ||
-	fail "only $n fixtures compared"
-stop_server
+	done
+	stop_server
+	COMPARED=$n
+}
+if shared_case "every shared fixture mounted remotely" safetensors; then
+	mapfile -t files < <(find "$TFS_FIXTURES" -type f ! -name '*.md' \
+		! -name '*.json' | sort)
+	remote_vs_local "$TFS_FIXTURES" "${files[@]}"
+	[ "$COMPARED" -gt 20 ] &&
+		ok "$COMPARED shared fixtures mount remotely, byte-identical" ||
+		fail "only $COMPARED fixtures compared"
+else
+	# the project's own: every valid fixture (a folder of a model with
+	# its companions is served whole, its entry files mounted)
+	mapfile -t files < <(find "$TFS_SOURCE_ROOT/tests/fixtures" -type f \
+		-path '*/valid/*' ! -name '*.md' ! -name '*.json' | sort)
+	remote_vs_local "$TFS_SOURCE_ROOT/tests/fixtures" "${files[@]}"
+	[ "$COMPARED" -gt 20 ] &&
+		ok "$COMPARED project fixtures mount remotely, byte-identical" ||
+		fail "only $COMPARED fixtures compared"
+fi
 
 # ---- a model whose header spans two chunks -------------------------------
 python3 - "$SERVED/m.safetensors" <<'PY'
@@ -278,6 +302,32 @@ covered=$(ranges | sed 1d | awk -F- -v c=$CHUNK '{
 	for (o = $1; o <= $2; o += c) seen[o] = 1 } END { print length(seen) }')
 eq "all of it" "$covered" 16
 unmount_wait "$mnt"
+# tensor-aware prefetch (issue 29): one tensor read in the middle of the
+# model fetches that tensor (its chunks), not remote_prefetch's 128 MiB
+# behind it; reads moving on in file order still open a window
+mnt=$(mount_container "$URL" -o no_cache)
+: >"$LOG"
+read -r a z < <(extent t3)
+cmp "$mnt/t3" <("$TENSORFS" cat "$M" t3) && ok "t3 read alone" ||
+	fail "t3 differs"
+got=$(fetched)
+want=$((z - a + 1))
+[ "$got" -le $((want + want / 4 + CHUNK)) ] &&
+	ok "reading t3 fetched $got bytes for its $want" ||
+	fail "reading t3 fetched $got bytes for its $want"
+unmount_wait "$mnt"
+mnt=$(mount_container "$URL" -o no_cache)
+: >"$LOG"
+cat "$mnt"/t* | cmp - <(tail -c +$((hdr_end + 1)) "$M") &&
+	ok "every tensor in file order" || fail "bytes in file order"
+got=$(fetched)
+size=$(stat -c %s "$M")
+# (a chunk may come twice: served, dropped from memory, asked again by a
+# late readahead; seen up to 1.1x)
+[ "$got" -le $((size + size / 4)) ] &&
+	ok "in file order: $got bytes of $size fetched" ||
+	fail "in file order: $got bytes fetched for a $size-byte model"
+unmount_wait "$mnt"
 # cache_max: least recently used out
 mnt=$(mount_container "$URL" -o cache_dir="$WORK/c3",cache_max=10M)
 cat "$mnt"/t* >/dev/null
@@ -304,8 +354,10 @@ cp -r "$SH" "$WORK/obj/org/sharded"
 # (three parts), a file no reader claims
 PL=$WORK/obj/bkt/plain
 mkdir -p "$PL/sub" "$PL/gguf"
-cp "$TFS_FIXTURES/safetensors/overall.safetensors" "$PL/"
-cp "$TFS_FIXTURES/safetensors/d.safetensors" "$PL/sub/"
+cp "$TFS_SOURCE_ROOT/tests/fixtures/safetensors/valid/every_dtype.safetensors" \
+	"$PL/"
+cp "$TFS_SOURCE_ROOT/tests/fixtures/safetensors/valid/whitespace_and_order.safetensors" \
+	"$PL/sub/d.safetensors"
 cp "$TFS_SOURCE_ROOT"/tests/fixtures/gguf/split/*.gguf "$PL/gguf/"
 echo "not a container" >"$PL/README.md"
 cp -r "$PL" "$WORK/obj/org/plain"
