@@ -30,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tensorfs/abi.h"
 #include "tensorfs/dtype.h"
 #include "tensorfs/tree.h"
 
@@ -68,7 +69,7 @@ struct tfs_build_options {
  * "float32" (the one converting view) into *out, *all false;
  * "float32,all" likewise with *all true; -EINVAL otherwise
  */
-int tfs_parse_as(const char *s, enum tfs_dtype *out, bool *all);
+TFS_PRIVATE int tfs_parse_as(const char *s, enum tfs_dtype *out, bool *all);
 
 struct tfs_tensor_spec {
 	const char *name; /* stored name (any bytes) */

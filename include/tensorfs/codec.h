@@ -18,12 +18,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tensorfs/abi.h"
 #include "tensorfs/tree.h" /* enum tfs_encoding */
 
 #define TFS_CODEC_MSG_MAX 160
 
 /* "raw", "zstd", ...; NULL for an unknown value */
-const char *tfs_encoding_name(enum tfs_encoding e);
+TFS_PRIVATE const char *tfs_encoding_name(enum tfs_encoding e);
 
 /*
  * Count the decoded bytes of @src (a pass with a small scratch buffer).

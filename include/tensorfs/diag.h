@@ -21,6 +21,8 @@
 #include <stdint.h>
 #include <stddef.h>
 
+#include "tensorfs/abi.h"
+
 #define TFS_DIAG_MSG_MAX 320
 
 struct tfs_diag {
@@ -31,7 +33,7 @@ struct tfs_diag {
 	int err; /* the -errno that was returned */
 };
 
-void tfs_diag_clear(struct tfs_diag *d);
+TFS_PRIVATE void tfs_diag_clear(struct tfs_diag *d);
 
 /*
  * The public entry points that take a diagnostic (tfs_source_open,
@@ -56,6 +58,7 @@ int tfs_diag_oom(struct tfs_diag *d);
  * Write "FORMAT: MESSAGE (at byte offset N)" into @buf.  Never fails; the
  * text is truncated to @len.
  */
-void tfs_diag_format(const struct tfs_diag *d, char *buf, size_t len);
+TFS_PRIVATE void tfs_diag_format(const struct tfs_diag *d, char *buf,
+				 size_t len);
 
 #endif

@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tensorfs/abi.h"
+
 enum tfs_digest_alg {
 	TFS_DIGEST_NONE = 0, /* no digest given */
 	TFS_DIGEST_UNKNOWN,  /* an algorithm we do not check */
@@ -51,7 +53,7 @@ struct tfs_digest {
 int tfs_digest_parse(const char *text, struct tfs_digest *out);
 
 /* short algorithm name: "crc32c", "sha256", "xxh3", "unknown", "none" */
-const char *tfs_digest_alg_name(enum tfs_digest_alg alg);
+TFS_PRIVATE const char *tfs_digest_alg_name(enum tfs_digest_alg alg);
 
 /* The canonical text of @dg ("crc32c:0x%08X", "sha256:" / "xxh3:" +
  * lowercase hex). */

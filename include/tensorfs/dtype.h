@@ -21,6 +21,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "tensorfs/abi.h"
+
 enum tfs_dtype {
 	TFS_DTYPE_INVALID = 0,
 	TFS_DTYPE_FLOAT64,
@@ -140,7 +142,7 @@ struct tfs_dtype_info {
 const struct tfs_dtype_info *tfs_dtype_info(enum tfs_dtype t);
 
 /* canonical name ("float32"), or NULL for an invalid value */
-const char *tfs_dtype_name(enum tfs_dtype t);
+TFS_PRIVATE const char *tfs_dtype_name(enum tfs_dtype t);
 
 /*
  * Element size in bytes of a type stored one element per block; 0 for
@@ -152,9 +154,10 @@ uint32_t tfs_dtype_size(enum tfs_dtype t);
  * Bytes taken by @count elements of @t: 0, or -EINVAL when @t has no fixed
  * unit or @count is not a whole number of blocks, -EOVERFLOW.
  */
-int tfs_dtype_bytes(enum tfs_dtype t, uint64_t count, uint64_t *bytes);
+TFS_PRIVATE int tfs_dtype_bytes(enum tfs_dtype t, uint64_t count,
+				uint64_t *bytes);
 
 /* the dtype with canonical name @name, or TFS_DTYPE_INVALID */
-enum tfs_dtype tfs_dtype_from_name(const char *name);
+TFS_PRIVATE enum tfs_dtype tfs_dtype_from_name(const char *name);
 
 #endif

@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tensorfs/abi.h"
+
 struct tfs_image;
 struct tfs_tree;
 struct tfs_view;
@@ -109,9 +111,11 @@ int tfs_export_read(struct tfs_image *img, const struct tfs_export *e,
  * allow it (after the read path's digest rule).  @progress (may be NULL)
  * gets the bytes written so far.  0 or -errno.
  */
-int tfs_export_write(struct tfs_image *img, const struct tfs_export *e,
-		     uint32_t file, int fd,
-		     void (*progress)(void *arg, uint64_t done), void *arg);
+TFS_PRIVATE int tfs_export_write(struct tfs_image *img,
+				 const struct tfs_export *e, uint32_t file,
+				 int fd,
+				 void (*progress)(void *arg, uint64_t done),
+				 void *arg);
 
 /*
  * Bytes [@off, @off + @len) of export file @file were copied into the
@@ -140,11 +144,11 @@ struct tfs_export_entry {
  * *@data_len.  0, -EINVAL (a name not UTF-8, a value not a string),
  * -ENOMEM, -EOVERFLOW.
  */
-int tfs_export_header(const struct tfs_export_entry *v, uint32_t n,
-		      const void *meta, char **head, uint64_t *head_len,
-		      uint64_t *data_len);
+TFS_PRIVATE int tfs_export_header(const struct tfs_export_entry *v, uint32_t n,
+				  const void *meta, char **head,
+				  uint64_t *head_len, uint64_t *data_len);
 
 /* the safetensors name of a dtype ("F32"), or NULL when it has none */
-const char *tfs_export_dtype_name(int dtype);
+TFS_PRIVATE const char *tfs_export_dtype_name(int dtype);
 
 #endif

@@ -39,6 +39,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "tensorfs/abi.h"
 #include "tensorfs/builder.h"
 #include "tensorfs/digest.h"
 #include "tensorfs/source.h"
@@ -127,8 +128,9 @@ struct tfs_image_stats {
  * Open @path, detect its format, load and validate it.  A directory is
  * opened with tfs_image_open_dir().
  */
-int tfs_image_open(struct tfs_image **out, const char *path,
-		   const struct tfs_build_options *opts, struct tfs_diag *d);
+TFS_PRIVATE int tfs_image_open(struct tfs_image **out, const char *path,
+			       const struct tfs_build_options *opts,
+			       struct tfs_diag *d);
 
 /*
  * Open every container under directory @dir (recursively; symlinks to files
@@ -151,16 +153,17 @@ int tfs_image_open_dir(struct tfs_image **out, const char *dir,
  */
 typedef int (*tfs_image_url_lister)(const char *dir, char ***names, size_t *n,
 				    struct tfs_diag *d);
-void tfs_image_set_url_lister(tfs_image_url_lister list);
+TFS_PRIVATE void tfs_image_set_url_lister(tfs_image_url_lister list);
 
 /*
  * Several files in one mount, each as a directory named by its file name
  * less the extension.  Unlike a directory, every file must load: the first
  * failure fails the open (the diagnostic names the file).
  */
-int tfs_image_open_files(struct tfs_image **out, const char *const *paths,
-			 size_t n, const struct tfs_build_options *opts,
-			 struct tfs_diag *d);
+TFS_PRIVATE int tfs_image_open_files(struct tfs_image **out,
+				     const char *const *paths, size_t n,
+				     const struct tfs_build_options *opts,
+				     struct tfs_diag *d);
 
 /*
  * Load an already-initialised source (ownership of *src passes to the
@@ -179,15 +182,15 @@ int tfs_image_load_format(struct tfs_image **out, struct tfs_source *src,
 			  const struct tfs_build_options *opts,
 			  struct tfs_diag *d);
 
-void tfs_image_close(struct tfs_image *img);
+TFS_PRIVATE void tfs_image_close(struct tfs_image *img);
 
 /*
  * Change the read options (cache size, verify mode, log) of a loaded image;
  * call before the first read.  -EINVAL for a cache size below
  * TFS_CACHE_SIZE_MIN.
  */
-int tfs_image_configure(struct tfs_image *img,
-			const struct tfs_image_options *opts);
+TFS_PRIVATE int tfs_image_configure(struct tfs_image *img,
+				    const struct tfs_image_options *opts);
 
 /* the default cache size: 1 GiB, or a quarter of the RAM when less */
 uint64_t tfs_default_cache_size(void);
@@ -197,9 +200,9 @@ uint64_t tfs_default_cache_size(void);
  * optional binary suffix (K, M, G, T, with or without "iB"/"B").
  * -EINVAL when malformed, -ERANGE when above 2^63.
  */
-int tfs_parse_size(const char *s, uint64_t *out);
+TFS_PRIVATE int tfs_parse_size(const char *s, uint64_t *out);
 /* "off", "first", "always"; -EINVAL otherwise */
-int tfs_parse_verify_mode(const char *s, enum tfs_verify_mode *out);
+TFS_PRIVATE int tfs_parse_verify_mode(const char *s, enum tfs_verify_mode *out);
 const char *tfs_verify_mode_name(enum tfs_verify_mode m);
 
 void tfs_image_get_stats(struct tfs_image *img, struct tfs_image_stats *st);
@@ -209,9 +212,9 @@ void tfs_image_get_stats(struct tfs_image *img, struct tfs_image_stats *st);
  * the end gives an empty view.  Returns 0, or -EISDIR, -EIO (the bytes are
  * no longer backed by the file), -ENOMEM.
  */
-int tfs_image_read(struct tfs_image *img, uint32_t node, uint64_t off,
-		   size_t len, struct tfs_view *v);
-void tfs_view_release(struct tfs_image *img, struct tfs_view *v);
+TFS_PRIVATE int tfs_image_read(struct tfs_image *img, uint32_t node,
+			       uint64_t off, size_t len, struct tfs_view *v);
+TFS_PRIVATE void tfs_view_release(struct tfs_image *img, struct tfs_view *v);
 
 /*
  * View up to @len bytes from @off of tensor record @tensor's own bytes
@@ -219,8 +222,9 @@ void tfs_view_release(struct tfs_image *img, struct tfs_view *v);
  * header, -o as=float32): what values.h decodes.  Same returns as
  * tfs_image_read().
  */
-int tfs_image_read_tensor(struct tfs_image *img, uint32_t tensor, uint64_t off,
-			  size_t len, struct tfs_view *v);
+TFS_PRIVATE int tfs_image_read_tensor(struct tfs_image *img, uint32_t tensor,
+				      uint64_t off, size_t len,
+				      struct tfs_view *v);
 
 /*
  * Bytes [@off, @off + @len) of regular file @node have just been copied
@@ -232,8 +236,9 @@ int tfs_image_read_tensor(struct tfs_image *img, uint32_t tensor, uint64_t off,
  * that finishes later: the kernel's readahead sends several at once).
  */
 #define TFS_DROP_WINDOW (64ull << 20)
-void tfs_image_drop_source_cache(struct tfs_image *img, uint32_t node,
-				 uint64_t off, uint64_t len);
+TFS_PRIVATE void tfs_image_drop_source_cache(struct tfs_image *img,
+					     uint32_t node, uint64_t off,
+					     uint64_t len);
 
 /*
  * true when regular file @node failed an integrity check (digest mismatch,
@@ -241,7 +246,8 @@ void tfs_image_drop_source_cache(struct tfs_image *img, uint32_t node,
  * reason was reported once through the log callback.  A -EIO from a node
  * for which this is false means the container no longer holds the bytes.
  */
-bool tfs_image_node_failed(const struct tfs_image *img, uint32_t node);
+TFS_PRIVATE bool tfs_image_node_failed(const struct tfs_image *img,
+				       uint32_t node);
 
 /*
  * What `tensorfs verify` does for one tensor record (img->tree->tensors
@@ -262,9 +268,9 @@ struct tfs_check_result {
 	char msg[256]; /* why it failed, or "" */
 };
 
-int tfs_image_check_tensor(struct tfs_image *img, uint32_t tensor,
-			   struct tfs_check_result *r,
-			   void (*progress)(void *arg, uint64_t done),
-			   void *arg);
+TFS_PRIVATE int
+tfs_image_check_tensor(struct tfs_image *img, uint32_t tensor,
+		       struct tfs_check_result *r,
+		       void (*progress)(void *arg, uint64_t done), void *arg);
 
 #endif

@@ -8,6 +8,8 @@
 
 #include <stddef.h>
 
+#include "tensorfs/abi.h"
+
 #define TFS_NAME_MAX 255
 
 /*
@@ -34,7 +36,8 @@ char *tfs_name_printable(char *buf, size_t len, const char *name,
 			 size_t name_len);
 
 /* bytewise order of two stored names (memcmp, the shorter first on a tie) */
-int tfs_name_cmp(const char *a, size_t alen, const char *b, size_t blen);
+TFS_PRIVATE int tfs_name_cmp(const char *a, size_t alen, const char *b,
+			     size_t blen);
 
 /* true when @s..@len is valid UTF-8 (overlongs and surrogates invalid) */
 int tfs_utf8_valid(const unsigned char *s, size_t len);

@@ -24,6 +24,8 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "tensorfs/abi.h"
+
 struct tfs_diag;
 
 /*
@@ -75,7 +77,7 @@ struct tfs_source {
  */
 typedef int (*tfs_source_url_opener)(struct tfs_source *s, const char *url,
 				     struct tfs_diag *d);
-void tfs_source_set_url_opener(tfs_source_url_opener open);
+TFS_PRIVATE void tfs_source_set_url_opener(tfs_source_url_opener open);
 
 /*
  * The finder of remote directories: a URL naming a prefix or a repository
@@ -86,7 +88,8 @@ void tfs_source_set_url_opener(tfs_source_url_opener open);
  */
 typedef int (*tfs_source_url_index_finder)(const char *url, char **dir,
 					   char **index, struct tfs_diag *d);
-void tfs_source_set_url_index_finder(tfs_source_url_index_finder find);
+TFS_PRIVATE void
+tfs_source_set_url_index_finder(tfs_source_url_index_finder find);
 int tfs_source_url_index(const char *url, char **dir, char **index,
 			 struct tfs_diag *d);
 
@@ -172,7 +175,7 @@ const uint8_t *tfs_source_serve(const struct tfs_source *s, uint64_t off,
  * Install the process-wide SIGBUS handler that tfs_source_guard() needs.
  * Call once, early (main does).  0 or -errno.
  */
-int tfs_source_catch_sigbus(void);
+TFS_PRIVATE int tfs_source_catch_sigbus(void);
 
 /*
  * Run @fn(@arg).  If it touches a mapped page whose file bytes are gone

@@ -16,6 +16,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "tensorfs/abi.h"
+
 /*
  * Copy @n bytes of @s into @buf (@len bytes, always NUL-terminated) as
  * printable text: C0 control bytes, DEL, C1 controls (U+0080..U+009F) and
@@ -37,13 +39,13 @@ size_t tfs_text_whole(const char *s, size_t n);
  * The bytes of the character at @s (@n > 0 bytes) that tfs_text_safe()
  * keeps as they are (1..4), or 0 when it escapes its first byte.
  */
-size_t tfs_text_safe_len(const char *s, size_t n);
+TFS_PRIVATE size_t tfs_text_safe_len(const char *s, size_t n);
 
 /* true when tfs_text_safe() would leave @s (@n bytes) as it is */
 bool tfs_text_is_safe(const char *s, size_t n);
 
 /* the same into a malloc'd string, NULL when out of memory */
-char *tfs_text_safe_dup(const char *s, size_t n);
+TFS_PRIVATE char *tfs_text_safe_dup(const char *s, size_t n);
 
 /*
  * @path as it may be shown: a URL ("scheme://...") without its
@@ -51,6 +53,6 @@ char *tfs_text_safe_dup(const char *s, size_t n);
  * anything else as it is.  Written into @buf (@len bytes) through
  * tfs_text_safe(); returns @buf.
  */
-char *tfs_text_location(char *buf, size_t len, const char *path);
+TFS_PRIVATE char *tfs_text_location(char *buf, size_t len, const char *path);
 
 #endif

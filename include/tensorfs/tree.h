@@ -28,6 +28,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "tensorfs/abi.h"
 #include "tensorfs/dtype.h"
 
 #define TFS_ROOT_NODE 0u
@@ -233,11 +234,12 @@ char *tfs_tree_dup(struct tfs_tree *t, const void *p, size_t n);
  * The child of directory @dir named @name (length @len), or TFS_NO_NODE.
  * @dir must be a directory node.
  */
-uint32_t tfs_tree_lookup(const struct tfs_tree *t, uint32_t dir,
-			 const char *name, size_t len);
+TFS_PRIVATE uint32_t tfs_tree_lookup(const struct tfs_tree *t, uint32_t dir,
+				     const char *name, size_t len);
 
 /* Resolve a "/"-separated path from the root; TFS_NO_NODE if absent. */
-uint32_t tfs_tree_resolve(const struct tfs_tree *t, const char *path);
+TFS_PRIVATE uint32_t tfs_tree_resolve(const struct tfs_tree *t,
+				      const char *path);
 
 /*
  * Extended attributes.  A tensor file's standard ones (name, dtype,
@@ -249,20 +251,20 @@ uint32_t tfs_tree_resolve(const struct tfs_tree *t, const char *path);
  */
 
 /* The stored xattr named @name on @node (not a derived one), or NULL. */
-const struct tfs_xattr *tfs_tree_xattr(const struct tfs_tree *t, uint32_t node,
-				       const char *name);
+TFS_PRIVATE const struct tfs_xattr *
+tfs_tree_xattr(const struct tfs_tree *t, uint32_t node, const char *name);
 
 /*
  * getxattr(2): the length of @node's xattr @name, its bytes copied to @buf
  * when @size > 0 (-ERANGE when they do not fit); -ENODATA, -ENOENT (no
  * such node), -ENOMEM.
  */
-ssize_t tfs_tree_getxattr(const struct tfs_tree *t, uint32_t node,
-			  const char *name, char *buf, size_t size);
+TFS_PRIVATE ssize_t tfs_tree_getxattr(const struct tfs_tree *t, uint32_t node,
+				      const char *name, char *buf, size_t size);
 
 /* listxattr(2): the NUL-terminated names, sorted, in the same way */
-ssize_t tfs_tree_listxattr(const struct tfs_tree *t, uint32_t node, char *buf,
-			   size_t size);
+TFS_PRIVATE ssize_t tfs_tree_listxattr(const struct tfs_tree *t, uint32_t node,
+				       char *buf, size_t size);
 
 /* @node has xattr @name and its value is @want (under 64 bytes) */
 bool tfs_tree_xattr_is(const struct tfs_tree *t, uint32_t node,
@@ -272,7 +274,7 @@ bool tfs_tree_xattr_is(const struct tfs_tree *t, uint32_t node,
  * the size of a regular file node (0 for directories); a lazy memory file
  * is made here (thread-safe), so node->mem is valid after this call
  */
-uint64_t tfs_node_size(const struct tfs_tree *t, uint32_t node);
+TFS_PRIVATE uint64_t tfs_node_size(const struct tfs_tree *t, uint32_t node);
 
 void tfs_tree_free(struct tfs_tree *t);
 

@@ -34,6 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tensorfs/abi.h"
 #include "tensorfs/dtype.h"
 
 struct tfs_image;
@@ -44,7 +45,7 @@ struct tfs_tree;
 #define TFS_VALUES_IMAG 4u	 /* complex: the imaginary part */
 
 /* 0 when values of @t (with @flags) can be decoded, else -ENOTSUP */
-int tfs_values_supported(enum tfs_dtype t, unsigned flags);
+TFS_PRIVATE int tfs_values_supported(enum tfs_dtype t, unsigned flags);
 
 /*
  * Decode @nblocks whole blocks of @t from @src (nblocks x block_bytes
@@ -55,14 +56,16 @@ int tfs_values_decode(enum tfs_dtype t, unsigned flags, const void *src,
 		      size_t nblocks, double *out);
 
 /* the element count of tensor record @tensor (0 for opaque dtypes) */
-uint64_t tfs_values_count(const struct tfs_tree *tree, uint32_t tensor);
+TFS_PRIVATE uint64_t tfs_values_count(const struct tfs_tree *tree,
+				      uint32_t tensor);
 
 /*
  * The TFS_VALUES_* layout flags of tensor record @tensor: BIG_ENDIAN when
  * its node (or its group) has user.tensorfs.byte_order=big (or, converted
  * by -o as=float32, stored_byte_order=big).
  */
-unsigned tfs_values_tensor_flags(const struct tfs_tree *tree, uint32_t tensor);
+TFS_PRIVATE unsigned tfs_values_tensor_flags(const struct tfs_tree *tree,
+					     uint32_t tensor);
 
 /*
  * Elements [@first, @first + @count) of tensor record @tensor (in stored
@@ -72,7 +75,8 @@ unsigned tfs_values_tensor_flags(const struct tfs_tree *tree, uint32_t tensor);
  * layout flags are the tensor's own).  0, -ENOTSUP, -ERANGE (past the
  * end), -EIO, -ENOMEM.
  */
-int tfs_values_read(struct tfs_image *img, uint32_t tensor, unsigned flags,
-		    uint64_t first, size_t count, double *out);
+TFS_PRIVATE int tfs_values_read(struct tfs_image *img, uint32_t tensor,
+				unsigned flags, uint64_t first, size_t count,
+				double *out);
 
 #endif

@@ -24,6 +24,7 @@
 
 #include "cli/cli.h"
 #include "formats/npy.h"
+#include "lib/private.h"
 #include "tensorfs/checked.h"
 #include "tensorfs/dtype.h"
 #include "tensorfs/export.h"
@@ -122,9 +123,9 @@ static int take_npy(struct pack *p, const char *path, const char *rel,
 	close(fd);
 	if (n < 0)
 		return refuse(p, rel, "%s", strerror(errno));
-	ret = tfs_npy_parse(buf, (uint64_t)n, 0, &h, NULL);
+	ret = tfs_npy_header_parse(buf, (uint64_t)n, &h);
 	if (ret) {
-		tfs_npy_free(&h);
+		tfs_npy_header_free(&h);
 		return refuse(p, rel, "%s", "not a .npy file tensorfs reads");
 	}
 	if (h.big_endian || h.fortran || h.structured || h.ndim > MAX_NDIM ||
@@ -136,7 +137,7 @@ static int take_npy(struct pack *p, const char *path, const char *rel,
 					     "convert transposes it)"
 			     : h.ndim > 64 ? "too many dimensions"
 					   : "no safetensors dtype");
-		tfs_npy_free(&h);
+		tfs_npy_header_free(&h);
 		return ret;
 	}
 	f->dtype = tfs_export_dtype_name(h.dtype);
@@ -145,7 +146,7 @@ static int take_npy(struct pack *p, const char *path, const char *rel,
 		f->shape[k] = h.shape[k];
 	f->data_off = h.data_offset;
 	f->size = h.nbytes;
-	tfs_npy_free(&h);
+	tfs_npy_header_free(&h);
 	if (f->data_off > fsize || fsize - f->data_off != f->size)
 		return refuse(p, rel, "%s",
 			      "size does not match the .npy header's dtype x "

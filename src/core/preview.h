@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "tensorfs/abi.h"
 #include "tensorfs/dtype.h"
 
 struct tfs_image;
@@ -59,8 +60,9 @@ int tfs_preview_read(struct tfs_image *img, uint32_t node, uint64_t off,
  * picture's -errno.  tfs_preview_listxattr: the names, NUL-terminated each,
  * appended to the @used bytes of @buf; the new length, or -ERANGE.
  */
-ssize_t tfs_preview_getxattr(struct tfs_image *img, uint32_t node,
-			     const char *name, char *buf, size_t size);
-ssize_t tfs_preview_listxattr(char *buf, size_t size, size_t used);
+TFS_PRIVATE ssize_t tfs_preview_getxattr(struct tfs_image *img, uint32_t node,
+					 const char *name, char *buf,
+					 size_t size);
+TFS_PRIVATE ssize_t tfs_preview_listxattr(char *buf, size_t size, size_t used);
 
 #endif

@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tensorfs/abi.h"
+
 struct tfs_source;
 struct tfs_diag;
 
@@ -36,16 +38,17 @@ struct tfs_remote_config {
 };
 
 /* the defaults, with cache_dir from $XDG_CACHE_HOME or $HOME */
-void tfs_remote_config_default(struct tfs_remote_config *c);
+TFS_PRIVATE void tfs_remote_config_default(struct tfs_remote_config *c);
 
 /*
  * Parse one remote option ("remote_mem=64M", "insecure", ...) into @c.
  * Returns 1 if it was one (0 if not ours), -EINVAL if its value is bad.
  */
-int tfs_remote_option(struct tfs_remote_config *c, const char *opt, size_t len);
+TFS_PRIVATE int tfs_remote_option(struct tfs_remote_config *c, const char *opt,
+				  size_t len);
 
 /* Use @c for every remote source opened from now on (copied). */
-int tfs_remote_configure(const struct tfs_remote_config *c);
+TFS_PRIVATE int tfs_remote_configure(const struct tfs_remote_config *c);
 void tfs_remote_config_free(struct tfs_remote_config *c);
 
 /* Is @path a URL of a scheme we open? */
@@ -56,22 +59,23 @@ bool tfs_remote_is_url(const char *path);
  * object (size, version), fetches nothing else.  -errno with @d filled:
  * -ENOENT (404), -EACCES (401/403), -EHOSTUNREACH (no connection), -EIO.
  */
-int tfs_remote_open(struct tfs_source *s, const char *url, struct tfs_diag *d);
+TFS_PRIVATE int tfs_remote_open(struct tfs_source *s, const char *url,
+				struct tfs_diag *d);
 
 /*
  * The container is loaded and being served (the mount calls it): from now
  * on a page fault that cannot be fetched gets SIGBUS (EFAULT, EIO to the
  * reader) instead of ending the process with status 4.
  */
-void tfs_remote_mounted(void);
+TFS_PRIVATE void tfs_remote_mounted(void);
 
 /* the finder tfs_source_url_index() uses: s3:// prefixes, hf:// repos */
-int tfs_remote_find_index(const char *url, char **dir, char **index,
-			  struct tfs_diag *d);
+TFS_PRIVATE int tfs_remote_find_index(const char *url, char **dir, char **index,
+				      struct tfs_diag *d);
 
 /* the lister tfs_image_open_sharded() uses for a directory without index */
-int tfs_remote_list(const char *dir, char ***names, size_t *n,
-		    struct tfs_diag *d);
+TFS_PRIVATE int tfs_remote_list(const char *dir, char ***names, size_t *n,
+				struct tfs_diag *d);
 
 /* @url without user info and query (what may be shown); malloc'd */
 char *tfs_remote_redact(const char *url);

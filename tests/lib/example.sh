@@ -3,7 +3,8 @@
 # temporary root, then examples/list_tensors.c and docs/library.md's
 # example compiled with `pkg-config --cflags --libs tensorfs` against the
 # installed header, pkg-config file and libtensorfs.so.0 only, run on
-# fixtures and compared with `tensorfs ls`.  TFS_BUILD_ROOT: the build dir.
+# fixtures and compared with `tensorfs ls`; the library's exports (the
+# public and the private version node).  TFS_BUILD_ROOT: the build dir.
 . "$(dirname "$0")/../e2e/lib.sh"
 : "${TFS_BUILD_ROOT:?}"
 
@@ -25,13 +26,47 @@ check "libtensorfs.so.0 installed" test -n "$lib"
 [ -n "$pc" ] && [ -n "$lib" ] || exit 1
 check "SONAME libtensorfs.so.0" \
 	sh -c "objdump -p '$lib' | grep -q 'SONAME *libtensorfs.so.0\$'"
-# only the public API is exported
-exported=$(nm -D --defined-only "$lib" | awk '{ print $3 }' | sort)
-eq "exported symbols are the tfs_ API of tensorfs.h" \
-	"$(echo "$exported" | grep -vc '^tfs_')" 0
+# The exports (src/lib/libtensorfs.map.in): the public API of tensorfs.h
+# under the version node TENSORFS_0; the internal functions the tensorfs
+# binaries call under TENSORFS_PRIVATE_<version>, each one imported by the
+# binary; nothing else.  readelf names a versioned symbol NAME@@NODE
+# (defined) or NAME@NODE (imported); a node itself is an ABS symbol NODE.
+dynsyms() { # FILE DEF|UND: "NAME NODE" of every defined or imported symbol
+	readelf --dyn-syms -W "$1" |
+		awk -v want="$2" '$1 ~ /^[0-9]+:$/ && $5 != "LOCAL" &&
+			!($7 == "ABS" && $8 ~ /^TENSORFS_[^@]*$/) &&
+			(want == "UND") == ($7 == "UND") { print $8 }' |
+		sed 's/@@*/ /' | awk '$1 != $2 { print $1, ($2 == "" ? "-" : $2) }' |
+		sort
+}
+version=$("$TENSORFS" --version | awk 'NR == 1 { print $2 }')
+private=TENSORFS_PRIVATE_$version
+defined=$(dynsyms "$lib" DEF)
+public=$(echo "$defined" | awk '$2 == "TENSORFS_0" { print $1 }')
 want=$(grep -v '^#' "$hdr" | grep -o 'TFS_API [^(]*(' | sed 's/.*[ *]\(tfs_[a-z0-9_]*\)(/\1/' |
 	sort)
-eq "every TFS_API function exported" "$exported" "$want"
+check "tensorfs.h declares an API" test -n "$want"
+eq "TENSORFS_0 exports exactly the TFS_API functions of tensorfs.h" \
+	"$public" "$want"
+eq "nothing exported outside TENSORFS_0 and $private" \
+	"$(echo "$defined" | awk -v p="$private" '$2 != "TENSORFS_0" && $2 != p')" ""
+exported_private=$(echo "$defined" | awk -v p="$private" '$2 == p { print $1 }')
+check "tensorfs links libtensorfs.so.0" \
+	sh -c "readelf -d '$TENSORFS' | grep -q 'NEEDED.*\[libtensorfs\.so\.0\]'"
+imported_private=$(dynsyms "$TENSORFS" UND | awk -v p="$private" '$2 == p { print $1 }')
+check "tensorfs imports internal functions from $private" \
+	test -n "$imported_private"
+# a build without FUSE needs fewer of them
+if readelf -d "$TENSORFS" | grep -q 'NEEDED.*libfuse3'; then
+	eq "$private exports exactly what tensorfs imports" \
+		"$exported_private" "$imported_private"
+else
+	eq "$private exports what tensorfs imports (no FUSE: a part)" \
+		"$(comm -13 <(echo "$exported_private") <(echo "$imported_private"))" ""
+fi
+eq "tensorfs imports nothing else unversioned from libtensorfs" \
+	"$(comm -12 <(dynsyms "$TENSORFS" UND | awk '$2 == "-" { print $1 }') \
+		<(echo "$defined" | awk '{ print $1 }'))" ""
 
 export PKG_CONFIG_PATH=${pc%/*} PKG_CONFIG_SYSROOT_DIR=$ROOT
 # meson test points LD_LIBRARY_PATH at the build dir: the programs below
