@@ -586,6 +586,14 @@ static void check_meta_json(struct tfs_image *img)
 		/* names are arbitrary bytes: "\u0000" is valid JSON */
 		j = json_loadb(t->nodes[node].mem, t->nodes[node].mem_len,
 			       JSON_ALLOW_NUL, &err);
+		/*
+		 * A stored key may hold NUL too ("\u0000", valid JSON), which
+		 * jansson's reader refuses in object keys whatever the flags:
+		 * its limit, not ours (a safetensors __metadata__ key, found by
+		 * scripts/fuzz safetensors)
+		 */
+		if (!j && strstr(err.text, "NUL byte in object key"))
+			continue;
 		if (!j)
 			tfs_fuzz_fail(META_DIR "/%s: invalid JSON: %s",
 				      files[i], err.text);
