@@ -116,6 +116,7 @@ int tfs_stored_view(const struct tfs_image *img, const struct tfs_tensor *x,
 		return -EIO;
 	if (!x->nsegs) {
 		const struct tfs_source *src = &img->srcs[x->source];
+		uint64_t end;
 
 		/* a remote source fetches the range here, and aims its
 		 * prefetch at the rest of this tensor */
@@ -123,8 +124,17 @@ int tfs_stored_view(const struct tfs_image *img, const struct tfs_tensor *x,
 					  x->stored_length);
 		if (ret)
 			return ret;
-		v->data = tfs_source_serve(src, x->offset + off, len,
-					   x->offset + x->stored_length);
+		/*
+		 * nothing ahead once the end was served: a read finishing
+		 * after it (the kernel's readahead runs several) must not
+		 * bring back pages the end's drop gave up
+		 */
+		end = x->offset + x->stored_length;
+		i = (uint32_t)(x - img->tree->tensors);
+		if (img->rs && i < img->tree->ntensors &&
+		    (atomic_load(&img->rs->flags[i]) & TS_END_SERVED))
+			end = x->offset + off + len;
+		v->data = tfs_source_serve(src, x->offset + off, len, end);
 		v->len = len;
 		return 0;
 	}
