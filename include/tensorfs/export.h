@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Any tree out as safetensors (docs/export.md): the plan of the export
- * (which tensors, in which order, the header of each file, where each
+ * (which tensors, in which order, the size of each file, where each
  * tensor's bytes lie) made from the tensor records alone, without reading
- * data, and the one function that serves its bytes.  The mount's
+ * data, and the one function that serves its bytes.  The headers and the
+ * index are made the first time they are read: a 90,000-tensor model's
+ * would take a third of its mount time and 15 MB that most mounts never
+ * use.  The mount's
  * .tensorfs/export/ files (TFS_NODE_EXPORT) and `tensorfs convert` both
  * read through tfs_export_read(), so they give the same bytes.
  *
@@ -39,6 +42,8 @@ struct tfs_view;
 #define TFS_EXPORT_VIEW 4u	/* the -o as=float32 view */
 
 struct tfs_export_item {
+	const char *name; /* its name in the header (UTF-8) */
+	size_t name_len;
 	uint64_t begin; /* in its file's byte buffer */
 	uint64_t size;
 	uint32_t tensor; /* tree->tensors index */
@@ -49,7 +54,11 @@ struct tfs_export_item {
 
 struct tfs_export_file {
 	char *name; /* "model.safetensors", "model-00001-of-00002..." */
-	char *head; /* the 8-byte length and the padded JSON header */
+	/*
+	 * the 8-byte length and the padded JSON header: NULL until first
+	 * needed (tfs_export_read), its length known from the plan
+	 */
+	char *head;
 	uint64_t head_len;
 	uint64_t size;	/* the whole file */
 	uint32_t first; /* its items: items[first, first + n) */
@@ -62,15 +71,13 @@ struct tfs_export {
 	struct tfs_export_file *files;
 	uint32_t nfiles;
 	uint32_t nleft; /* tensors left out */
-	/* model.safetensors.index.json when sharded (nfiles > 1), else NULL */
-	char *index;
-	size_t index_len;
 	/*
 	 * left_out.json: the tensors left out ([{"name", "path", "why"}],
 	 * in name order), or NULL when none is
 	 */
 	char *left;
 	size_t left_len;
+	struct tfs_export_lazy *lazy; /* what the headers are made from */
 };
 
 struct tfs_export_options {
@@ -93,6 +100,21 @@ struct tfs_export_options {
 int tfs_export_plan(struct tfs_export **out, const struct tfs_tree *t,
 		    const struct tfs_export_options *o);
 void tfs_export_free(struct tfs_export *e);
+
+/*
+ * model.safetensors.index.json of a sharded export (nfiles > 1), as
+ * transformers writes it: *@text (malloc'd) and *@len.  0, -EINVAL (not
+ * sharded), -ENOMEM.
+ */
+TFS_PRIVATE int tfs_export_index(const struct tfs_export *e, char **text,
+				 size_t *len);
+
+/*
+ * The index as a memory file made when first used (its node's lazy), or
+ * NULL when the export is not sharded.  It lives as long as @e; its
+ * destroy frees nothing else.
+ */
+struct tfs_lazy_file *tfs_export_index_file(struct tfs_export *e);
 
 /*
  * Bytes [@off, @off + @len) of export file @file (clipped to its size):

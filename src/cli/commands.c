@@ -292,6 +292,13 @@ static int display_width(const char *s)
 
 	memset(&st, 0, sizeof(st));
 	while (len) {
+		/* printable ASCII, most of every name: one column each */
+		if ((unsigned char)*s >= 0x20 && (unsigned char)*s < 0x7f) {
+			w++;
+			s++;
+			len--;
+			continue;
+		}
 		n = mbrtowc(&wc, s, len, &st);
 		if (n == (size_t)-1 || n == (size_t)-2 || n == 0) {
 			memset(&st, 0, sizeof(st));

@@ -177,7 +177,8 @@ int tfs_cmd_convert(int argc, char **argv)
 	const struct tfs_export *e;
 	struct tfs_image *img;
 	const char *dest;
-	char *path = NULL;
+	char *path = NULL, *index = NULL;
+	size_t index_len = 0;
 	struct stat st;
 	bool as_dir;
 	uint64_t total = 0;
@@ -200,13 +201,15 @@ int tfs_cmd_convert(int argc, char **argv)
 	}
 	for (f = 0; f < e->nfiles; f++)
 		total += e->files[f].size;
+	if (e->nfiles > 1)
+		ret = tfs_export_index(e, &index, &index_len);
 	tfs_progress_start(&cp.p, "converting", total);
 	for (f = 0; !ret && f <= e->nfiles; f++) {
 		const char *name = f < e->nfiles
 					   ? e->files[f].name
 					   : "model.safetensors.index.json";
 
-		if (f == e->nfiles && !e->index)
+		if (f == e->nfiles && !index)
 			break;
 		free(path);
 		path = NULL;
@@ -216,7 +219,7 @@ int tfs_cmd_convert(int argc, char **argv)
 			ret = -ENOMEM;
 		if (!ret)
 			ret = write_one(img, e, f < e->nfiles ? f : UINT32_MAX,
-					e->index, e->index_len, path, c.force,
+					index, index_len, path, c.force,
 					&cp);
 	}
 	tfs_progress_clear(&cp.p);
@@ -236,6 +239,7 @@ int tfs_cmd_convert(int argc, char **argv)
 				     : "");
 	}
 	free(path);
+	free(index);
 	tfs_image_close(img);
 	return ret == -EEXIST	? TFS_EXIT_USAGE
 	       : ret == -ENOMEM ? TFS_EXIT_USAGE

@@ -2186,23 +2186,20 @@ static int add_export(struct tfs_builder *b, struct node_list *nl,
 			nl->v[node].mem_len = e->files[i].size;
 		}
 	}
-	if (!ret && e->index) {
-		char *idx = malloc(e->index_len + 1);
-
-		ret = idx ? 0 : -ENOMEM;
-		if (!ret) {
-			memcpy(idx, e->index, e->index_len + 1);
-			ret = add_memfile(nl, dir,
-					  "model.safetensors.index.json", idx,
-					  e->index_len);
-		}
-	}
 	if (!ret && e->left) {
 		char *lo = strdup(e->left);
 
 		ret = lo ? add_memfile(nl, dir, "left_out.json", lo,
 				       e->left_len)
 			 : -ENOMEM;
+	}
+	/* last: once its node points into @e, @e belongs to the tree */
+	if (!ret && tfs_export_index_file(e)) {
+		ret = new_node(nl, "model.safetensors.index.json",
+			       strlen("model.safetensors.index.json"), dir,
+			       TFS_NODE_MEMFILE, &node);
+		if (!ret)
+			nl->v[node].lazy = tfs_export_index_file(e);
 	}
 	if (!ret) {
 		t->export = e;

@@ -2,6 +2,9 @@
 /* Any tree out as safetensors: see include/tensorfs/export.h. */
 #include <errno.h>
 #include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,17 +79,26 @@ const char *tfs_export_dtype_name(int dtype)
 	}
 }
 
-/* @s (valid UTF-8) as a JSON string */
-static void put_json(struct tfs_strbuf *t, const json_t *s)
-{
-	char *q = json_dumps(s, JSON_ENCODE_ANY | JSON_COMPACT);
+/*
+ * What the headers and the index are made from when first read: the
+ * __metadata__ object, the names made here (a component's path joined with
+ * '.', a repeated name's path), and the lock that makes them once.
+ */
+struct tfs_export_lazy {
+	pthread_mutex_t lock;
+	atomic_bool heads_made;
+	json_t *meta;
+	char **owned;
+	uint32_t nowned;
+	uint64_t total; /* the tensors' bytes: the index's total_size */
+	struct tfs_lazy_file index;
+	struct tfs_export *e; /* for the index's make */
+};
 
-	if (!q) {
-		t->failed = 1;
-		return;
-	}
-	tfs_strbuf_puts(t, q);
-	free(q);
+/* a safetensors name must be valid UTF-8 */
+static bool is_utf8(const char *s, size_t n)
+{
+	return tfs_utf8_valid((const unsigned char *)s, n);
 }
 
 static void put_u64(struct tfs_strbuf *t, uint64_t v)
@@ -102,7 +114,7 @@ struct cand {
 	uint32_t tensor;
 	const char *name;
 	size_t name_len;
-	json_t *js;	 /* the name as a JSON string, or NULL */
+	bool utf8;	 /* the name is valid UTF-8 */
 	char *own;	 /* the name when it is the path joined with '.' */
 	const char *why; /* left out: why, or NULL */
 	const char *dtype;
@@ -225,67 +237,78 @@ out:
 	return m;
 }
 
+/*
+ * The header of v[0, @n) after @meta into @h (which may only count): 0,
+ * -EINVAL, -EOVERFLOW; *@data_len the data bytes.  @h's 8 bytes of length
+ * are left zero.
+ */
+static int header_text(struct tfs_strbuf *h, const struct tfs_export_entry *v,
+		       uint32_t n, const json_t *meta, uint64_t *data_len)
+{
+	uint64_t at = 0;
+	const char *k;
+	json_t *x;
+	uint32_t i, d;
+	bool first = true;
+	int err = 0;
+
+	tfs_strbuf_put(h, "\0\0\0\0\0\0\0\0", 8);
+	tfs_strbuf_puts(h, "{\"__metadata__\":{");
+	json_object_foreach((json_t *)meta, k, x)
+	{
+		if (!json_is_string(x)) {
+			err = -EINVAL;
+			break;
+		}
+		if (!first)
+			tfs_strbuf_puts(h, ",");
+		first = false;
+		/* jansson's keys and strings are valid UTF-8 */
+		tfs_strbuf_put_json_str(h, k, strlen(k));
+		tfs_strbuf_puts(h, ":");
+		tfs_strbuf_put_json_str(h, json_string_value(x),
+					json_string_length(x));
+	}
+	tfs_strbuf_puts(h, "}");
+	for (i = 0; !err && i < n; i++) {
+		if (!is_utf8(v[i].name, v[i].name_len)) {
+			err = -EINVAL;
+			break;
+		}
+		tfs_strbuf_puts(h, ",");
+		tfs_strbuf_put_json_str(h, v[i].name, v[i].name_len);
+		tfs_strbuf_puts(h, ":{\"dtype\":\"");
+		tfs_strbuf_puts(h, v[i].dtype);
+		tfs_strbuf_puts(h, "\",\"shape\":[");
+		for (d = 0; d < v[i].ndim; d++) {
+			if (d)
+				tfs_strbuf_puts(h, ",");
+			put_u64(h, v[i].shape[d]);
+		}
+		tfs_strbuf_puts(h, "],\"data_offsets\":[");
+		put_u64(h, at);
+		tfs_strbuf_puts(h, ",");
+		if (!tfs_add_u64(at, v[i].size, &at))
+			err = -EOVERFLOW;
+		put_u64(h, at);
+		tfs_strbuf_puts(h, "]}");
+	}
+	tfs_strbuf_puts(h, "}");
+	/* spaces to a multiple of 8, as the reference writer pads */
+	while (!err && !h->failed && h->len % 8)
+		tfs_strbuf_puts(h, " ");
+	*data_len = at;
+	return err ? err : h->failed ? -ENOMEM : 0;
+}
+
 int tfs_export_header(const struct tfs_export_entry *v, uint32_t n,
 		      const void *meta, char **head, uint64_t *head_len,
 		      uint64_t *data_len)
 {
 	struct tfs_strbuf h = {0};
-	uint64_t at = 0, len;
-	const char *k;
-	json_t *x, *js;
-	uint32_t i, d;
-	bool first = true;
-	int ret, err = 0;
+	uint64_t len;
+	int ret = header_text(&h, v, n, meta, data_len), d;
 
-	tfs_strbuf_put(&h, "\0\0\0\0\0\0\0\0", 8);
-	tfs_strbuf_puts(&h, "{\"__metadata__\":{");
-	json_object_foreach((json_t *)meta, k, x)
-	{
-		js = json_string(k);
-		if (!js || !json_is_string(x)) {
-			json_decref(js);
-			err = -EINVAL;
-			break;
-		}
-		if (!first)
-			tfs_strbuf_puts(&h, ",");
-		first = false;
-		put_json(&h, js);
-		tfs_strbuf_puts(&h, ":");
-		put_json(&h, x);
-		json_decref(js);
-	}
-	tfs_strbuf_puts(&h, "}");
-	for (i = 0; i < n; i++) {
-		js = json_stringn(v[i].name, v[i].name_len);
-		if (!js) {
-			err = -EINVAL;
-			break;
-		}
-		tfs_strbuf_puts(&h, ",");
-		put_json(&h, js);
-		json_decref(js);
-		tfs_strbuf_puts(&h, ":{\"dtype\":\"");
-		tfs_strbuf_puts(&h, v[i].dtype);
-		tfs_strbuf_puts(&h, "\",\"shape\":[");
-		for (d = 0; d < v[i].ndim; d++) {
-			if (d)
-				tfs_strbuf_puts(&h, ",");
-			put_u64(&h, v[i].shape[d]);
-		}
-		tfs_strbuf_puts(&h, "],\"data_offsets\":[");
-		put_u64(&h, at);
-		tfs_strbuf_puts(&h, ",");
-		if (!tfs_add_u64(at, v[i].size, &at))
-			err = -EOVERFLOW;
-		put_u64(&h, at);
-		tfs_strbuf_puts(&h, "]}");
-	}
-	tfs_strbuf_puts(&h, "}");
-	/* spaces to a multiple of 8, as the reference writer pads */
-	while (!err && !h.failed && h.len % 8)
-		tfs_strbuf_puts(&h, " ");
-	ret = err ? err : h.failed ? -ENOMEM : 0;
 	if (ret) {
 		free(h.p);
 		return ret;
@@ -295,34 +318,51 @@ int tfs_export_header(const struct tfs_export_entry *v, uint32_t n,
 		h.p[d] = (char)(len >> (8 * d));
 	*head = h.p;
 	*head_len = h.len;
-	*data_len = at;
 	return 0;
 }
 
-/* the header and items of file @f: its tensors are c[0, n) */
-static int make_head(struct tfs_export_file *f, const struct tfs_tree *t,
-		     const json_t *meta, struct cand *c, uint32_t n,
-		     struct tfs_export_item *items)
+/* the header entries of @n items (their tensors' dtypes and shapes) */
+static struct tfs_export_entry *entries(const struct tfs_tree *t,
+					const struct tfs_export_item *it,
+					uint32_t n)
 {
 	struct tfs_export_entry *v = calloc(n ? n : 1, sizeof(*v));
+	uint32_t i;
+
+	for (i = 0; v && i < n; i++) {
+		const struct tfs_tensor *x = &t->tensors[it[i].tensor];
+
+		v[i] = (struct tfs_export_entry){
+			.name = it[i].name,
+			.name_len = it[i].name_len,
+			.dtype = tfs_export_dtype_name(x->view ? x->view
+							       : x->dtype_id),
+			.shape = x->shape,
+			.ndim = x->ndim,
+			.size = it[i].size,
+		};
+	}
+	return v;
+}
+
+/*
+ * File @f's items from its candidates c[0, n) and its size: the header
+ * only counted here, made when first read (make_heads)
+ */
+static int plan_file(struct tfs_export_file *f, const struct tfs_tree *t,
+		     const json_t *meta, const struct cand *c, uint32_t n,
+		     struct tfs_export_item *items)
+{
+	struct tfs_strbuf h = {.count = 1};
+	struct tfs_export_entry *v;
 	uint64_t at = 0, data;
 	uint32_t i;
 	int ret;
 
-	if (!v)
-		return -ENOMEM;
 	for (i = 0; i < n; i++) {
-		const struct tfs_tensor *x = &t->tensors[c[i].tensor];
-
-		v[i] = (struct tfs_export_entry){
+		items[i] = (struct tfs_export_item){
 			.name = c[i].name,
 			.name_len = c[i].name_len,
-			.dtype = c[i].dtype,
-			.shape = x->shape,
-			.ndim = x->ndim,
-			.size = c[i].size,
-		};
-		items[i] = (struct tfs_export_item){
 			.begin = at,
 			.size = c[i].size,
 			.tensor = c[i].tensor,
@@ -332,10 +372,51 @@ static int make_head(struct tfs_export_file *f, const struct tfs_tree *t,
 		};
 		at += c[i].size; /* the header's sum is checked */
 	}
-	ret = tfs_export_header(v, n, meta, &f->head, &f->head_len, &data);
+	v = entries(t, items, n);
+	if (!v)
+		return -ENOMEM;
+	ret = header_text(&h, v, n, meta, &data);
 	free(v);
+	f->head_len = h.len;
 	if (!ret && !tfs_add_u64(f->head_len, data, &f->size))
 		ret = -EOVERFLOW;
+	return ret;
+}
+
+/* every file's header, once (the plan counted their lengths) */
+static int make_heads(const struct tfs_tree *t, const struct tfs_export *ce)
+{
+	struct tfs_export *e = (struct tfs_export *)ce;
+	struct tfs_export_lazy *lz = e->lazy;
+	struct tfs_export_entry *v;
+	uint64_t data, len;
+	uint32_t f;
+	int ret = 0;
+
+	if (atomic_load_explicit(&lz->heads_made, memory_order_acquire))
+		return 0;
+	pthread_mutex_lock(&lz->lock);
+	for (f = 0; !ret && f < e->nfiles; f++) {
+		struct tfs_export_file *ef = &e->files[f];
+
+		if (ef->head)
+			continue;
+		v = entries(t, e->items + ef->first, ef->n);
+		ret = v ? tfs_export_header(v, ef->n, lz->meta, &ef->head,
+					    &len, &data)
+			: -ENOMEM;
+		free(v);
+		/* the same tree, options and code: the length planned */
+		if (!ret && len != ef->head_len) {
+			free(ef->head);
+			ef->head = NULL;
+			ret = -EIO;
+		}
+	}
+	if (!ret)
+		atomic_store_explicit(&lz->heads_made, true,
+				      memory_order_release);
+	pthread_mutex_unlock(&lz->lock);
 	return ret;
 }
 
@@ -348,12 +429,13 @@ static int left_text(struct cand *c, uint32_t n, char **out)
 
 	*out = NULL;
 	for (i = 0; !ret && i < n; i++) {
-		json_t *why;
-		char *key;
+		json_t *why, *js;
+		const char *key;
 
 		if (!c[i].why)
 			continue;
-		key = c[i].js ? (char *)json_string_value(c[i].js) : NULL;
+		js = c[i].utf8 ? json_stringn(c[i].name, c[i].name_len) : NULL;
+		key = js ? json_string_value(js) : NULL;
 		why = json_string(c[i].why);
 		if (!why)
 			why = json_string("unprintable reason");
@@ -382,6 +464,7 @@ static int left_text(struct cand *c, uint32_t n, char **out)
 			continue;
 		}
 		ret = json_object_set_new(o, key, why) ? -ENOMEM : 0;
+		json_decref(js);
 	}
 	if (!ret && json_object_size(o)) {
 		*out = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
@@ -406,8 +489,9 @@ static int left_file(const struct tfs_tree *t, struct cand *c, uint32_t n,
 		o = json_object();
 		if (!o || json_array_append_new(a, o) ||
 		    json_object_set_new(o, "name",
-					c[i].js ? json_copy(c[i].js)
-						: json_string("(not UTF-8)")) ||
+					c[i].utf8 ? json_stringn(c[i].name,
+								 c[i].name_len)
+						  : json_string("(not UTF-8)")) ||
 		    json_object_set_new(
 			    o, "path",
 			    json_string(t->tensors[c[i].tensor].path)) ||
@@ -438,59 +522,80 @@ static int shard_name(char **out, uint32_t k, uint32_t n)
 	return *out ? 0 : -ENOMEM;
 }
 
-/* model.safetensors.index.json as transformers writes it */
-static int make_index(struct tfs_export *e, const struct cand *c, uint32_t nc,
-		      uint64_t total)
+int tfs_export_index(const struct tfs_export *e, char **text, size_t *len)
 {
 	json_t *root = json_object(), *meta = json_object(),
 	       *map = json_object();
 	uint32_t f, i;
+	char *p = NULL, *np;
 	int ret = -ENOMEM;
 
-	if (!root || !meta || !map)
+	*text = NULL;
+	*len = 0;
+	if (e->nfiles < 2) {
+		ret = -EINVAL;
 		goto out;
-	if (json_object_set_new(meta, "total_size",
-				json_integer((json_int_t)total)))
+	}
+	if (!root || !meta || !map ||
+	    json_object_set_new(meta, "total_size",
+				json_integer((json_int_t)e->lazy->total)))
 		goto out;
+	/* each item's file: the items are in file order */
 	for (f = 0; f < e->nfiles; f++)
 		for (i = 0; i < e->files[f].n; i++) {
 			const struct tfs_export_item *it =
 				&e->items[e->files[f].first + i];
-			uint32_t k;
 
-			/* the candidate of this item: its name */
-			for (k = 0; k < nc; k++)
-				if (c[k].tensor == it->tensor && !c[k].why)
-					break;
-			if (k == nc ||
-			    json_object_set_new(map, json_string_value(c[k].js),
-						json_string(e->files[f].name)))
+			if (json_object_setn_new(
+				    map, it->name, it->name_len,
+				    json_string(e->files[f].name)))
 				goto out;
 		}
 	if (json_object_set(root, "metadata", meta) ||
 	    json_object_set(root, "weight_map", map))
 		goto out;
-	e->index = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS |
-					    JSON_ENSURE_ASCII);
-	if (!e->index)
+	p = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS |
+				     JSON_ENSURE_ASCII);
+	if (!p)
 		goto out;
 	/* json.dumps(index, indent=2, sort_keys=True) + "\n" */
-	e->index_len = strlen(e->index);
-	{
-		char *p = realloc(e->index, e->index_len + 2);
-
-		if (!p)
-			goto out;
-		e->index = p;
-		e->index[e->index_len++] = '\n';
-		e->index[e->index_len] = '\0';
-	}
+	*len = strlen(p);
+	np = realloc(p, *len + 2);
+	if (!np)
+		goto out;
+	p = np;
+	p[(*len)++] = '\n';
+	p[*len] = '\0';
+	*text = p;
+	p = NULL;
 	ret = 0;
 out:
+	free(p);
 	json_decref(root);
 	json_decref(meta);
 	json_decref(map);
 	return ret;
+}
+
+static int index_make(struct tfs_lazy_file *lf, char **data, size_t *len)
+{
+	struct tfs_export_lazy *lz =
+		(struct tfs_export_lazy *)((char *)lf -
+					   offsetof(struct tfs_export_lazy,
+						    index));
+
+	return tfs_export_index(lz->e, data, len);
+}
+
+/* the export frees the lazy state: the node's destroy has nothing to do */
+static void index_destroy(struct tfs_lazy_file *lf)
+{
+	(void)lf;
+}
+
+struct tfs_lazy_file *tfs_export_index_file(struct tfs_export *e)
+{
+	return e->nfiles > 1 ? &e->lazy->index : NULL;
 }
 
 /* a mount path joined with '.' (malloc'd), or NULL */
@@ -534,9 +639,8 @@ static int rename_dups(const struct tfs_tree *t, struct cand *c, uint32_t n)
 			continue;
 		c[i].name = c[i].own;
 		c[i].name_len = strlen(c[i].own);
-		json_decref(c[i].js);
-		c[i].js = json_stringn(c[i].name, c[i].name_len);
-		if (!c[i].js && !c[i].why)
+		c[i].utf8 = is_utf8(c[i].name, c[i].name_len);
+		if (!c[i].utf8 && !c[i].why)
 			c[i].why = "name not UTF-8";
 	}
 	return 0;
@@ -549,6 +653,7 @@ int tfs_export_plan(struct tfs_export **out, const struct tfs_tree *t,
 		o && o->shard_size ? o->shard_size : TFS_EXPORT_SHARD_DEFAULT;
 	struct tfs_export_options none = {0};
 	struct tfs_export *e = calloc(1, sizeof(*e));
+	struct tfs_export_lazy *lz = calloc(1, sizeof(*lz));
 	struct cand *c = NULL, *in = NULL;
 	uint32_t i, n = 0, nin = 0, f, start;
 	uint64_t cur = 0, total = 0;
@@ -560,8 +665,19 @@ int tfs_export_plan(struct tfs_export **out, const struct tfs_tree *t,
 	if (!o)
 		o = &none;
 	*out = NULL;
-	if (!e)
+	if (!e || !lz) {
+		free(e);
+		free(lz);
 		return -ENOMEM;
+	}
+	pthread_mutex_init(&lz->lock, NULL);
+	atomic_init(&lz->heads_made, false);
+	lz->e = e;
+	pthread_mutex_init(&lz->index.lock, NULL);
+	atomic_init(&lz->index.done, false);
+	lz->index.make = index_make;
+	lz->index.destroy = index_destroy;
+	e->lazy = lz;
 	c = calloc(t->ntensors ? t->ntensors : 1, sizeof(*c));
 	in = calloc(t->ntensors ? t->ntensors : 1, sizeof(*in));
 	if (!c || !in)
@@ -576,8 +692,8 @@ int tfs_export_plan(struct tfs_export **out, const struct tfs_tree *t,
 			c[i].name = c[i].own;
 			c[i].name_len = strlen(c[i].own);
 		}
-		c[i].js = json_stringn(c[i].name, c[i].name_len);
-		if (!c[i].js && !c[i].why)
+		c[i].utf8 = is_utf8(c[i].name, c[i].name_len);
+		if (!c[i].utf8 && !c[i].why)
 			c[i].why = "name not UTF-8";
 		if (c[i].name_len == 12 &&
 		    !memcmp(c[i].name, "__metadata__", 12))
@@ -639,22 +755,28 @@ int tfs_export_plan(struct tfs_export **out, const struct tfs_tree *t,
 		start = e->files[f].first;
 		ret = shard_name(&e->files[f].name, f, e->nfiles);
 		if (!ret)
-			ret = make_head(&e->files[f], t, meta, in + start,
+			ret = plan_file(&e->files[f], t, meta, in + start,
 					e->files[f].n, e->items + start);
 		if (ret)
 			goto out;
 	}
-	if (e->nfiles > 1) {
-		ret = make_index(e, in, nin, total);
-		if (ret)
-			goto out;
-	}
+	/* the items' names made here stay with the export */
+	ret = -ENOMEM;
+	lz->owned = calloc(nin ? nin : 1, sizeof(*lz->owned));
+	if (!lz->owned)
+		goto out;
+	for (i = 0; i < n; i++)
+		if (c[i].own && !c[i].why) {
+			lz->owned[lz->nowned++] = c[i].own;
+			c[i].own = NULL;
+		}
+	lz->meta = meta;
+	meta = NULL;
+	lz->total = total;
 	ret = 0;
 out:
-	for (i = 0; c && i < n; i++) {
-		json_decref(c[i].js);
+	for (i = 0; c && i < n; i++)
 		free(c[i].own);
-	}
 	free(c);
 	free(in);
 	free(left);
@@ -679,8 +801,16 @@ void tfs_export_free(struct tfs_export *e)
 	}
 	free(e->files);
 	free(e->items);
-	free(e->index);
 	free(e->left);
+	if (e->lazy) {
+		for (i = 0; i < e->lazy->nowned; i++)
+			free(e->lazy->owned[i]);
+		free(e->lazy->owned);
+		json_decref(e->lazy->meta);
+		pthread_mutex_destroy(&e->lazy->lock);
+		pthread_mutex_destroy(&e->lazy->index.lock);
+		free(e->lazy);
+	}
 	free(e);
 }
 
@@ -874,6 +1004,11 @@ int tfs_export_read(struct tfs_image *img, const struct tfs_export *e,
 		return 0;
 	if (len > f->size - off)
 		len = (size_t)(f->size - off);
+	if (off < f->head_len) {
+		ret = make_heads(img->tree, e);
+		if (ret)
+			return ret;
+	}
 	if (off + len <= f->head_len) {
 		v->data = f->head + off;
 		v->len = len;
@@ -1010,7 +1145,9 @@ int tfs_export_write(struct tfs_image *img, const struct tfs_export *e,
 	if (file >= e->nfiles)
 		return -ENOENT;
 	f = &e->files[file];
-	ret = write_all(fd, f->head, f->head_len);
+	ret = make_heads(img->tree, e);
+	if (!ret)
+		ret = write_all(fd, f->head, f->head_len);
 	pos = f->head_len;
 	for (i = 0; !ret && i < f->n; i++) {
 		const struct tfs_export_item *it = &e->items[f->first + i];

@@ -13,6 +13,13 @@ void tfs_strbuf_put(struct tfs_strbuf *t, const char *s, size_t n)
 
 	if (t->failed)
 		return;
+	if (t->count) {
+		if (n > SIZE_MAX - 1 - t->len)
+			t->failed = 1;
+		else
+			t->len += n;
+		return;
+	}
 	if (n + 1 > t->cap - t->len) {
 		cap = t->cap ? t->cap : 4096;
 		while (n + 1 > cap - t->len) {
@@ -38,4 +45,55 @@ void tfs_strbuf_put(struct tfs_strbuf *t, const char *s, size_t n)
 void tfs_strbuf_puts(struct tfs_strbuf *t, const char *s)
 {
 	tfs_strbuf_put(t, s, strlen(s));
+}
+
+void tfs_strbuf_put_json_str(struct tfs_strbuf *t, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t i, run = 0;
+	char esc[6] = {'\\', 'u', '0', '0'};
+
+	tfs_strbuf_put(t, "\"", 1);
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		const char *e = NULL;
+
+		if (c >= 0x20 && c != '"' && c != '\\')
+			continue;
+		/* the plain run before it, then its escape */
+		tfs_strbuf_put(t, s + run, i - run);
+		run = i + 1;
+		switch (c) {
+		case '"':
+			e = "\\\"";
+			break;
+		case '\\':
+			e = "\\\\";
+			break;
+		case '\b':
+			e = "\\b";
+			break;
+		case '\f':
+			e = "\\f";
+			break;
+		case '\n':
+			e = "\\n";
+			break;
+		case '\r':
+			e = "\\r";
+			break;
+		case '\t':
+			e = "\\t";
+			break;
+		}
+		if (e) {
+			tfs_strbuf_put(t, e, 2);
+			continue;
+		}
+		esc[4] = hex[c >> 4];
+		esc[5] = hex[c & 15];
+		tfs_strbuf_put(t, esc, 6);
+	}
+	tfs_strbuf_put(t, s + run, n - run);
+	tfs_strbuf_put(t, "\"", 1);
 }

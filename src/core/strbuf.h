@@ -2,7 +2,9 @@
 /*
  * A growing text (manifest.json, the export's header): appends that fail
  * (out of memory, too big) set @failed and make the rest no-ops, so a
- * writer checks once at the end.  Private to src/core.
+ * writer checks once at the end.  With @count set nothing is stored: only
+ * @len grows (the export sizes a header it makes later).  Private to
+ * src/core.
  */
 #ifndef TFS_CORE_STRBUF_H
 #define TFS_CORE_STRBUF_H
@@ -13,9 +15,16 @@ struct tfs_strbuf {
 	char *p; /* NUL-terminated, malloc'd, or NULL when empty */
 	size_t len, cap;
 	int failed;
+	int count; /* only count the bytes: @p stays NULL */
 };
 
 void tfs_strbuf_put(struct tfs_strbuf *t, const char *s, size_t n);
 void tfs_strbuf_puts(struct tfs_strbuf *t, const char *s);
+/*
+ * @s (@n bytes of valid UTF-8) as a quoted JSON string, escaped as
+ * jansson's json_dumps() escapes it without flags: '"', '\\' and the
+ * controls below 0x20, nothing else
+ */
+void tfs_strbuf_put_json_str(struct tfs_strbuf *t, const char *s, size_t n);
 
 #endif

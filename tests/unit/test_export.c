@@ -4,7 +4,9 @@
  * here by hand from the spec, reads at every offset, big-endian Fortran
  * data swapped and transposed, shards and their index, zero-copy reads.
  */
+#include <errno.h>
 #include <check.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,6 +224,8 @@ START_TEST(shards_and_index)
 	struct tfs_image *img = tu_load_ok(src, slen);
 	struct tfs_export_options o = {.shard_size = 6};
 	struct tfs_export *e;
+	char *text;
+	size_t text_len;
 	static const char index[] =
 		"{\n"
 		"  \"metadata\": {\n"
@@ -239,14 +243,89 @@ START_TEST(shards_and_index)
 	ck_assert_str_eq(e->files[1].name, "model-00002-of-00002.safetensors");
 	ck_assert_uint_eq(e->files[0].size, e->files[0].head_len + 6);
 	ck_assert_uint_eq(e->files[1].size, e->files[1].head_len + 8);
-	ck_assert_str_eq(e->index, index);
-	ck_assert_uint_eq(e->index_len, strlen(index));
+	ck_assert_int_eq(tfs_export_index(e, &text, &text_len), 0);
+	ck_assert_str_eq(text, index);
+	ck_assert_uint_eq(text_len, strlen(index));
+	free(text);
 	tfs_export_free(e);
 	/* one shard bigger than the limit holds the tensor alone; 14 fits */
 	o.shard_size = 14;
 	ck_assert_int_eq(tfs_export_plan(&e, img->tree, &o), 0);
 	ck_assert_uint_eq(e->nfiles, 1);
-	ck_assert_ptr_null(e->index);
+	ck_assert_int_eq(tfs_export_index(e, &text, &text_len), -EINVAL);
+	ck_assert_ptr_null(tfs_export_index_file(e));
+	tfs_export_free(e);
+	tfs_image_close(img);
+	free(src);
+}
+END_TEST
+
+/*
+ * Names that need escaping in JSON: the header (made when first read, its
+ * length counted at mount) holds each as jansson writes it, and the whole
+ * file is the size the mount announced.
+ */
+START_TEST(escaped_names_as_jansson_writes_them)
+{
+	static const char *const names[] = {
+		"q\"t", "b\\s", "n\nl\tt", "c\001\037", "\303\251t\342\202\254",
+		"d\177", "s/l", "\360\237\230\200",
+	};
+	static const uint8_t zeros[8];
+	struct tfs_export_options o = {.shard_size = 2};
+	struct tfs_export *e;
+	char json[1024], *head, *text;
+	size_t n = 0, slen, got_len, text_len;
+	uint8_t *src, *got;
+	struct tfs_image *img;
+	json_t *hj, *ij, *js;
+	uint32_t i, node;
+	char *want;
+
+	n += (size_t)snprintf(json + n, sizeof(json) - n, "{");
+	for (i = 0; i < 8; i++) {
+		js = json_string(names[i]);
+		want = json_dumps(js, JSON_ENCODE_ANY);
+		n += (size_t)snprintf(json + n, sizeof(json) - n,
+				      "%s%s:{\"dtype\":\"U8\",\"shape\":[1],"
+				      "\"data_offsets\":[%u,%u]}",
+				      i ? "," : "", want, i, i + 1);
+		free(want);
+		json_decref(js);
+	}
+	snprintf(json + n, sizeof(json) - n, "}");
+	src = st_file(json, zeros, sizeof(zeros), &slen);
+	img = tu_load_ok(src, slen);
+	node = export_node(img, "model.safetensors");
+	ck_assert_uint_ne(node, TFS_NO_NODE);
+	n = (size_t)tfs_node_size(img->tree, node);
+	got = tu_read_node(img, node, &got_len);
+	ck_assert_uint_eq(got_len, n);
+	head = strndup((char *)got + 8, got[0] | (size_t)got[1] << 8);
+	hj = json_loads(head, 0, NULL);
+	ck_assert_ptr_nonnull(hj);
+	for (i = 0; i < 8; i++) {
+		ck_assert_ptr_nonnull(json_object_get(hj, names[i]));
+		js = json_string(names[i]);
+		want = json_dumps(js, JSON_ENCODE_ANY);
+		ck_assert_ptr_nonnull(strstr(head, want));
+		free(want);
+		json_decref(js);
+	}
+	json_decref(hj);
+	free(head);
+	free(got);
+	/* sharded: every name in the index, in its own file */
+	ck_assert_int_eq(tfs_export_plan(&e, img->tree, &o), 0);
+	ck_assert_uint_eq(e->nfiles, 4);
+	ck_assert_int_eq(tfs_export_index(e, &text, &text_len), 0);
+	ij = json_loads(text, 0, NULL);
+	ck_assert_ptr_nonnull(ij);
+	for (i = 0; i < 8; i++)
+		ck_assert_ptr_nonnull(json_object_get(
+			json_object_get(ij, "weight_map"), names[i]));
+	json_decref(ij);
+	free(text);
 	tfs_export_free(e);
 	tfs_image_close(img);
 	free(src);
@@ -293,6 +372,7 @@ int main(void)
 	tcase_add_test(tc, raw_reads_are_zero_copy);
 	tcase_add_test(tc, big_endian_fortran_npy);
 	tcase_add_test(tc, shards_and_index);
+	tcase_add_test(tc, escaped_names_as_jansson_writes_them);
 	tcase_add_test(tc, export_off);
 	tcase_add_test(tc, dtype_names);
 	suite_add_tcase(s, tc);
