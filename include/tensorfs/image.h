@@ -192,8 +192,23 @@ TFS_PRIVATE void tfs_image_close(struct tfs_image *img);
 TFS_PRIVATE int tfs_image_configure(struct tfs_image *img,
 				    const struct tfs_image_options *opts);
 
-/* the default cache size: 1 GiB, or a quarter of the RAM when less */
+/*
+ * The default cache size: 1 GiB, or a quarter of the memory we may use
+ * when less: of the RAM, and of our memory cgroup's limit (a systemd
+ * MemoryMax=, a container's limit), which the kernel enforces by killing
+ * the daemon.
+ */
 uint64_t tfs_default_cache_size(void);
+
+/*
+ * The memory limit of the cgroup @proc_cgroup (a /proc/PID/cgroup file)
+ * names, under cgroup file systems mounted at @root (/sys/fs/cgroup): the
+ * smallest memory.max from it up to the root (v2), or its
+ * hierarchical_memory_limit (v1's memory controller); UINT64_MAX when none
+ * is set or readable.
+ */
+TFS_PRIVATE uint64_t tfs_cgroup_memory_limit(const char *proc_cgroup,
+					     const char *root);
 
 /*
  * "1073741824", "512M", "2G", "64KiB", "1.5G": a byte count with an

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zstd.h>
 
 #include "tensorfs/tree.h"
@@ -1594,6 +1595,74 @@ START_TEST(zstd_bad_frames)
 }
 END_TEST
 
+/* write @text to @dir/@rel, making its directories */
+static void put_file(const char *dir, const char *rel, const char *text)
+{
+	char path[512], *slash;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, rel);
+	for (slash = strchr(path + strlen(dir) + 1, '/'); slash;
+	     slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		mkdir(path, 0755);
+		*slash = '/';
+	}
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/*
+ * The decode cache's default follows a memory cgroup's limit: a daemon
+ * under MemoryMax= or a container's limit was killed by the kernel when it
+ * cached a quarter of the machine's RAM.  Fake /proc/self/cgroup files and
+ * cgroup trees, v2 and v1.
+ */
+START_TEST(cgroup_limits)
+{
+	char root[] = "/tmp/tfs-cg.XXXXXX", proc[600], cmd[600];
+
+	ck_assert_ptr_nonnull(mkdtemp(root));
+	snprintf(proc, sizeof(proc), "%s/proc-cgroup", root);
+	/* v2: the smallest memory.max from the cgroup up */
+	put_file(root, "proc-cgroup", "0::/a/b/c\n");
+	put_file(root, "fs/a/memory.max", "268435456\n");
+	put_file(root, "fs/a/b/memory.max", "max\n");
+	put_file(root, "fs/a/b/c/memory.max", "536870912\n");
+	snprintf(cmd, sizeof(cmd), "%s/fs", root);
+	ck_assert_uint_eq(tfs_cgroup_memory_limit(proc, cmd), 256ull << 20);
+	put_file(root, "fs/a/b/c/memory.max", "67108864\n");
+	ck_assert_uint_eq(tfs_cgroup_memory_limit(proc, cmd), 64ull << 20);
+	/* no limit anywhere, the root cgroup, no such file */
+	put_file(root, "proc-cgroup", "0::/a/b\n");
+	put_file(root, "fs/a/memory.max", "max\n");
+	ck_assert_uint_eq(tfs_cgroup_memory_limit(proc, cmd), UINT64_MAX);
+	put_file(root, "proc-cgroup", "0::/\n");
+	ck_assert_uint_eq(tfs_cgroup_memory_limit(proc, cmd), UINT64_MAX);
+	ck_assert_uint_eq(tfs_cgroup_memory_limit("/nonexistent", cmd),
+			  UINT64_MAX);
+	/* v1: the memory controller's hierarchical limit */
+	put_file(root, "proc-cgroup",
+		 "7:cpu,cpuacct:/x\n5:memory:/x/y\n0::/x\n");
+	put_file(root, "fs/memory/x/y/memory.stat",
+		 "cache 0\nhierarchical_memory_limit 134217728\n"
+		 "hierarchical_memsw_limit 9223372036854771712\n");
+	ck_assert_uint_eq(tfs_cgroup_memory_limit(proc, cmd), 128ull << 20);
+	put_file(root, "proc-cgroup", "5:blkio,memory:/x/y\n");
+	ck_assert_uint_eq(tfs_cgroup_memory_limit(proc, cmd), 128ull << 20);
+	/* a path that climbs out is ignored */
+	put_file(root, "proc-cgroup", "5:memory:/x/../x/y\n");
+	ck_assert_uint_eq(tfs_cgroup_memory_limit(proc, cmd), UINT64_MAX);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+	ck_assert_int_eq(system(cmd), 0);
+	/* whatever ours is, the default stays within [1 MiB, 1 GiB] */
+	ck_assert_uint_ge(tfs_default_cache_size(), TFS_CACHE_SIZE_MIN);
+	ck_assert_uint_le(tfs_default_cache_size(), 1ull << 30);
+}
+END_TEST
+
 /* the -o cache_size= and -o verify= parsers */
 START_TEST(option_parsing)
 {
@@ -2010,6 +2079,7 @@ int main(void)
 	tcase_add_test(tc, unknown_digest_algorithm);
 	tcase_add_test(tc, zstd_bad_frames);
 	tcase_add_test(tc, option_parsing);
+	tcase_add_test(tc, cgroup_limits);
 	tcase_add_test(tc, reject_layout);
 	tcase_add_test(tc, reject_overlap);
 	tcase_add_test(tc, reject_fields);
