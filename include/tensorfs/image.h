@@ -207,8 +207,7 @@ uint64_t tfs_default_cache_size(void);
  * hierarchical_memory_limit (v1's memory controller); UINT64_MAX when none
  * is set or readable.
  */
-TFS_PRIVATE uint64_t tfs_cgroup_memory_limit(const char *proc_cgroup,
-					     const char *root);
+uint64_t tfs_cgroup_memory_limit(const char *proc_cgroup, const char *root);
 
 /*
  * "1073741824", "512M", "2G", "64KiB", "1.5G": a byte count with an

@@ -94,9 +94,7 @@ static void entry_free(struct entry *e)
 	size_t i;
 
 	free(e->name);
-	for (i = 0; i < e->ncomps; i++)
-		free(e->comps[i]);
-	free(e->comps);
+	free(e->comps); /* the texts are the builder's */
 	free(e->dtype);
 	free(e->shape);
 	free(e->digest);
@@ -154,6 +152,10 @@ void tfs_builder_free(struct tfs_builder *b)
 	tfs_builder_free_companions(b);
 	json_decref(b->containers);
 	json_decref(b->metadata);
+	tfs_strmap_free(&b->comp_ids);
+	for (i = 0; i < b->ncomp_texts; i++)
+		free(b->comp_texts[i]);
+	free(b->comp_texts);
 	free(b);
 }
 
@@ -241,7 +243,8 @@ void tfs_builder_set_overlap_rule(struct tfs_builder *b,
 
 static int push_entry(struct tfs_builder *b, uint32_t *idx);
 static void pop_entry(struct tfs_builder *b);
-static int add_comp(struct entry *e, const char *s, size_t len);
+static int add_comp(struct tfs_builder *b, struct entry *e, const char *s,
+		    size_t len);
 
 /* split "a/b/c" into escaped components */
 static int split_dir(const char *dir, char ***out, size_t *n)
@@ -335,7 +338,7 @@ int tfs_builder_begin_source(struct tfs_builder *b,
 		if (!b->e[idx].name)
 			goto fail_pushed;
 		for (size_t i = 0; i < bs->nprefix; i++) {
-			ret = add_comp(&b->e[idx], bs->prefix[i],
+			ret = add_comp(b, &b->e[idx], bs->prefix[i],
 				       strlen(bs->prefix[i]));
 			if (ret)
 				goto fail_pushed;
@@ -493,22 +496,64 @@ static void pop_entry(struct tfs_builder *b)
 	memset(&b->e[b->n], 0, sizeof(b->e[b->n]));
 }
 
-static int add_comp(struct entry *e, const char *s, size_t len)
+/* the builder's copy of the text @c (malloc'd: taken), or NULL */
+static const char *intern_comp(struct tfs_builder *b, char *c)
 {
-	char **nc;
-	char *c;
+	uint32_t id;
+	char **nt;
 
-	c = tfs_name_escape(s, len, TFS_NAME_MAX);
+	if (!c)
+		return NULL;
+	if (tfs_strmap_get(&b->comp_ids, c, &id)) {
+		free(c);
+		return b->comp_texts[id];
+	}
+	if (b->ncomp_texts == b->comp_texts_cap) {
+		uint32_t cap = b->comp_texts_cap ? 2 * b->comp_texts_cap : 64;
+
+		nt = cap > b->comp_texts_cap
+			     ? reallocarray(b->comp_texts, cap, sizeof(*nt))
+			     : NULL;
+		if (!nt) {
+			free(c);
+			return NULL;
+		}
+		b->comp_texts = nt;
+		b->comp_texts_cap = cap;
+	}
+	if (tfs_strmap_put(&b->comp_ids, c, b->ncomp_texts)) {
+		free(c);
+		return NULL;
+	}
+	b->comp_texts[b->ncomp_texts] = c;
+	return b->comp_texts[b->ncomp_texts++];
+}
+
+/* append the interned text @c to @e's components */
+static int push_comp(struct entry *e, const char *c)
+{
+	const char **nc;
+	size_t cap;
+
 	if (!c)
 		return -ENOMEM;
-	nc = reallocarray(e->comps, e->ncomps + 1, sizeof(*nc));
-	if (!nc) {
-		free(c);
-		return -ENOMEM;
+	if (e->ncomps == e->comps_cap) {
+		cap = e->comps_cap ? 2 * e->comps_cap : 8;
+		nc = reallocarray(e->comps, cap, sizeof(*nc));
+		if (!nc)
+			return -ENOMEM;
+		e->comps = nc;
+		e->comps_cap = cap;
 	}
-	e->comps = nc;
 	e->comps[e->ncomps++] = c;
 	return 0;
+}
+
+static int add_comp(struct tfs_builder *b, struct entry *e, const char *s,
+		    size_t len)
+{
+	return push_comp(e, intern_comp(b, tfs_name_escape(s, len,
+							    TFS_NAME_MAX)));
 }
 
 /*
@@ -527,29 +572,22 @@ static int set_wanted_path(struct tfs_builder *b, struct entry *e,
 
 	/* the container's directory (already escaped), then the name */
 	for (i = 0; i < bs->nprefix; i++) {
-		char *c = strdup(bs->prefix[i]), **nc;
-
-		nc = c ? reallocarray(e->comps, e->ncomps + 1, sizeof(*nc))
-		       : NULL;
-		if (!nc) {
-			free(c);
-			return -ENOMEM;
-		}
-		e->comps = nc;
-		e->comps[e->ncomps++] = c;
+		ret = push_comp(e, intern_comp(b, strdup(bs->prefix[i])));
+		if (ret)
+			return ret;
 	}
 	base = e->ncomps;
 	/* -o flat: every tensor at the root under its whole stored name,
 	 * also where the reader gave an explicit path */
 	if (b->opts.flat)
-		return add_comp(e, s->name, s->name_len);
+		return add_comp(b, e, s->name, s->name_len);
 	if (s->path) {
 		if (s->path_len == 0)
-			return add_comp(e, "", 0);
+			return add_comp(b, e, "", 0);
 		for (i = 0;
 		     i < s->path_len && base + i + 1 < TFS_PATH_MAX_DEPTH;
 		     i++) {
-			ret = add_comp(e, s->path[i], strlen(s->path[i]));
+			ret = add_comp(b, e, s->path[i], strlen(s->path[i]));
 			if (ret)
 				return ret;
 		}
@@ -567,7 +605,7 @@ static int set_wanted_path(struct tfs_builder *b, struct entry *e,
 			memcpy(rest + len, s->path[i], strlen(s->path[i]));
 			len += strlen(s->path[i]);
 		}
-		ret = add_comp(e, rest, len);
+		ret = add_comp(b, e, rest, len);
 		free(rest);
 		return ret;
 	}
@@ -577,7 +615,7 @@ static int set_wanted_path(struct tfs_builder *b, struct entry *e,
 		    ((s->name[i] != '.' && s->name[i] != '/') ||
 		     e->ncomps + 1 == TFS_PATH_MAX_DEPTH))
 			continue;
-		ret = add_comp(e, s->name + start, i - start);
+		ret = add_comp(b, e, s->name + start, i - start);
 		if (ret)
 			return ret;
 		start = i + 1;
@@ -585,17 +623,23 @@ static int set_wanted_path(struct tfs_builder *b, struct entry *e,
 	return 0;
 }
 
-/* "name" -> "name.npy", cut first so that the result fits a component */
-static int add_suffix(char **comp, const char *sfx)
+/*
+ * "name" -> "name.npy", cut first so that the result fits a component
+ * (the interned text is shared: a new one replaces it)
+ */
+static int add_suffix(struct tfs_builder *b, const char **comp,
+		      const char *sfx)
 {
-	char *n;
+	char *cut = strdup(*comp), *n;
 
-	tfs_name_cut(*comp, TFS_NAME_MAX - strlen(sfx));
-	if (asprintf(&n, "%s%s", *comp, sfx) < 0)
+	if (!cut)
 		return -ENOMEM;
-	free(*comp);
-	*comp = n;
-	return 0;
+	tfs_name_cut(cut, TFS_NAME_MAX - strlen(sfx));
+	if (asprintf(&n, "%s%s", cut, sfx) < 0)
+		n = NULL;
+	free(cut);
+	*comp = n ? intern_comp(b, n) : NULL;
+	return *comp ? 0 : -ENOMEM;
 }
 
 static int fill_common(struct entry *e, const struct tfs_tensor_spec *s)
@@ -798,7 +842,7 @@ static int add_entry(struct tfs_builder *b, enum entry_kind kind,
 	if (!ret && kind != ENTRY_COMPONENT)
 		ret = set_wanted_path(b, e, s);
 	if (!ret && kind == ENTRY_TENSOR && b->opts.npy)
-		ret = add_suffix(&e->comps[e->ncomps - 1], ".npy");
+		ret = add_suffix(b, &e->comps[e->ncomps - 1], ".npy");
 	if (!ret && s->digest && !(e->digest = strdup(s->digest)))
 		ret = -ENOMEM;
 	if (!ret && s->npy_descr && b->opts.npy &&
@@ -889,7 +933,7 @@ int tfs_builder_add_component(struct tfs_builder *b, uint32_t group,
 	c = &b->e[idx];
 	g = &b->e[group];
 	c->group = group;
-	ret = add_comp(c, role, strlen(role));
+	ret = add_comp(b, c, role, strlen(role));
 	if (ret)
 		goto fail;
 	for (i = 0; i < g->nmembers; i++) {
@@ -1067,7 +1111,7 @@ int tfs_builder_add_meta_file(struct tfs_builder *b, const char *name,
 
 /* ---- finish: paths --------------------------------------------------------*/
 
-static char *join_comps(char **comps, size_t n)
+static char *join_comps(const char *const *comps, size_t n)
 {
 	size_t i, len = 0, o = 0;
 	char *p;
@@ -1129,7 +1173,7 @@ static void path_state_free(struct path_state *ps)
 /* a free "<dir>/<last>~N" for leaf @e, claimed */
 static int place_suffixed(struct path_state *ps, struct entry *e)
 {
-	char *last = e->comps[e->ncomps - 1];
+	const char *last = e->comps[e->ncomps - 1];
 	char *dir = join_comps(e->comps, e->ncomps - 1);
 	char suffix[24], *cut, *cand = NULL;
 	unsigned long n;

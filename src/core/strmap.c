@@ -8,9 +8,9 @@
 #include "strmap.h"
 
 /* XXH3: paths differ in their last bytes, which FNV-1a mixes poorly */
-static size_t hash_str(const char *s)
+static uint32_t hash_str(const char *s)
 {
-	return (size_t)XXH3_64bits(s, strlen(s));
+	return (uint32_t)XXH3_64bits(s, strlen(s));
 }
 
 void tfs_strmap_init(struct tfs_strmap *m)
@@ -22,14 +22,16 @@ void tfs_strmap_free(struct tfs_strmap *m)
 {
 	free(m->keys);
 	free(m->vals);
+	free(m->hashes);
 	memset(m, 0, sizeof(*m));
 }
 
-static size_t slot_of(const struct tfs_strmap *m, const char *key)
+/* @key's slot (hash @h): where it is, or the empty one it would take */
+static size_t slot_of(const struct tfs_strmap *m, const char *key, uint32_t h)
 {
-	size_t i = hash_str(key) & (m->cap - 1);
+	size_t i = h & (m->cap - 1);
 
-	while (m->keys[i] && strcmp(m->keys[i], key) != 0)
+	while (m->keys[i] && (m->hashes[i] != h || strcmp(m->keys[i], key)))
 		i = (i + 1) & (m->cap - 1);
 	return i;
 }
@@ -40,7 +42,7 @@ bool tfs_strmap_get(const struct tfs_strmap *m, const char *key, uint32_t *val)
 
 	if (!m->cap)
 		return false;
-	i = slot_of(m, key);
+	i = slot_of(m, key, hash_str(key));
 	if (!m->keys[i])
 		return false;
 	if (val)
@@ -57,33 +59,40 @@ static int grow(struct tfs_strmap *m)
 	n.len = m->len;
 	n.keys = calloc(n.cap, sizeof(*n.keys));
 	n.vals = calloc(n.cap, sizeof(*n.vals));
-	if (!n.keys || !n.vals) {
+	n.hashes = calloc(n.cap, sizeof(*n.hashes));
+	if (!n.keys || !n.vals || !n.hashes) {
 		free(n.keys);
 		free(n.vals);
+		free(n.hashes);
 		return -ENOMEM;
 	}
+	/* the keys are distinct: only an empty slot is looked for */
 	for (i = 0; i < m->cap; i++) {
 		if (!m->keys[i])
 			continue;
-		j = slot_of(&n, m->keys[i]);
+		j = m->hashes[i] & (n.cap - 1);
+		while (n.keys[j])
+			j = (j + 1) & (n.cap - 1);
 		n.keys[j] = m->keys[i];
 		n.vals[j] = m->vals[i];
+		n.hashes[j] = m->hashes[i];
 	}
-	free(m->keys);
-	free(m->vals);
+	tfs_strmap_free(m);
 	*m = n;
 	return 0;
 }
 
 int tfs_strmap_put(struct tfs_strmap *m, const char *key, uint32_t val)
 {
+	uint32_t h = hash_str(key);
 	size_t i;
 
 	if ((m->len + 1) * 2 > m->cap && grow(m))
 		return -ENOMEM;
-	i = slot_of(m, key);
+	i = slot_of(m, key, h);
 	if (!m->keys[i]) {
 		m->keys[i] = key;
+		m->hashes[i] = h;
 		m->len++;
 	}
 	m->vals[i] = val;

@@ -14,6 +14,7 @@
 struct tfs_strmap {
 	const char **keys;
 	uint32_t *vals;
+	uint32_t *hashes; /* each key's hash: growing reads no key again */
 	size_t cap; /* a power of two, or 0 */
 	size_t len;
 };
