@@ -5,7 +5,8 @@
 # tree as plain files on the local disk (cached) and through squashfuse_ll,
 # the daemon's RSS after `ls -lR`, and the FUSE requests a first `ls -lR`
 # makes (counted from a second mount's debug log).  Not a test; root, idle
-# machine.
+# machine.  The last lines, "row<TAB>measurement<TAB>now<TAB>ratio<TAB>
+# target", are bench/run's rows.
 #   bench/moe_dir.sh [WORKDIR]      (default a new directory under /tmp)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,16 +30,19 @@ now() { date +%s%N; }
 ms() { echo $((($2 - $1) / 1000000)); }
 
 t0=$(now); "$TFS" "$W/moe" "$M"; t1=$(now)
-echo "mount: $(ms "$t0" "$t1") ms"
+mount_ms=$(ms "$t0" "$t1")
+echo "mount: $mount_ms ms"
 t0=$(now); ls -lR "$M" >/dev/null; t1=$(now)
 first=$(ms "$t0" "$t1")
 t0=$(now); ls -lR "$M" >/dev/null; t1=$(now)
 warm=$(ms "$t0" "$t1")
 pid=$(pgrep -n -f "^$TFS $W/moe $M\$")
-echo "daemon RSS after ls -lR: $(awk '/VmRSS/ { print int($2 / 1024) }' "/proc/$pid/status") MiB"
+rss=$(awk '/VmRSS/ { print int($2 / 1024) }' "/proc/$pid/status")
+echo "daemon RSS after ls -lR: $rss MiB"
 fusermount3 -u "$M"
 t0=$(now); "$TFS" ls "$W/moe" >/dev/null; t1=$(now)
-echo "tensorfs ls: $(ms "$t0" "$t1") ms"
+ls_ms=$(ms "$t0" "$t1")
+echo "tensorfs ls: $ls_ms ms"
 ls -lR "$W/tree" >/dev/null
 t0=$(now); ls -lR "$W/tree" >/dev/null; t1=$(now)
 plain=$(ms "$t0" "$t1")
@@ -61,3 +65,11 @@ entries=$(find "$W/tree" | wc -l)
 echo "FUSE requests of a first ls -lR over $entries entries:"
 grep -o 'opcode: [A-Z_]*' "$W/debug.log" | sort | uniq -c | sort -rn |
 	awk -v e="$entries" '{ printf "  %-22s %8d  %.2f per entry\n", $3, $1, $1 / e }'
+tab() { printf '%s\t' row "$@" | sed 's/\t$//'; echo; }
+tab "MoE directory (163 shards, $(grep -c 'safetensors"' "$W/moe/model.safetensors.index.json") tensors): mount (command return)" \
+	"$(awk -v m="$mount_ms" 'BEGIN { printf "%.3f s", m / 1000 }')" "" "<= 0.5 s"
+tab "same: tensorfs ls" "$(awk -v m="$ls_ms" 'BEGIN { printf "%.3f s", m / 1000 }')" "" "<= 0.5 s"
+tab "same: ls -lR of the mount (first) / of the tree as plain files (cached)" \
+	"$first ms vs $plain ms (squashfuse_ll: $sq ms)" \
+	"$(awk -v a="$first" -v b="$plain" 'BEGIN { printf "%.2fx", a / b }')" "<= 2.5x"
+tab "same: daemon RSS after ls -lR" "$rss MiB" "" "<= 48 MiB"

@@ -45,52 +45,11 @@ with open(sys.argv[1], "wb") as f:
         f.write(block)
 PY
 HDR=$(($(stat -c %s "$F") - (MIB << 20)))
-cat >"$W/nginx.conf" <<CONF
-daemon off;
-worker_processes 2;
-user root;
-pid $W/nginx.pid;
-error_log $W/nginx.err;
-events { worker_connections 256; }
-http {
-	access_log off;
-	sendfile on;
-	client_body_temp_path $W/tmp;
-	proxy_temp_path $W/tmp;
-	fastcgi_temp_path $W/tmp;
-	uwsgi_temp_path $W/tmp;
-	scgi_temp_path $W/tmp;
-	server { listen 127.0.0.1:$PORT; root $W/root; }
-}
-CONF
-nginx -p "$W" -c "$W/nginx.conf" &
-NG=$!
 URL=http://127.0.0.1:$PORT/model.safetensors
-for _ in $(seq 50); do
-	curl -sf -o /dev/null -r 0-0 "$URL" && break
-	sleep 0.1
-done
-# a port taken, nginx gone: no row would mean anything
-curl -sf -o /dev/null -r 0-0 "$URL" || {
-	echo "bench/remote.sh: nginx does not answer on $URL" >&2
-	exit 1
-}
-
-secs() { # COMMAND...: wall seconds
-	local t0 t1
-	t0=$(date +%s.%N)
-	"$@" >/dev/null
-	t1=$(date +%s.%N)
-	echo "$t1 - $t0" | bc -l
-}
-best() { sort -g | head -n 1; }
-# unmount and wait for the daemon to end (its cache writer finishes first)
-unmount() {
-	local pid
-	pid=$(pgrep -f -- " $M\$" | head -n 1)
-	fusermount3 -u "$M"
-	while [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; do sleep 0.02; done
-}
+# shellcheck source=bench/nginx.sh
+. "$ROOT/bench/nginx.sh"
+nginx_start "$URL" "access_log off;" "server { listen 127.0.0.1:$PORT; root $W/root; }"
+unmount() { unmount_wait "$M"; }
 mibs() { echo "scale=0; $MIB / $1" | bc -l; }
 readall() { dd if="$1" of=/dev/null bs=1M status=none; }
 

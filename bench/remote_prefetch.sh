@@ -11,7 +11,8 @@
 #   3. the same with nginx's limit_rate of 40 MiB/s per connection (the way
 #      object stores serve one stream), also vs `aria2c -x 8` when aria2c
 #      is installed (Debian's aria2).
-# Best of RUNS for each time.
+# Best of RUNS for each time.  The last lines, "row<TAB>measurement<TAB>
+# now<TAB>ratio<TAB>target", are bench/run's rows.
 #
 #   bench/remote_prefetch.sh [RUNS]     (default 3)
 # Root; needs nginx-light and curl.  TENSORFS selects the binary.
@@ -48,53 +49,14 @@ with open(sys.argv[1], "wb") as f:
         f.write(block)
 PY
 SIZE=$(stat -c %s "$F")
-cat >"$W/nginx.conf" <<CONF
-daemon off;
-worker_processes 2;
-user root;
-pid $W/nginx.pid;
-error_log $W/nginx.err;
-events { worker_connections 256; }
-http {
-	log_format ranges '\$status \$body_bytes_sent';
-	access_log $W/access.log ranges;
-	sendfile on;
-	client_body_temp_path $W/tmp;
-	proxy_temp_path $W/tmp;
-	fastcgi_temp_path $W/tmp;
-	uwsgi_temp_path $W/tmp;
-	scgi_temp_path $W/tmp;
-	server { listen 127.0.0.1:$PORT; root $W/root; }
-	server { listen 127.0.0.1:$SLOW; root $W/root; limit_rate 40m; }
-}
-CONF
-nginx -p "$W" -c "$W/nginx.conf" &
-NG=$!
 URL=http://127.0.0.1:$PORT/model.safetensors
 SURL=http://127.0.0.1:$SLOW/model.safetensors
-for _ in $(seq 50); do
-	curl -sf -o /dev/null -r 0-0 "$URL" && break
-	sleep 0.1
-done
-curl -sf -o /dev/null -r 0-0 "$URL" || {
-	echo "bench/remote_prefetch.sh: nginx does not answer on $URL" >&2
-	exit 1
-}
-
-secs() { # COMMAND...: wall seconds
-	local t0 t1
-	t0=$(date +%s.%N)
-	"$@" >/dev/null
-	t1=$(date +%s.%N)
-	echo "$t1 - $t0" | bc -l
-}
-best() { sort -g | head -n 1; }
-unmount() {
-	local pid
-	pid=$(pgrep -f -- " $M\$" | head -n 1)
-	fusermount3 -u "$M"
-	while [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; do sleep 0.02; done
-}
+# shellcheck source=bench/nginx.sh
+. "$ROOT/bench/nginx.sh"
+nginx_start "$URL" "log_format ranges '\$status \$body_bytes_sent';
+	access_log $W/access.log ranges;" "server { listen 127.0.0.1:$PORT; root $W/root; }
+	server { listen 127.0.0.1:$SLOW; root $W/root; limit_rate 40m; }"
+unmount() { unmount_wait "$M"; }
 # bytes of the 206 answers nginx logged since the log was emptied
 sent() { awk '$1 == 206 { s += $2 } END { print s + 0 }' "$W/access.log"; }
 reopen_log() { : >"$W/access.log"; }
@@ -139,6 +101,13 @@ row() { # LABEL URL
 	[ -n "$a" ] && printf '   aria2c -x 8 %6.3f s (mount+cat %.2fx aria2c)' \
 		"$a" "$(echo "$a / $t" | bc -l)"
 	echo
+	rows+=("$(printf 'row\tremote, %s: mount + cat of every tensor / one curl\t%.3f s vs %.3f s\t%.2fx\t%s' \
+		"$1" "$t" "$c" "$(echo "$c / $t" | bc -l)" "$3")")
+	[ -z "$a" ] || rows+=("$(printf 'row\tsame / aria2c -x 8\t%.3f s vs %.3f s\t%.2fx\t%s' \
+		"$t" "$a" "$(echo "$a / $t" | bc -l)" "$4")")
 }
-row "whole model, loopback" "$URL"
-row "whole model, 40 MiB/s a connection" "$SURL"
+rows=("$(printf 'row\tremote: bytes fetched to cat one 8 MiB tensor in the middle / its size\t%d bytes\t%.3fx\t<= %.3fx' \
+	"$worst" "$(echo "$worst / $T" | bc -l)" "$(echo "1.25 + $CHUNK / $T" | bc -l)")")
+row "whole model, loopback" "$URL" "" ""
+row "whole model, 40 MiB/s a connection" "$SURL" ">= 6x" ">= 1.2x"
+printf '%s\n' "${rows[@]}"
