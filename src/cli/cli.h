@@ -47,6 +47,11 @@ struct tfs_cli_cmd {
 	int optional;	   /* of which optional (xattr: 1) */
 	bool any_trailing; /* any number of them (stats: NAME...) */
 	const char *what;  /* --help: one line saying what it does */
+	/*
+	 * reads tensors only, never .tensorfs/export/: its plan is not made
+	 * (a third of a 90,000-tensor model's load)
+	 */
+	bool no_export;
 	const char *opts_usage; /* its own options in the usage line */
 	const char *opts_help;	/* --help lines for them */
 	/* one of its own options: true when taken (@ctx as given) */

@@ -244,6 +244,7 @@ int tfs_cli_open_cmd(int argc, char **argv, const struct tfs_cli_cmd *a,
 	}
 	*first = i;
 	*ninputs = n;
+	p.o.no_export = a->no_export;
 	if (a->build && a->build(ctx, &p.o))
 		return TFS_EXIT_USAGE;
 	return tfs_cli_open_inputs(argv + i, n, &p.o, img);
@@ -379,6 +380,7 @@ static bool ls_option(void *ctx, const char *opt)
 int tfs_cmd_ls(int argc, char **argv)
 {
 	static const struct tfs_cli_cmd a = {
+		.no_export = true,
 		.tail = "",
 		.what = "List every tensor: its stored name, dtype, shape and "
 			"bytes, in aligned\ncolumns (a component of a group: "
@@ -738,6 +740,7 @@ int tfs_cmd_info(int argc, char **argv)
 {
 	struct tfs_image *img;
 	static const struct tfs_cli_cmd a = {
+		.no_export = true,
 		.tail = "",
 		.what = "Format, size, tensor count and the container's metadata."};
 	const struct tfs_node *meta;
@@ -941,6 +944,7 @@ int tfs_cmd_verify(int argc, char **argv)
 	struct tfs_progress p;
 	const struct tfs_tensor **v;
 	static const struct tfs_cli_cmd a = {
+		.no_export = true,
 		.tail = "",
 		.what = "Check every structural rule, digest and compressed "
 			"tensor; exit 2 on a failure."};

@@ -224,6 +224,7 @@ static bool selected(const struct tfs_tree *t, const struct tfs_tensor *x,
 int tfs_cmd_stats(int argc, char **argv)
 {
 	static const struct tfs_cli_cmd a = {
+		.no_export = true,
 		.tail = "[NAME...]",
 		.one_input = true,
 		.any_trailing = true,
@@ -717,6 +718,7 @@ int tfs_cmd_diff(int argc, char **argv)
 		return DIFF_TROUBLE;
 	}
 	status = DIFF_TROUBLE;
+	o.bo.no_export = true; /* tensors only */
 	if (tfs_cli_open_inputs(argv + i, 1, &o.bo, &ia) ||
 	    tfs_cli_open_inputs(argv + i + 1, 1, &o.bo, &ib))
 		goto out;
