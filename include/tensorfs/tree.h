@@ -198,6 +198,28 @@ struct tfs_lazy_file {
 	void (*destroy)(struct tfs_lazy_file *lf);
 };
 
+struct tfs_tree;
+struct tfs_export;
+
+/*
+ * A directory whose children are made the first time it is looked in:
+ * .tensorfs/export/, whose plan took a third of a 90,000-tensor model's
+ * mount and 15 MB that most mounts never use.  At build its node slots
+ * [first, first + cap) (children of @dir, kind MEMFILE, named "") and its
+ * slice of tree->children are reserved and @dir shows no children; @make
+ * runs once, under @lock: it fills the slots it needs, puts them in the
+ * slice in name order and sets @dir's nchildren.  On failure the directory
+ * stays empty.  @destroy frees it with the tree.  Made by the builder.
+ */
+struct tfs_lazy_dir {
+	pthread_mutex_t lock;
+	atomic_bool done;
+	uint32_t dir, first, cap;
+	int err; /* what @make returned: 0 or -errno */
+	int (*make)(struct tfs_tree *t, struct tfs_lazy_dir *ld);
+	void (*destroy)(struct tfs_lazy_dir *ld);
+};
+
 /* A reader's warning about the container (tfs_builder_warn). */
 struct tfs_warning {
 	uint64_t offset; /* UINT64_MAX: none */
@@ -221,8 +243,12 @@ struct tfs_tree {
 	 * allocations scattered among the loader's freed scratch.
 	 */
 	struct tfs_arena_chunk *arena;
-	/* the safetensors export (export.h), or NULL (-o export=off) */
+	/*
+	 * the safetensors export (export.h): NULL until .tensorfs/export/ is
+	 * first looked in (tfs_tree_export), and with -o export=off
+	 */
 	struct tfs_export *export;
+	struct tfs_lazy_dir *lazy_dir; /* .tensorfs/export/, or NULL */
 };
 
 /* @n bytes from @t's arena (8-byte aligned), or NULL */
@@ -236,6 +262,15 @@ char *tfs_tree_dup(struct tfs_tree *t, const void *p, size_t n);
  */
 TFS_PRIVATE uint32_t tfs_tree_lookup(const struct tfs_tree *t, uint32_t dir,
 				     const char *name, size_t len);
+
+/*
+ * Make directory @dir's children if it is the lazy one (tfs_lazy_dir):
+ * before reading its nchildren other than through tfs_tree_lookup.
+ */
+TFS_PRIVATE void tfs_tree_dir_ready(const struct tfs_tree *t, uint32_t dir);
+
+/* the export, made if it was not yet; NULL with -o export=off */
+TFS_PRIVATE const struct tfs_export *tfs_tree_export(const struct tfs_tree *t);
 
 /* Resolve a "/"-separated path from the root; TFS_NO_NODE if absent. */
 TFS_PRIVATE uint32_t tfs_tree_resolve(const struct tfs_tree *t,

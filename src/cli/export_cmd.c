@@ -190,7 +190,16 @@ int tfs_cmd_convert(int argc, char **argv)
 		return TFS_CLI_OPENED(ret);
 	tfs_image_configure(img, &io);
 	dest = argv[i + k];
-	e = img->tree->export;
+	e = tfs_tree_export(img->tree);
+	if (!e) {
+		tfs_cli_say(stderr, "%s convert: cannot plan the export: %s\n",
+			    tfs_progname,
+			    strerror(img->tree->lazy_dir
+					     ? -img->tree->lazy_dir->err
+					     : ENOENT));
+		tfs_image_close(img);
+		return TFS_EXIT_IO;
+	}
 	as_dir = e->nfiles > 1 || (stat(dest, &st) == 0 && S_ISDIR(st.st_mode));
 	if (e->nfiles > 1 && mkdir(dest, 0777) && errno != EEXIST) {
 		ret = -errno;

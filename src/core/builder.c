@@ -2156,6 +2156,87 @@ out:
 	return ret;
 }
 
+/* .tensorfs/export/'s children, made when first looked in (tree.h) */
+struct lazy_export {
+	struct tfs_lazy_dir ld; /* first: the tree knows only this */
+	struct tfs_export_options eo;
+	char *source, *source_meta;
+};
+
+static void lazy_export_destroy(struct tfs_lazy_dir *ld)
+{
+	struct lazy_export *le = (struct lazy_export *)ld;
+
+	pthread_mutex_destroy(&ld->lock);
+	free(le->source);
+	free(le->source_meta);
+	free(le);
+}
+
+static int cmp_node_names(const void *pa, const void *pb, void *arg)
+{
+	const struct tfs_node *v = arg;
+
+	return strcmp(v[*(const uint32_t *)pa].name,
+		      v[*(const uint32_t *)pb].name);
+}
+
+/* the slot @k of @ld's reserved nodes, as @kind named @name */
+static struct tfs_node *export_slot(struct tfs_tree *t,
+				    const struct tfs_lazy_dir *ld, uint32_t k,
+				    const char *name, enum tfs_node_kind kind)
+{
+	struct tfs_node *n = &t->nodes[ld->first + k];
+
+	n->name = (char *)name; /* the export's, or static: never written */
+	n->kind = kind;
+	return n;
+}
+
+static int lazy_export_make(struct tfs_tree *t, struct tfs_lazy_dir *ld)
+{
+	struct lazy_export *le = (struct lazy_export *)ld;
+	struct tfs_node *dir = &t->nodes[ld->dir], *n;
+	struct tfs_export *e = NULL;
+	char *left = NULL;
+	uint32_t k = 0, i;
+	int ret = tfs_export_plan(&e, t, &le->eo);
+
+	if (ret)
+		return ret;
+	/* the plan keeps within the bound add_export reserved */
+	if (e->nfiles + !!tfs_export_index_file(e) + !!e->left > ld->cap) {
+		tfs_export_free(e);
+		return -EIO;
+	}
+	if (e->left && !(left = strdup(e->left))) {
+		tfs_export_free(e);
+		return -ENOMEM;
+	}
+	for (i = 0; i < e->nfiles; i++) {
+		n = export_slot(t, ld, k++, e->files[i].name,
+				TFS_NODE_EXPORT);
+		n->tensor = i;
+		n->mem_len = e->files[i].size;
+	}
+	if (tfs_export_index_file(e))
+		export_slot(t, ld, k++, "model.safetensors.index.json",
+			    TFS_NODE_MEMFILE)
+			->lazy = tfs_export_index_file(e);
+	if (left) {
+		n = export_slot(t, ld, k++, "left_out.json", TFS_NODE_MEMFILE);
+		n->mem = left;
+		n->mem_len = e->left_len;
+	}
+	for (i = 0; i < k; i++)
+		t->children[dir->first_child + i] = ld->first + i;
+	qsort_r(t->children + dir->first_child, k, sizeof(*t->children),
+		cmp_node_names, t->nodes);
+	t->export = e;
+	dir->nchildren = k;
+	return 0;
+}
+
 /* the source files, comma-separated, for the export's metadata */
 static char *source_names(const struct tfs_builder *b)
 {
@@ -2186,73 +2267,78 @@ static char *source_names(const struct tfs_builder *b)
 }
 
 /*
+ * The most files the export of @t can have: a shard ends only when its
+ * bytes and the next tensor's pass the limit, so two shards in a row hold
+ * more than the limit (at most 2 * total / limit + 1 of them), and each
+ * holds a tensor.
+ */
+static uint32_t export_files_bound(const struct tfs_tree *t, uint64_t shard)
+{
+	uint64_t total = 0, x;
+	uint32_t i;
+
+	for (i = 0; i < t->ntensors; i++) {
+		x = t->tensors[i].view ? t->tensors[i].view_size
+				       : t->tensors[i].size;
+		if (!tfs_add_u64(total, x, &total))
+			return t->ntensors + 1;
+	}
+	x = total / shard;
+	return x >= t->ntensors / 2 ? t->ntensors + 1 : (uint32_t)(2 * x + 3);
+}
+
+/*
  * .tensorfs/export/: model.safetensors, or its shards and index
- * (export.h).  After the tensor records and their nodes: the plan reads
- * the layout xattrs.
+ * (export.h), planned when first looked in; here its node slots are
+ * reserved.  After the tensor records and their nodes.
  */
 static int add_export(struct tfs_builder *b, struct node_list *nl,
 		      struct tfs_tree *t)
 {
-	struct tfs_export_options eo = {.shard_size = b->opts.export_shard};
 	json_t *sm = b->nsources == 1
 			     ? json_object_get(b->metadata, "__metadata__")
 			     : NULL;
+	struct lazy_export *le = calloc(1, sizeof(*le));
 	uint32_t i, meta = TFS_NO_NODE, dir, node;
-	char *source = source_names(b), *smt = NULL;
-	struct tfs_export *e = NULL;
 	int ret = -ENOMEM;
 
+	if (!le)
+		return -ENOMEM;
+	pthread_mutex_init(&le->ld.lock, NULL);
+	atomic_init(&le->ld.done, false);
+	le->ld.make = lazy_export_make;
+	le->ld.destroy = lazy_export_destroy;
+	le->eo.shard_size = b->opts.export_shard ? b->opts.export_shard
+						 : TFS_EXPORT_SHARD_DEFAULT;
 	for (i = 1; i < nl->n; i++)
 		if (nl->v[i].parent == TFS_ROOT_NODE &&
 		    nl->v[i].kind == TFS_NODE_DIR &&
 		    !strcmp(nl->v[i].name, META_DIR))
 			meta = i;
-	if (!source || meta == TFS_NO_NODE)
+	le->source = source_names(b);
+	if (!le->source || meta == TFS_NO_NODE)
 		goto out;
-	if (json_is_object(sm) && !(smt = json_dumps(sm, JSON_COMPACT)))
+	if (json_is_object(sm) &&
+	    !(le->source_meta = json_dumps(sm, JSON_COMPACT)))
 		goto out;
-	eo.source = *source ? source : NULL;
-	eo.source_meta = smt;
-	/* the plan reads the nodes' xattrs: show it the nodes so far */
-	t->nodes = nl->v;
-	t->nnodes = nl->n;
-	ret = tfs_export_plan(&e, t, &eo);
-	t->nodes = NULL;
-	t->nnodes = 0;
+	le->eo.source = *le->source ? le->source : NULL;
+	le->eo.source_meta = le->source_meta;
+	ret = new_node(nl, "export", 6, meta, TFS_NODE_DIR, &dir);
 	if (ret)
 		goto out;
-	ret = new_node(nl, "export", 6, meta, TFS_NODE_DIR, &dir);
-	for (i = 0; !ret && i < e->nfiles; i++) {
-		ret = new_node(nl, e->files[i].name, strlen(e->files[i].name),
-			       dir, TFS_NODE_EXPORT, &node);
-		if (!ret) {
-			nl->v[node].tensor = i;
-			nl->v[node].mem_len = e->files[i].size;
-		}
-	}
-	if (!ret && e->left) {
-		char *lo = strdup(e->left);
-
-		ret = lo ? add_memfile(nl, dir, "left_out.json", lo,
-				       e->left_len)
-			 : -ENOMEM;
-	}
-	/* last: once its node points into @e, @e belongs to the tree */
-	if (!ret && tfs_export_index_file(e)) {
-		ret = new_node(nl, "model.safetensors.index.json",
-			       strlen("model.safetensors.index.json"), dir,
-			       TFS_NODE_MEMFILE, &node);
-		if (!ret)
-			nl->v[node].lazy = tfs_export_index_file(e);
-	}
+	le->ld.dir = dir;
+	le->ld.first = nl->n;
+	/* the files, the index and left_out.json */
+	le->ld.cap = export_files_bound(t, le->eo.shard_size) + 2;
+	for (i = 0; !ret && i < le->ld.cap; i++)
+		ret = new_node(nl, "", 0, dir, TFS_NODE_MEMFILE, &node);
 	if (!ret) {
-		t->export = e;
-		e = NULL;
+		t->lazy_dir = &le->ld;
+		le = NULL;
 	}
 out:
-	tfs_export_free(e);
-	free(source);
-	free(smt);
+	if (le)
+		lazy_export_destroy(&le->ld);
 	return ret;
 }
 
@@ -2510,6 +2596,9 @@ int tfs_builder_finish(struct tfs_builder *b, const char *format,
 	t->nnodes = nl.n;
 	if (!ret)
 		ret = link_children(t);
+	/* the export's reserved slots show when it is first looked in */
+	if (!ret && t->lazy_dir)
+		t->nodes[t->lazy_dir->dir].nchildren = 0;
 	if (ret) {
 		tfs_tree_free(t);
 		return tfs_diag_set(d, ret, "cannot build the tree: %s",

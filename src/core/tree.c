@@ -24,6 +24,29 @@ static int cmp_name(const char *a, const char *b, size_t blen)
 	return alen < blen ? -1 : alen > blen;
 }
 
+void tfs_tree_dir_ready(const struct tfs_tree *t, uint32_t dir)
+{
+	struct tfs_lazy_dir *ld = t->lazy_dir;
+
+	if (!ld || ld->dir != dir ||
+	    atomic_load_explicit(&ld->done, memory_order_acquire))
+		return;
+	pthread_mutex_lock(&ld->lock);
+	/* the tree is immutable but for this one-time fill */
+	if (!atomic_load_explicit(&ld->done, memory_order_relaxed)) {
+		ld->err = ld->make((struct tfs_tree *)t, ld);
+		atomic_store_explicit(&ld->done, true, memory_order_release);
+	}
+	pthread_mutex_unlock(&ld->lock);
+}
+
+const struct tfs_export *tfs_tree_export(const struct tfs_tree *t)
+{
+	if (t->lazy_dir)
+		tfs_tree_dir_ready(t, t->lazy_dir->dir);
+	return t->export;
+}
+
 uint32_t tfs_tree_lookup(const struct tfs_tree *t, uint32_t dir,
 			 const char *name, size_t len)
 {
@@ -33,6 +56,7 @@ uint32_t tfs_tree_lookup(const struct tfs_tree *t, uint32_t dir,
 
 	if (dir >= t->nnodes || t->nodes[dir].kind != TFS_NODE_DIR)
 		return TFS_NO_NODE;
+	tfs_tree_dir_ready(t, dir);
 	d = &t->nodes[dir];
 	lo = 0;
 	hi = d->nchildren;
@@ -430,6 +454,8 @@ void tfs_tree_free(struct tfs_tree *t)
 	for (i = 0; i < t->nwarnings; i++)
 		free(t->warnings[i].msg);
 	free(t->warnings);
+	if (t->lazy_dir)
+		t->lazy_dir->destroy(t->lazy_dir);
 	tfs_export_free(t->export);
 	free(t->nodes);
 	free(t->children);

@@ -247,6 +247,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, ENOTDIR);
 		return;
 	}
+	tfs_tree_dir_ready(t, node);
 	buf = malloc(size ? size : 1);
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);

@@ -332,6 +332,54 @@ START_TEST(escaped_names_as_jansson_writes_them)
 }
 END_TEST
 
+/*
+ * The plan is made when .tensorfs/export/ is first looked in, not at
+ * load; with one shard per tensor (export_shard=1: the most files the
+ * slots reserved at load must hold) every file is there, in name order,
+ * with the index.
+ */
+START_TEST(planned_when_first_looked_in)
+{
+	size_t slen;
+	uint8_t *src = source_ba(&slen);
+	struct tfs_build_options bo = {.export_shard = 1};
+	const struct tfs_node *d;
+	struct tfs_source s;
+	struct tfs_image *img;
+	struct tfs_diag d0;
+	uint32_t dir, node, k;
+	static const char *const names[] = {
+		"model-00001-of-00002.safetensors",
+		"model-00002-of-00002.safetensors",
+		"model.safetensors.index.json",
+	};
+
+	tfs_source_init_memory(&s, src, slen);
+	ck_assert_int_eq(tfs_image_load(&img, &s, &bo, &d0), 0);
+	ck_assert_ptr_null(img->tree->export);
+	dir = tfs_tree_resolve(img->tree, ".tensorfs/export");
+	ck_assert_uint_ne(dir, TFS_NO_NODE);
+	/* the directory alone is not the plan */
+	ck_assert_ptr_null(img->tree->export);
+	node = tfs_tree_lookup(img->tree, dir, names[0], strlen(names[0]));
+	ck_assert_uint_ne(node, TFS_NO_NODE);
+	ck_assert_ptr_nonnull(img->tree->export);
+	ck_assert_ptr_eq(tfs_tree_export(img->tree), img->tree->export);
+	d = &img->tree->nodes[dir];
+	ck_assert_uint_eq(d->nchildren, 3);
+	for (k = 0; k < 3; k++)
+		ck_assert_str_eq(
+			img->tree->nodes[img->tree->children[d->first_child + k]]
+				.name,
+			names[k]);
+	/* a: I16 [3], 6 bytes; b: F32 [2], 8 bytes */
+	ck_assert_uint_eq(tfs_node_size(img->tree, node),
+			  img->tree->export->files[0].head_len + 6);
+	tfs_image_close(img);
+	free(src);
+}
+END_TEST
+
 START_TEST(export_off)
 {
 	size_t slen;
@@ -374,6 +422,7 @@ int main(void)
 	tcase_add_test(tc, shards_and_index);
 	tcase_add_test(tc, escaped_names_as_jansson_writes_them);
 	tcase_add_test(tc, export_off);
+	tcase_add_test(tc, planned_when_first_looked_in);
 	tcase_add_test(tc, dtype_names);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
