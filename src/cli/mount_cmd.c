@@ -13,7 +13,6 @@
  */
 #include <errno.h>
 #include <limits.h>
-#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -346,8 +345,6 @@ static int run(struct mount_cmd *m, const struct tfs_image_options *io)
 	if (ret)
 		return ret;
 	tfs_cli_remote_mounted();
-	/* the loaders' scratch heap (JSON, builder) back to the system */
-	malloc_trim(0);
 	switch (tfs_fuse_run(img, &fa)) {
 	case TFS_FUSE_OK:
 		ret = TFS_EXIT_OK;

@@ -10,6 +10,8 @@
 #define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
 #include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,6 +149,28 @@ out:
 	return ret;
 }
 
+static void *trim_heap(void *arg)
+{
+	(void)arg;
+	malloc_trim(0);
+	return NULL;
+}
+
+/*
+ * The loaders' scratch heap (JSON, builder) back to the system, on a
+ * thread of the daemon once the mount command has returned: trimming the
+ * heap of a 100,000-tensor load took 8 % of the mount's time.
+ */
+static void trim_heap_later(void)
+{
+	pthread_t th;
+
+	if (pthread_create(&th, NULL, trim_heap, NULL) == 0)
+		pthread_detach(th);
+	else
+		malloc_trim(0);
+}
+
 enum tfs_fuse_result tfs_fuse_run(struct tfs_image *img,
 				  const struct tfs_fuse_args *a)
 {
@@ -212,6 +236,7 @@ enum tfs_fuse_result tfs_fuse_run(struct tfs_image *img,
 	}
 	if (fuse_daemonize(foreground) != 0)
 		goto out_unmount;
+	trim_heap_later();
 	if (a->single_thread) {
 		ret = fuse_session_loop(se);
 	} else {
