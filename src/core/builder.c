@@ -549,9 +549,33 @@ static int push_comp(struct entry *e, const char *c)
 	return 0;
 }
 
+/* printable ASCII but '%' and '/', not "." or "..": its own escape */
+static bool plain_comp(const char *s, size_t len)
+{
+	size_t i;
+
+	if (!len || len > TFS_NAME_MAX || (s[0] == '.' && len <= 2 &&
+					  (len == 1 || s[1] == '.')))
+		return false;
+	for (i = 0; i < len; i++)
+		if (s[i] < 0x20 || s[i] > 0x7e || s[i] == '%' || s[i] == '/')
+			return false;
+	return true;
+}
+
 static int add_comp(struct tfs_builder *b, struct entry *e, const char *s,
 		    size_t len)
 {
+	char plain[TFS_NAME_MAX + 1];
+	uint32_t id;
+
+	/* most components were seen before: found without escaping */
+	if (plain_comp(s, len)) {
+		memcpy(plain, s, len);
+		plain[len] = '\0';
+		if (tfs_strmap_get(&b->comp_ids, plain, &id))
+			return push_comp(e, b->comp_texts[id]);
+	}
 	return push_comp(e, intern_comp(b, tfs_name_escape(s, len,
 							    TFS_NAME_MAX)));
 }
