@@ -1238,8 +1238,9 @@ static int place_leaves(struct tfs_builder *b)
 	struct path_state ps = {0};
 	struct tfs_strmap counts;
 	uint32_t i, cnt, claim;
-	size_t k;
+	size_t k, dlen, prev_dlen = 0;
 	char *prefix, *slash;
+	const char *prev = NULL;
 	bool claimed;
 	int ret = 0;
 
@@ -1279,6 +1280,13 @@ static int place_leaves(struct tfs_builder *b)
 		cnt = 0;
 		tfs_strmap_get(&counts, e->path, &cnt);
 		ret = tfs_strmap_put(&counts, e->path, cnt + 1);
+		/* the directory of the leaf before: its prefixes are claimed */
+		slash = strrchr(e->path, '/');
+		dlen = slash ? (size_t)(slash - e->path) : 0;
+		if (prev && dlen == prev_dlen && !memcmp(prev, e->path, dlen))
+			continue;
+		prev = e->path;
+		prev_dlen = dlen;
 		/* most share their directories: copy only new ones */
 		for (slash = e->path; !ret && (slash = strchr(slash, '/'));
 		     slash++) {
