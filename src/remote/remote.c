@@ -1379,6 +1379,9 @@ static int timed_out(const struct remote *r, uint64_t c0, uint64_t c1)
 	return 0;
 }
 
+/* how far a read may land from the last one's end and still follow it */
+#define SEQ_SLACK (16 * CHUNK)
+
 /*
  * How far to prefetch after chunk @c1 for a read of [@off, +@len) inside a
  * tensor whose stored bytes are [@ext_off, @ext_end) (@ext_end UINT64_MAX:
@@ -1391,10 +1394,15 @@ static uint64_t prefetch_last(struct remote *r, uint64_t off, uint64_t len,
 			      uint64_t c1, uint64_t ext_off, uint64_t ext_end)
 {
 	uint64_t n = r->cfg.prefetch / CHUNK, last, ext_last;
-	bool sequential =
-		off <= r->seq_next + CHUNK && off + CHUNK >= r->seq_next;
+	/*
+	 * one reader's reads come out of order: the kernel's readahead
+	 * requests (1 MiB each) are served by several threads at once
+	 */
+	bool sequential = off <= r->seq_next + SEQ_SLACK &&
+			  off + SEQ_SLACK >= r->seq_next;
 
-	r->seq_next = off + len;
+	if (!sequential || off + len > r->seq_next)
+		r->seq_next = off + len;
 	if (ext_end == UINT64_MAX)
 		return c1 + n;
 	if (!sequential)
