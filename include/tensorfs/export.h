@@ -3,10 +3,9 @@
  * Any tree out as safetensors (docs/export.md): the plan of the export
  * (which tensors, in which order, the size of each file, where each
  * tensor's bytes lie) made from the tensor records alone, without reading
- * data, and the one function that serves its bytes.  The headers and the
- * index are made the first time they are read: a 90,000-tensor model's
- * would take a third of its mount time and 15 MB that most mounts never
- * use.  The mount's
+ * data, and the one function that serves its bytes.  The headers are
+ * made the first time they are read (the plan counts their sizes): a
+ * 90,000-tensor model's are 11 MB that a listing never needs.  The mount's
  * .tensorfs/export/ files (TFS_NODE_EXPORT) and `tensorfs convert` both
  * read through tfs_export_read(), so they give the same bytes.
  *
@@ -108,13 +107,6 @@ void tfs_export_free(struct tfs_export *e);
  */
 TFS_PRIVATE int tfs_export_index(const struct tfs_export *e, char **text,
 				 size_t *len);
-
-/*
- * The index as a memory file made when first used (its node's lazy), or
- * NULL when the export is not sharded.  It lives as long as @e; its
- * destroy frees nothing else.
- */
-struct tfs_lazy_file *tfs_export_index_file(struct tfs_export *e);
 
 /*
  * Bytes [@off, @off + @len) of export file @file (clipped to its size):

@@ -2230,20 +2230,24 @@ static int lazy_export_make(struct tfs_tree *t, struct tfs_lazy_dir *ld)
 	struct lazy_export *le = (struct lazy_export *)ld;
 	struct tfs_node *dir = &t->nodes[ld->dir], *n;
 	struct tfs_export *e = NULL;
-	char *left = NULL;
+	char *left = NULL, *index = NULL;
+	size_t index_len = 0;
 	uint32_t k = 0, i;
 	int ret = tfs_export_plan(&e, t, &le->eo);
 
 	if (ret)
 		return ret;
 	/* the plan keeps within the bound add_export reserved */
-	if (e->nfiles + !!tfs_export_index_file(e) + !!e->left > ld->cap) {
+	if (e->nfiles + (e->nfiles > 1) + !!e->left > ld->cap)
+		ret = -EIO;
+	if (!ret && e->nfiles > 1)
+		ret = tfs_export_index(e, &index, &index_len);
+	if (!ret && e->left && !(left = strdup(e->left)))
+		ret = -ENOMEM;
+	if (ret) {
+		free(index);
 		tfs_export_free(e);
-		return -EIO;
-	}
-	if (e->left && !(left = strdup(e->left))) {
-		tfs_export_free(e);
-		return -ENOMEM;
+		return ret;
 	}
 	for (i = 0; i < e->nfiles; i++) {
 		n = export_slot(t, ld, k++, e->files[i].name,
@@ -2251,10 +2255,12 @@ static int lazy_export_make(struct tfs_tree *t, struct tfs_lazy_dir *ld)
 		n->tensor = i;
 		n->mem_len = e->files[i].size;
 	}
-	if (tfs_export_index_file(e))
-		export_slot(t, ld, k++, "model.safetensors.index.json",
-			    TFS_NODE_MEMFILE)
-			->lazy = tfs_export_index_file(e);
+	if (index) {
+		n = export_slot(t, ld, k++, "model.safetensors.index.json",
+				TFS_NODE_MEMFILE);
+		n->mem = index;
+		n->mem_len = index_len;
+	}
 	if (left) {
 		n = export_slot(t, ld, k++, "left_out.json", TFS_NODE_MEMFILE);
 		n->mem = left;

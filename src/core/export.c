@@ -4,7 +4,6 @@
 #include <jansson.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,8 +90,6 @@ struct tfs_export_lazy {
 	char **owned;
 	uint32_t nowned;
 	uint64_t total; /* the tensors' bytes: the index's total_size */
-	struct tfs_lazy_file index;
-	struct tfs_export *e; /* for the index's make */
 };
 
 /* a safetensors name must be valid UTF-8 */
@@ -577,27 +574,6 @@ out:
 	return ret;
 }
 
-static int index_make(struct tfs_lazy_file *lf, char **data, size_t *len)
-{
-	struct tfs_export_lazy *lz =
-		(struct tfs_export_lazy *)((char *)lf -
-					   offsetof(struct tfs_export_lazy,
-						    index));
-
-	return tfs_export_index(lz->e, data, len);
-}
-
-/* the export frees the lazy state: the node's destroy has nothing to do */
-static void index_destroy(struct tfs_lazy_file *lf)
-{
-	(void)lf;
-}
-
-struct tfs_lazy_file *tfs_export_index_file(struct tfs_export *e)
-{
-	return e->nfiles > 1 ? &e->lazy->index : NULL;
-}
-
 /* a mount path joined with '.' (malloc'd), or NULL */
 static char *dotted(const char *path)
 {
@@ -672,11 +648,6 @@ int tfs_export_plan(struct tfs_export **out, const struct tfs_tree *t,
 	}
 	pthread_mutex_init(&lz->lock, NULL);
 	atomic_init(&lz->heads_made, false);
-	lz->e = e;
-	pthread_mutex_init(&lz->index.lock, NULL);
-	atomic_init(&lz->index.done, false);
-	lz->index.make = index_make;
-	lz->index.destroy = index_destroy;
 	e->lazy = lz;
 	c = calloc(t->ntensors ? t->ntensors : 1, sizeof(*c));
 	in = calloc(t->ntensors ? t->ntensors : 1, sizeof(*in));
@@ -808,7 +779,6 @@ void tfs_export_free(struct tfs_export *e)
 		free(e->lazy->owned);
 		json_decref(e->lazy->meta);
 		pthread_mutex_destroy(&e->lazy->lock);
-		pthread_mutex_destroy(&e->lazy->index.lock);
 		free(e->lazy);
 	}
 	free(e);
