@@ -699,8 +699,7 @@ static int fill_common(struct entry *e, const struct tfs_tensor_spec *s)
 	return 0;
 }
 
-static int check_size(const struct tfs_tensor_spec *s, const char *nm,
-		      struct tfs_diag *d);
+static int check_size(const struct tfs_tensor_spec *s, struct tfs_diag *d);
 
 /* the checks every format shares (see the header comment) */
 static int check_spec(struct tfs_builder *b, const struct tfs_tensor_spec *s,
@@ -709,35 +708,38 @@ static int check_spec(struct tfs_builder *b, const struct tfs_tensor_spec *s,
 	char nm[TFS_PRINTABLE_MAX];
 	size_t i;
 
-	tfs_name_printable(nm, sizeof(nm), s->name, s->name_len);
 	if (s->ndim > UINT32_MAX || (s->ndim && !s->shape))
 		return tfs_diag_at(d, -EBADMSG, s->desc_offset,
-				   "tensor '%s': shape: too many dims", nm);
+				   "tensor '%s': shape: too many dims",
+				   TFS_SPEC_NAME(nm, s));
 	for (i = 0; i < s->ndim; i++)
 		if (s->shape[i] > (uint64_t)INT64_MAX)
 			return tfs_diag_at(
 				d, -EBADMSG, s->desc_offset,
 				"tensor '%s': shape: dim %zu is %llu,"
 				" above 2^63-1",
-				nm, i, (unsigned long long)s->shape[i]);
+				TFS_SPEC_NAME(nm, s), i,
+				(unsigned long long)s->shape[i]);
 	if (!is_file)
 		return 0;
 	if (s->dtype == TFS_DTYPE_INVALID || !tfs_dtype_name(s->dtype) ||
 	    (s->dtype == TFS_DTYPE_VOID && !s->record_size))
 		return tfs_diag_at(d, -EINVAL, s->desc_offset,
-				   "tensor '%s': no dtype", nm);
+				   "tensor '%s': no dtype",
+				   TFS_SPEC_NAME(nm, s));
 	if (s->unreadable) /* no bytes of this file are served */
-		return check_size(s, nm, d);
+		return check_size(s, d);
 	if (!tfs_encoding_name(s->encoding))
 		return tfs_diag_at(d, -EINVAL, s->desc_offset,
-				   "tensor '%s': unknown encoding %d", nm,
-				   (int)s->encoding);
+				   "tensor '%s': unknown encoding %d",
+				   TFS_SPEC_NAME(nm, s), (int)s->encoding);
 	if (s->encoding == TFS_ENCODING_RAW && !s->nsegs &&
 	    s->size != s->length)
 		return tfs_diag_at(d, -EBADMSG, s->desc_offset,
 				   "tensor '%s': size %llu differs from the "
 				   "stored length %llu",
-				   nm, (unsigned long long)s->size,
+				   TFS_SPEC_NAME(nm, s),
+				   (unsigned long long)s->size,
 				   (unsigned long long)s->length);
 	if (s->encoding == TFS_ENCODING_CHUNKED) {
 		uint64_t size;
@@ -748,46 +750,48 @@ static int check_spec(struct tfs_builder *b, const struct tfs_tensor_spec *s,
 					   "tensor '%s': its chunk grid does "
 					   "not fit its shape or its stored "
 					   "bytes",
-					   nm);
+					   TFS_SPEC_NAME(nm, s));
 		if (size != s->size)
 			return tfs_diag_at(d, -EBADMSG, s->desc_offset,
 					   "tensor '%s': its chunks make %llu "
 					   "bytes, not %llu",
-					   nm, (unsigned long long)size,
+					   TFS_SPEC_NAME(nm, s),
+					   (unsigned long long)size,
 					   (unsigned long long)s->size);
 	} else if (s->codec.chunks) {
 		return tfs_diag_at(d, -EINVAL, s->desc_offset,
 				   "tensor '%s': a chunk grid without the "
 				   "chunked encoding",
-				   nm);
+				   TFS_SPEC_NAME(nm, s));
 	}
 	if (s->encoding == TFS_ENCODING_RAW &&
 	    (s->codec.skip || s->codec.check_crc32 || s->codec.gather))
 		return tfs_diag_at(d, -EINVAL, s->desc_offset,
 				   "tensor '%s': codec parameters on a raw "
 				   "tensor",
-				   nm);
+				   TFS_SPEC_NAME(nm, s));
 	/* a digest of stored bytes: raw, or a gather of them (PyTorch) */
 	if (s->has_digest_extent &&
 	    ((s->encoding != TFS_ENCODING_RAW &&
 	      s->encoding != TFS_ENCODING_GATHER) ||
 	     s->nsegs || s->mem ||
-	     !tfs_source_range_ok(
-		     tfs_builder_handle_src(b, tfs_builder_handle(b, s->source)),
-		     s->digest_offset, s->digest_length)))
+	     !tfs_source_range_ok(tfs_builder_handle_src(
+					  b, tfs_builder_handle(b, s->source)),
+				  s->digest_offset, s->digest_length)))
 		return tfs_diag_at(d, -EBADMSG, s->desc_offset,
 				   "tensor '%s': the digest's bytes [%llu, "
 				   "+%llu) are not inside the file, or the "
 				   "tensor is encoded",
-				   nm, (unsigned long long)s->digest_offset,
+				   TFS_SPEC_NAME(nm, s),
+				   (unsigned long long)s->digest_offset,
 				   (unsigned long long)s->digest_length);
-	return check_size(s, nm, d);
+	return check_size(s, d);
 }
 
 /* size == the bytes of product(shape) elements, for dtypes of fixed unit */
-static int check_size(const struct tfs_tensor_spec *s, const char *nm,
-		      struct tfs_diag *d)
+static int check_size(const struct tfs_tensor_spec *s, struct tfs_diag *d)
 {
+	char nm[TFS_PRINTABLE_MAX];
 	const struct tfs_dtype_info *di = tfs_dtype_info(s->dtype);
 	uint64_t count, bytes;
 	int ret;
@@ -798,7 +802,7 @@ static int check_size(const struct tfs_tensor_spec *s, const char *nm,
 		return tfs_diag_at(d, -EBADMSG, s->desc_offset,
 				   "tensor '%s': shape: element count "
 				   "overflows 64 bits",
-				   nm);
+				   TFS_SPEC_NAME(nm, s));
 	if (s->dtype == TFS_DTYPE_VOID)
 		ret = tfs_mul_u64(count, s->record_size, &bytes) ? 0
 								 : -EOVERFLOW;
@@ -808,21 +812,22 @@ static int check_size(const struct tfs_tensor_spec *s, const char *nm,
 		return tfs_diag_at(d, -EBADMSG, s->desc_offset,
 				   "tensor '%s': shape: %llu elements are not "
 				   "a whole number of %s blocks of %u",
-				   nm, (unsigned long long)count, di->name,
+				   TFS_SPEC_NAME(nm, s),
+				   (unsigned long long)count, di->name,
 				   di->block_elems);
 	if (ret)
 		return tfs_diag_at(d, -EBADMSG, s->desc_offset,
 				   "tensor '%s': shape: element count times "
 				   "element size overflows 64 bits",
-				   nm);
+				   TFS_SPEC_NAME(nm, s));
 	if (bytes != s->size)
-		return tfs_diag_at(d, -EBADMSG, s->desc_offset,
-				   "tensor '%s': byte length %llu does not "
-				   "match shape x %s = %llu",
-				   nm, (unsigned long long)s->size,
-				   s->dtype == TFS_DTYPE_VOID ? "record"
-							      : di->name,
-				   (unsigned long long)bytes);
+		return tfs_diag_at(
+			d, -EBADMSG, s->desc_offset,
+			"tensor '%s': byte length %llu does not "
+			"match shape x %s = %llu",
+			TFS_SPEC_NAME(nm, s), (unsigned long long)s->size,
+			s->dtype == TFS_DTYPE_VOID ? "record" : di->name,
+			(unsigned long long)bytes);
 	return 0;
 }
 
@@ -886,10 +891,7 @@ static int add_entry(struct tfs_builder *b, enum entry_kind kind,
 	if (!ret && s->unreadable && !(e->unreadable = strdup(s->unreadable)))
 		ret = -ENOMEM;
 	if (!ret && kind != ENTRY_GROUP && !s->unreadable) {
-		char nm[TFS_PRINTABLE_MAX];
-
-		tfs_name_printable(nm, sizeof(nm), s->name, s->name_len);
-		ret = tfs_builder_take_stored(b, e, s, nm, d);
+		ret = tfs_builder_take_stored(b, e, s, d);
 		if (ret) {
 			free(gather);
 			tfs_chunk_params_free(chunks);

@@ -159,8 +159,16 @@ const struct tfs_source *tfs_builder_handle_src(const struct tfs_builder *b,
  * @e; 0 or -errno with @d filled naming @nm.
  */
 int tfs_builder_take_stored(struct tfs_builder *b, struct entry *e,
-			    const struct tfs_tensor_spec *s, const char *nm,
+			    const struct tfs_tensor_spec *s,
 			    struct tfs_diag *d);
+
+/*
+ * @s's name made printable into the array @buf: written as a diagnostic's
+ * argument, so the escaping is paid on the error path only (a MoE directory
+ * has 90,000 names).
+ */
+#define TFS_SPEC_NAME(buf, s)                                                  \
+	tfs_name_printable((buf), sizeof(buf), (s)->name, (s)->name_len)
 
 /* the tree record's segments from @e's (finish); 0 or -ENOMEM */
 int tfs_builder_put_segments(const struct tfs_builder *b, const struct entry *e,

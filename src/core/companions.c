@@ -229,16 +229,18 @@ uint32_t tfs_builder_source_index(const struct tfs_builder *b,
 	return h ? b->nsources + h - 1 : e->source;
 }
 
-/* [@off, +@len) inside handle @h's bytes, or a refusal naming @nm */
+/* [@off, +@len) inside handle @h's bytes, or a refusal naming @s */
 static int extent_ok(const struct tfs_builder *b, uint32_t h, uint64_t off,
 		     uint64_t len, const struct tfs_tensor_spec *s,
-		     const char *nm, struct tfs_diag *d)
+		     struct tfs_diag *d)
 {
+	char nm[TFS_PRINTABLE_MAX];
 	const struct tfs_source *src = tfs_builder_handle_src(b, h);
 
 	if (!src)
 		return tfs_diag_at(d, -EINVAL, s->desc_offset,
-				   "tensor '%s': no such source %u", nm, h);
+				   "tensor '%s': no such source %u",
+				   TFS_SPEC_NAME(nm, s), h);
 	if (tfs_source_range_ok(src, off, len))
 		return 0;
 	/* the offsets a user can check against the file (issue 30 #14) */
@@ -246,7 +248,8 @@ static int extent_ok(const struct tfs_builder *b, uint32_t h, uint64_t off,
 		d, -EBADMSG, s->desc_offset,
 		"tensor '%s': data past the end of %s: needs bytes "
 		"%llu..%llu, %s ends at %llu",
-		nm, h ? src->path : "the file", (unsigned long long)off,
+		TFS_SPEC_NAME(nm, s), h ? src->path : "the file",
+		(unsigned long long)off,
 		(unsigned long long)(len > UINT64_MAX - off ? UINT64_MAX
 							    : off + len),
 		h ? "it" : "the file", (unsigned long long)src->size);
@@ -255,17 +258,17 @@ static int extent_ok(const struct tfs_builder *b, uint32_t h, uint64_t off,
 /* @e's own copy of @n segments, handles resolved, memory copied */
 static int copy_segments(struct tfs_builder *b, struct entry *e,
 			 const struct tfs_segment *v, size_t n,
-			 const struct tfs_tensor_spec *s, const char *nm,
-			 struct tfs_diag *d)
+			 const struct tfs_tensor_spec *s, struct tfs_diag *d)
 {
+	char nm[TFS_PRINTABLE_MAX];
 	uint64_t total = 0;
 	size_t i;
 	int ret;
 
 	if (n > TFS_MAX_SEGMENTS)
 		return tfs_diag_at(d, -E2BIG, s->desc_offset,
-				   "tensor '%s': more than %u pieces", nm,
-				   TFS_MAX_SEGMENTS);
+				   "tensor '%s': more than %u pieces",
+				   TFS_SPEC_NAME(nm, s), TFS_MAX_SEGMENTS);
 	e->segs = calloc(n, sizeof(*e->segs));
 	if (!e->segs)
 		return tfs_diag_oom(d);
@@ -279,7 +282,7 @@ static int copy_segments(struct tfs_builder *b, struct entry *e,
 			return tfs_diag_at(d, -EBADMSG, s->desc_offset,
 					   "tensor '%s': its pieces' lengths "
 					   "overflow 64 bits",
-					   nm);
+					   TFS_SPEC_NAME(nm, s));
 		if (v[i].mem) {
 			uint8_t *m = malloc(v[i].length ? v[i].length : 1);
 
@@ -292,7 +295,7 @@ static int copy_segments(struct tfs_builder *b, struct entry *e,
 			continue;
 		}
 		g->source = tfs_builder_handle(b, v[i].source);
-		ret = extent_ok(b, g->source, g->offset, g->length, s, nm, d);
+		ret = extent_ok(b, g->source, g->offset, g->length, s, d);
 		if (ret)
 			return ret;
 	}
@@ -302,9 +305,9 @@ static int copy_segments(struct tfs_builder *b, struct entry *e,
 }
 
 int tfs_builder_take_stored(struct tfs_builder *b, struct entry *e,
-			    const struct tfs_tensor_spec *s, const char *nm,
-			    struct tfs_diag *d)
+			    const struct tfs_tensor_spec *s, struct tfs_diag *d)
 {
+	char nm[TFS_PRINTABLE_MAX];
 	struct tfs_segment one;
 	int ret;
 
@@ -312,21 +315,22 @@ int tfs_builder_take_stored(struct tfs_builder *b, struct entry *e,
 		return tfs_diag_at(d, -EINVAL, s->desc_offset,
 				   "tensor '%s': pieces or memory bytes on "
 				   "an encoded tensor",
-				   nm);
+				   TFS_SPEC_NAME(nm, s));
 	if (s->nsegs) {
-		ret = copy_segments(b, e, s->segs, s->nsegs, s, nm, d);
+		ret = copy_segments(b, e, s->segs, s->nsegs, s, d);
 	} else if (s->mem) {
 		one = (struct tfs_segment){.length = s->length, .mem = s->mem};
-		ret = copy_segments(b, e, &one, 1, s, nm, d);
+		ret = copy_segments(b, e, &one, 1, s, d);
 	} else {
 		e->sib = tfs_builder_handle(b, s->source);
-		return extent_ok(b, e->sib, s->offset, s->length, s, nm, d);
+		return extent_ok(b, e->sib, s->offset, s->length, s, d);
 	}
 	if (!ret && s->encoding == TFS_ENCODING_RAW && e->length != s->size)
 		ret = tfs_diag_at(d, -EBADMSG, s->desc_offset,
 				  "tensor '%s': size %llu differs from the "
 				  "stored length %llu",
-				  nm, (unsigned long long)s->size,
+				  TFS_SPEC_NAME(nm, s),
+				  (unsigned long long)s->size,
 				  (unsigned long long)e->length);
 	/* one piece of a file: the plain extent, zero-copy as ever */
 	if (!ret && e->nsegs == 1 && !e->segs[0].mem) {
