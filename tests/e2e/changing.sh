@@ -27,7 +27,7 @@ err=$(cat "$M/block/4/data" 2>&1 >/dev/null)
 check "a read straddling the new end fails with EIO" grep -q "Input/output error" <<<"$err"
 check "a read of bytes still there works" \
 	cmp -s "$M/block/1/data" <(dd if="$WORK/c.zt" bs=1 skip=$((64 + size)) count=$size status=none)
-check "the daemon survived" kill -0 "$pid"
+check "the daemon survived" running "$pid"
 check "listing still works" test "$(ls "$M/block" | wc -l)" -eq 8
 
 # a zstd tensor whose stored bytes vanish while it is decoded: the decoder
@@ -49,7 +49,7 @@ echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || true
 err=$(cat "$Z/big" 2>&1 >/dev/null)
 check "a zstd tensor whose bytes vanished reads as EIO" \
 	grep -q "Input/output error" <<<"$err"
-check "the daemon survived decoding vanished bytes" kill -0 "$zpid"
+check "the daemon survived decoding vanished bytes" running "$zpid"
 check "the zstd mount still lists" test -f "$Z/.tensorfs/manifest.json"
 unmount "$Z"
 
@@ -57,6 +57,6 @@ rm -f "$WORK/c.zt"
 check "after the file is deleted, reads of mapped bytes work" \
 	test "$(head -c 100 "$M/block/0/data" | wc -c)" -eq 100
 check "unmount works" unmount "$M"
-for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-check "the daemon exited" bash -c "! kill -0 $pid 2>/dev/null"
+for _ in $(seq 50); do running "$pid" || break; sleep 0.1; done
+check "the daemon exited" eval "! running $pid"
 finish

@@ -98,6 +98,15 @@ unmount() {
 	fusermount3 -u "$1"
 }
 
+# PID is running: it exists and has not exited.  A zombie has exited (and a
+# crashed daemon is one): an init may reap it a second later (this
+# sandbox's does), and `kill -0` still finds it until then.
+running() {
+	local st
+	st=$(sed -n 's/^.*) \(.\).*/\1/p' "/proc/$1/stat" 2>/dev/null)
+	[ -n "$st" ] && [ "$st" != Z ]
+}
+
 finish() {
 	if [ "$FAILS" -ne 0 ]; then
 		echo "$FAILS check(s) failed"

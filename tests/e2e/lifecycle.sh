@@ -52,7 +52,7 @@ check "relative: /proc/mounts has the absolute container" \
 	grep -q "^tensorfs:$WORK/rel/ck/s.zt $WORK/rel/m/sig " /proc/mounts
 pid=$(pgrep -f -- " m/sig\$" | head -n 1)
 kill -TERM "$pid"
-for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+for _ in $(seq 50); do running "$pid" || break; sleep 0.1; done
 check "relative: SIGTERM unmounts" bash -c "! mountpoint -q '$WORK/rel/m/sig'"
 ls "$WORK/rel/m/sig" >/dev/null 2>&1 || fail "relative: not a dead mount"
 (cd "$WORK/rel" && exec "$TENSORFS" -f ck/s.zt m/fg 2>"$WORK/fg.err") &

@@ -82,8 +82,8 @@ PY
 pid=$(daemon_pid "$M")
 check "a daemon serves the mount" test -n "$pid"
 check "fusermount3 -u works" unmount "$M"
-for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-check "the daemon exits after unmount" bash -c "! kill -0 $pid 2>/dev/null"
+for _ in $(seq 50); do running "$pid" || break; sleep 0.1; done
+check "the daemon exits after unmount" eval "! running $pid"
 check "the mount is gone" bash -c "! mountpoint -q '$M'"
 eq "the container was not modified" "$(sha "$SAMPLE")" "$sum_before"
 

@@ -50,7 +50,7 @@ unmount_wait() {
 	local pid
 	pid=$(daemon_pid "$1")
 	unmount "$1"
-	while [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+	while [ -n "$pid" ] && running "$pid"; do sleep 0.05; done
 }
 trap 'stop_server; cleanup' EXIT
 

@@ -78,12 +78,12 @@ while read -r path; do
 	fi
 done < <("$TENSORFS" ls --paths "$SERVED/m.zt" | awk '{ print $NF }')
 check "nobody read every tensor ($n), byte for byte" test "$n" -gt 0
-check "the daemon is still alive" kill -0 "$pid"
+check "the daemon is still alive" running "$pid"
 as_nobody fusermount3 -u "$mnt" && ok "nobody unmounted" ||
 	fail "nobody's unmount"
 for _ in $(seq 100); do
-	kill -0 "$pid" 2>/dev/null || break
+	running "$pid" || break
 	sleep 0.05
 done
-check "the daemon ended" bash -c "! kill -0 $pid 2>/dev/null"
+check "the daemon ended" eval "! running $pid"
 finish
