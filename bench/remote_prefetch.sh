@@ -6,11 +6,17 @@
 # 8 MiB, every mount with no_cache:
 #   1. bytes the server sent to `cat` one tensor in the middle (t16) / its
 #      size (from nginx's access log; target <= 1.25x + one chunk);
+#      and the time of that `cat` where each connection is limited;
 #   2. mount + `cat` of every tensor in file order vs one `curl` of the
 #      whole file, full speed;
 #   3. the same with nginx's limit_rate of 40 MiB/s per connection (the way
 #      object stores serve one stream), also vs `aria2c -x 8` when aria2c
-#      is installed (Debian's aria2).
+#      is installed (Debian's aria2).  The limit holds from a request's
+#      first byte only with a small send buffer and send size (sndbuf,
+#      sendfile_max_chunk 64k): without them nginx answered every new 1 MiB
+#      request on a kept-alive connection at once (its socket buffer
+#      filled before the limit's first delay), so small requests were not
+#      limited at all.  Measured so, a connection gets 40-55 MiB/s.
 # Best of RUNS for each time.  The last lines, "row<TAB>measurement<TAB>
 # now<TAB>ratio<TAB>target", are bench/run's rows.
 #
@@ -55,7 +61,8 @@ SURL=http://127.0.0.1:$SLOW/model.safetensors
 . "$ROOT/bench/nginx.sh"
 nginx_start "$URL" "log_format ranges '\$status \$body_bytes_sent';
 	access_log $W/access.log ranges;" "server { listen 127.0.0.1:$PORT; root $W/root; }
-	server { listen 127.0.0.1:$SLOW; root $W/root; limit_rate 40m; }"
+	server { listen 127.0.0.1:$SLOW sndbuf=64k; root $W/root;
+		limit_rate 40m; sendfile_max_chunk 64k; }"
 unmount() { unmount_wait "$M"; }
 # bytes of the 206 answers nginx logged since the log was emptied
 sent() { awk '$1 == 206 { s += $2 } END { print s + 0 }' "$W/access.log"; }
@@ -80,6 +87,17 @@ T=$((8 << 20))
 printf 'one 8 MiB tensor in the middle of %d MiB: %d bytes fetched (worst of %d) = %.3fx its size (target <= %.3fx: 1.25x + one chunk)\n' \
 	$((SIZE >> 20)) "$worst" "$RUNS" "$(echo "$worst / $T" | bc -l)" \
 	"$(echo "1.25 + $CHUNK / $T" | bc -l)"
+
+# 1b. the time of that read where each connection is limited: one
+# connection would take the tensor's size / 40 MiB/s
+one_at() { # URL
+	"$TENSORFS" -o no_cache "$1" "$M"
+	secs cat "$M/t16"
+	unmount
+}
+t1=$(for _ in $(seq "$RUNS"); do one_at "$SURL"; done | best)
+printf 'the same tensor, 40 MiB/s a connection: cat %.3f s (one connection: %.3f s)\n' \
+	"$t1" "$(echo "8 / 40" | bc -l)"
 
 # 2. and 3. the whole model
 row() { # LABEL URL

@@ -231,6 +231,13 @@ TFS_PRIVATE int tfs_image_read(struct tfs_image *img, uint32_t node,
 TFS_PRIVATE void tfs_view_release(struct tfs_image *img, struct tfs_view *v);
 
 /*
+ * @v's bytes stay valid after its release while the image is open: a
+ * pointer into a container (a remote one's too: only the mount drops
+ * served bytes) or into the tree, not a buffer or a cache entry.
+ */
+bool tfs_view_stays(const struct tfs_view *v);
+
+/*
  * View up to @len bytes from @off of tensor record @tensor's own bytes
  * (decoded, in its stored dtype), without the file's views (-o npy's
  * header, -o as=float32): what values.h decodes.  Same returns as

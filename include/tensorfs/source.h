@@ -43,11 +43,14 @@ struct tfs_source_ops {
 	 * Optional: as fetch, for a read of [off, off + len) inside one
 	 * tensor whose stored bytes are [ext_off, ext_off + ext_len): what
 	 * a prefetch may aim at (the rest of that tensor; past it only when
-	 * reads move on in file order)
+	 * reads move on in file order).  With unpin: 0 pins the range (a
+	 * drop leaves it) until unpin() of the same range.
 	 */
 	int (*fetch_in)(void *impl, uint64_t off, uint64_t len,
 			uint64_t ext_off, uint64_t ext_len);
 	void (*close)(void *impl);
+	/* optional: the end of a read fetch_in() pinned */
+	void (*unpin)(void *impl, uint64_t off, uint64_t len);
 };
 
 struct tfs_source {
@@ -156,10 +159,13 @@ int tfs_source_fetch(const struct tfs_source *s, uint64_t off, uint64_t len);
 /*
  * The same for a read inside one tensor whose stored bytes are
  * [@ext_off, +@ext_len) of @s: a remote source prefetches the rest of that
- * tensor, and further only while reads move on in file order.
+ * tensor, and further only while reads move on in file order.  On 0 the
+ * range is pinned: a drop (tfs_source_drop_cache) leaves its bytes until
+ * tfs_source_unpin() of the same range, once they are copied.
  */
 int tfs_source_fetch_in(const struct tfs_source *s, uint64_t off, uint64_t len,
 			uint64_t ext_off, uint64_t ext_len);
+void tfs_source_unpin(const struct tfs_source *s, uint64_t off, uint64_t len);
 
 /*
  * The bytes [off, off + len) of @s to copy into a reply, read ahead only

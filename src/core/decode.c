@@ -947,11 +947,23 @@ bool tfs_image_node_failed(const struct tfs_image *img, uint32_t node)
 	return n->kind == TFS_NODE_TENSOR && failed(img->rs, n->tensor);
 }
 
+bool tfs_view_stays(const struct tfs_view *v)
+{
+	return v->pin_kind == PIN_NONE || v->pin_kind == PIN_SOURCE;
+}
+
 void tfs_view_release(struct tfs_image *img, struct tfs_view *v)
 {
+	const struct tfs_source *src = v->pin;
+
 	if (v->pin_kind == PIN_ENTRY)
 		tfs_cache_put(img->rs->cache, v->pin);
 	else if (v->pin_kind == PIN_BOUNCE)
 		free(v->pin);
+	else if (v->pin_kind == PIN_SOURCE && src->ops)
+		/* a remote source serves data + off (no serve_map) */
+		tfs_source_unpin(src, (uint64_t)((const uint8_t *)v->data -
+						 src->data),
+				 v->len);
 	memset(v, 0, sizeof(*v));
 }

@@ -18,7 +18,9 @@
 #include "tensorfs/image.h"
 
 enum { DG_UNCHECKED, DG_CHECKING, DG_OK, DG_FAILED };
-enum { PIN_NONE, PIN_ENTRY, PIN_BOUNCE };
+/* what a view holds: nothing, a decode cache entry, a bounce buffer, or
+ * a remote source's pin of its bytes (the view's data points into it) */
+enum { PIN_NONE, PIN_ENTRY, PIN_BOUNCE, PIN_SOURCE };
 
 /*
  * What reads of an encoded tensor, or of one with a digest, keep.  A raw

@@ -426,6 +426,12 @@ int tfs_source_fetch_in(const struct tfs_source *s, uint64_t off, uint64_t len,
 	return tfs_source_fetch(s, off, len);
 }
 
+void tfs_source_unpin(const struct tfs_source *s, uint64_t off, uint64_t len)
+{
+	if (s->ops && s->ops->fetch_in && s->ops->unpin)
+		s->ops->unpin(s->impl, off, len);
+}
+
 /* ---- SIGBUS guard ---------------------------------------------------------*/
 
 /* the innermost guard of this thread, or NULL */

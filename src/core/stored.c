@@ -27,7 +27,10 @@ static uint32_t piece_at(const struct tfs_tensor *x, uint64_t off, uint64_t *at)
 	return i;
 }
 
-/* piece @i's bytes [@off, +@len), made present (remote: fetched) */
+/*
+ * piece @g's bytes [@off, +@len), made present (remote: fetched and
+ * pinned until piece_done(): a drop must not punch bytes being copied)
+ */
 static int piece_bytes(const struct tfs_image *img, const struct tfs_segment *g,
 		       uint64_t off, uint64_t len, const uint8_t **p)
 {
@@ -45,6 +48,22 @@ static int piece_bytes(const struct tfs_image *img, const struct tfs_segment *g,
 		return ret;
 	*p = src->data + g->offset + off;
 	return 0;
+}
+
+static void piece_done(const struct tfs_image *img,
+		       const struct tfs_segment *g, uint64_t off, uint64_t len)
+{
+	if (!g->mem)
+		tfs_source_unpin(&img->srcs[g->source], g->offset + off, len);
+}
+
+/* @v points into @src's bytes: a remote source's pin, let go on release */
+static void pin_view(const struct tfs_source *src, struct tfs_view *v)
+{
+	if (!src->ops || !src->ops->fetch_in || !src->ops->unpin)
+		return; /* nothing pinned: a plain zero-copy view */
+	v->pin = (void *)(uintptr_t)src;
+	v->pin_kind = PIN_SOURCE;
 }
 
 int tfs_stored_each(const struct tfs_image *img, const struct tfs_tensor *x,
@@ -75,8 +94,11 @@ int tfs_stored_each(const struct tfs_image *img, const struct tfs_tensor *x,
 		in = off - at;
 		n = g->length - in < len ? g->length - in : len;
 		ret = piece_bytes(img, g, in, n, &p);
-		if (!ret && n)
+		if (ret)
+			return ret;
+		if (n)
 			ret = fn(arg, p, (size_t)n);
+		piece_done(img, g, in, n);
 		if (ret)
 			return ret;
 		off += n;
@@ -136,6 +158,7 @@ int tfs_stored_view(const struct tfs_image *img, const struct tfs_tensor *x,
 			end = x->offset + off + len;
 		v->data = tfs_source_serve(src, x->offset + off, len, end);
 		v->len = len;
+		pin_view(src, v);
 		return 0;
 	}
 	i = piece_at(x, off, &at);
@@ -146,6 +169,8 @@ int tfs_stored_view(const struct tfs_image *img, const struct tfs_tensor *x,
 			return ret;
 		v->data = p;
 		v->len = len;
+		if (!x->segs[i].mem)
+			pin_view(&img->srcs[x->segs[i].source], v);
 		return 0;
 	}
 	c.out = malloc(len ? len : 1);

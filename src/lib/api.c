@@ -347,7 +347,7 @@ TFS_API const void *tfs_tensor_data(struct tfs_model *m, size_t index)
 	/* the digest gate and the live-size check of an ordinary read */
 	if (tfs_image_read_tensor(m->img, rec, 0, (size_t)info.nbytes, &v))
 		return NULL;
-	if (!v.pin && v.len == info.nbytes)
+	if (tfs_view_stays(&v) && v.len == info.nbytes)
 		p = v.data;
 	tfs_view_release(m->img, &v);
 	return p;

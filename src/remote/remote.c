@@ -119,6 +119,15 @@ struct remote {
 	uint64_t nblocks;
 	uint8_t *bstate, *dropreq;
 	/*
+	 * Reads between their fetch and the end of their reply, per chunk
+	 * (remote_fetch_in to remote_unpin): a drop of a chunk a read is
+	 * waiting for or copying waits in @dropreq too.  Unpinned, a reply
+	 * of a user-mode-only userfaultfd (no root) would copy a punched
+	 * page as zeros, and a read waiting for the rest of its range would
+	 * fetch again what it had.
+	 */
+	uint16_t *pins;
+	/*
 	 * With a disk cache, fetched bytes go straight into the block's
 	 * temporary cache file (@bfd, @btmp: -1 and NULL until a first
 	 * piece of the block is fetched), whose pages are then mapped in
@@ -861,6 +870,30 @@ static void drop_chunk(struct remote *r, uint64_t c)
 		  (off_t)chunk_off(c), (off_t)chunk_len(r, c));
 }
 
+/* chunk @c's bytes are a cache file's pages, not the memfd's */
+static bool file_backed(const struct remote *r, uint64_t c)
+{
+	return r->bstate[c / BLOCK_CHUNKS] == BL_MAPPED ||
+	       (r->fmap && r->fmap[c]);
+}
+
+/*
+ * chunk @c served, its memory asked back: given now, or held in @dropreq
+ * while a read pins it or the cache writer still needs it (a block half
+ * dropped would never be whole, never cached).  Under lock.
+ */
+static void drop_when_free(struct remote *r, uint64_t c)
+{
+	if (r->state[c] != CH_PRESENT || file_backed(r, c))
+		return; /* a cache file's pages: the kernel's to reclaim */
+	if (r->pins[c] ||
+	    (r->writer_running && r->bstate[c / BLOCK_CHUNKS] != BL_CACHED)) {
+		r->dropreq[c] = 1;
+		return;
+	}
+	drop_chunk(r, c);
+}
+
 /* queue the blocks of chunks [c0, c1] now whole in the memfd; under lock */
 static void queue_blocks(struct remote *r, uint64_t c0, uint64_t c1)
 {
@@ -985,7 +1018,7 @@ static void *cache_writer(void *arg)
 		if (last > r->nchunks)
 			last = r->nchunks;
 		for (c = b * BLOCK_CHUNKS; c < last; c++)
-			if (r->dropreq[c]) {
+			if (r->dropreq[c] && (mapped || !r->pins[c])) {
 				r->dropreq[c] = 0;
 				/* a mapped file's pages: the kernel's */
 				if (r->state[c] == CH_PRESENT && !mapped)
@@ -1045,7 +1078,7 @@ static void give_up(struct remote *r, uint64_t b)
 
 	r->bstate[b] = BL_CACHED;
 	for (c = b * BLOCK_CHUNKS; c < last && c < r->nchunks; c++)
-		if (r->dropreq[c]) {
+		if (r->dropreq[c] && !r->pins[c]) {
 			r->dropreq[c] = 0;
 			if (r->state[c] == CH_PRESENT && !r->fmap[c])
 				drop_chunk(r, c);
@@ -1297,14 +1330,27 @@ static void *worker(void *arg)
 static int start_workers(struct remote *r);
 static int start_uffd(struct remote *r);
 
-/* queue the chunks of [c0, c1] not present or on their way; under lock */
+/* the smallest piece a range is split into to share it out: 1 MiB */
+#define SHARE_MIN_CHUNKS 4
+
+/*
+ * queue the chunks of [c0, c1] not present or on their way; under lock.
+ * The range is split over the connections (pieces of at least 1 MiB, at
+ * most one request's worth): an 8 MiB tensor read alone arrives over eight
+ * connections, not one, where a server limits each connection's rate.
+ */
 static int schedule(struct remote *r, uint64_t c0, uint64_t c1, bool front)
 {
 	struct tfs_plan_piece pieces[64];
 	struct piece *head = NULL, *tail = NULL, *p;
-	uint64_t from = c0;
+	uint64_t from = c0, share = (c1 - c0) / r->cfg.conns + 1;
 	size_t n, i;
 	int ret;
+
+	if (share < SHARE_MIN_CHUNKS)
+		share = SHARE_MIN_CHUNKS;
+	if (share > r->piece_chunks)
+		share = r->piece_chunks;
 
 	/* workers start with the first need: a mount of 100 shards reads
 	 * most of them only at open */
@@ -1315,8 +1361,8 @@ static int schedule(struct remote *r, uint64_t c0, uint64_t c1, bool front)
 	}
 
 	while (from <= c1) {
-		n = tfs_plan_pieces(r->state, from, c1, r->piece_chunks, pieces,
-				    64, &from);
+		n = tfs_plan_pieces(r->state, from, c1, share, pieces, 64,
+				    &from);
 		for (i = 0; i < n; i++) {
 			uint64_t k;
 
@@ -1417,12 +1463,25 @@ static uint64_t prefetch_last(struct remote *r, uint64_t off, uint64_t len,
 	return last > c1 + n ? c1 + n : last;
 }
 
+/* a read's pins of chunks [c0, c1] let go, and the drops they held back */
+static void unpin_locked(struct remote *r, uint64_t c0, uint64_t c1)
+{
+	uint64_t c;
+
+	for (c = c0; c <= c1; c++)
+		if (r->pins[c] && !--r->pins[c] && r->dropreq[c]) {
+			r->dropreq[c] = 0;
+			drop_when_free(r, c);
+		}
+}
+
 /*
  * make [off, off + len) present; @ahead: then prefetch behind it, aiming
- * at a tensor [@ext_off, @ext_end) (@ext_end UINT64_MAX: none known)
+ * at a tensor [@ext_off, @ext_end) (@ext_end UINT64_MAX: none known);
+ * @pin: its chunks stay until unpin_locked() (0 returned only)
  */
 static int fetch(struct remote *r, uint64_t off, uint64_t len, bool ahead,
-		 uint64_t ext_off, uint64_t ext_end)
+		 uint64_t ext_off, uint64_t ext_end, bool pin)
 {
 	uint64_t c0, c1, c, deadline;
 	struct timespec ts;
@@ -1449,6 +1508,10 @@ static int fetch(struct remote *r, uint64_t off, uint64_t len, bool ahead,
 			schedule(r, 0, r->nchunks - 1, false);
 		}
 	}
+	/* from now: a drop of what it waits for would be fetched again */
+	for (c = c0; pin && c <= c1; c++)
+		if (r->pins[c] < UINT16_MAX)
+			r->pins[c]++;
 	for (c = c0; c <= c1 && r->state[c] == CH_PRESENT; c++)
 		;
 	if (c > c1)
@@ -1515,6 +1578,8 @@ prefetch:
 		if (last > c1)
 			schedule(r, c1 + 1, last, false);
 	}
+	if (ret && pin)
+		unpin_locked(r, c0, c1);
 	pthread_mutex_unlock(&r->lock);
 	return ret;
 }
@@ -1556,7 +1621,7 @@ static void *fault_loop(void *arg)
 		off = (msg.arg.pagefault.address -
 		       (uint64_t)(uintptr_t)r->map) &
 		      ~(page - 1);
-		ret = off < r->size ? fetch(r, off, 1, false, 0, UINT64_MAX)
+		ret = off < r->size ? fetch(r, off, 1, false, 0, UINT64_MAX, false)
 				    : -EIO;
 		if (ret && !mounted) {
 			/* loading the container: the command cannot go on */
@@ -1576,12 +1641,6 @@ static void *fault_loop(void *arg)
  * file is mapped on (a file mapping cannot be registered; its pages are
  * all there).  0 or -1 with errno.
  */
-static bool file_backed(const struct remote *r, uint64_t c)
-{
-	return r->bstate[c / BLOCK_CHUNKS] == BL_MAPPED ||
-	       (r->fmap && r->fmap[c]);
-}
-
 static int register_memfd(struct remote *r)
 {
 	struct uffdio_register reg;
@@ -1783,7 +1842,7 @@ static void init_once(void)
 
 static int remote_fetch(void *impl, uint64_t off, uint64_t len)
 {
-	int ret = fetch(impl, off, len, true, 0, UINT64_MAX);
+	int ret = fetch(impl, off, len, true, 0, UINT64_MAX, false);
 
 	/* never EAGAIN to a reader of a regular file (no worker started) */
 	return ret == -EAGAIN ? -EIO : ret;
@@ -1797,8 +1856,20 @@ static int remote_fetch_in(void *impl, uint64_t off, uint64_t len,
 
 	if (!tfs_add_u64(ext_off, ext_len, &end))
 		end = UINT64_MAX;
-	ret = fetch(impl, off, len, true, ext_off, end);
+	ret = fetch(impl, off, len, true, ext_off, end, true);
 	return ret == -EAGAIN ? -EIO : ret;
+}
+
+/* the end of a read that remote_fetch_in() made present and pinned */
+static void remote_unpin(void *impl, uint64_t off, uint64_t len)
+{
+	struct remote *r = impl;
+
+	if (!len || !tfs_range_ok(off, len, r->size))
+		return;
+	pthread_mutex_lock(&r->lock);
+	unpin_locked(r, off / CHUNK, (off + len - 1) / CHUNK);
+	pthread_mutex_unlock(&r->lock);
 }
 
 static void remote_drop(void *impl, uint64_t off, uint64_t len)
@@ -1813,23 +1884,8 @@ static void remote_drop(void *impl, uint64_t off, uint64_t len)
 	if (off + len == r->size)
 		c1 = r->nchunks;
 	pthread_mutex_lock(&r->lock);
-	for (c = c0; c < c1; c++) {
-		if (r->state[c] != CH_PRESENT)
-			continue;
-		/*
-		 * A block not in the disk cache yet keeps its chunks until
-		 * the cache writer has them (a block half dropped would
-		 * never be whole, never cached).
-		 */
-		if (file_backed(r, c))
-			continue; /* the cache file's pages: reclaimable */
-		if (r->writer_running &&
-		    r->bstate[c / BLOCK_CHUNKS] != BL_CACHED) {
-			r->dropreq[c] = 1;
-			continue;
-		}
-		drop_chunk(r, c);
-	}
+	for (c = c0; c < c1; c++)
+		drop_when_free(r, c);
 	pthread_mutex_unlock(&r->lock);
 }
 
@@ -1877,6 +1933,7 @@ static void remote_free(struct remote *r)
 	free(r->fmap);
 	free(r->bstate);
 	free(r->dropreq);
+	free(r->pins);
 	free(r->state);
 	free(r->err);
 	tfs_remote_target_free(&r->tgt);
@@ -1894,6 +1951,7 @@ static const struct tfs_source_ops remote_ops = {
 	.fetch = remote_fetch,
 	.drop = remote_drop,
 	.fetch_in = remote_fetch_in,
+	.unpin = remote_unpin,
 	.close = remote_close,
 };
 
@@ -2019,11 +2077,12 @@ int tfs_remote_open(struct tfs_source *s, const char *url, struct tfs_diag *d)
 	r->state = calloc(r->nchunks ? r->nchunks : 1, 1);
 	r->err = calloc(r->nchunks ? r->nchunks : 1, sizeof(*r->err));
 	r->dropreq = calloc(r->nchunks ? r->nchunks : 1, 1);
+	r->pins = calloc(r->nchunks ? r->nchunks : 1, sizeof(*r->pins));
 	r->nblocks = (r->nchunks + BLOCK_CHUNKS - 1) / BLOCK_CHUNKS;
 	r->bstate = calloc(r->nblocks ? r->nblocks : 1, 1);
 	r->memfd = memfd_create("tensorfs-remote", MFD_CLOEXEC);
 	r->poison_fd = memfd_create("tensorfs-poison", MFD_CLOEXEC);
-	if (!r->state || !r->err || !r->dropreq || !r->bstate) {
+	if (!r->state || !r->err || !r->dropreq || !r->pins || !r->bstate) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -2082,7 +2141,7 @@ int tfs_remote_open(struct tfs_source *s, const char *url, struct tfs_diag *d)
 	if (r->map && start_uffd(r)) {
 		logf_(r, "%s: userfaultfd unavailable: fetching it whole",
 		      r->shown);
-		ret = fetch(r, 0, r->size, false, 0, UINT64_MAX);
+		ret = fetch(r, 0, r->size, false, 0, UINT64_MAX, false);
 		if (ret) {
 			tfs_diag_set(d, ret, "cannot fetch: %s",
 				     strerror(-ret));
