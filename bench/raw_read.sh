@@ -21,6 +21,9 @@
 #                  cache of the mount answers (keep_cache)
 #   squashfuse     a fresh squashfuse mount each run of an uncompressed image
 #                  holding the same bytes as a file
+# With COLD=1 every run starts after `sync; echo 3 > drop_caches` instead
+# (the container not cached: what the disk gives through each path), and
+# "tensorfs again" is left out.
 set -euo pipefail
 
 MIB=${1:-1024}
@@ -58,6 +61,8 @@ mksquashfs "$BENCH_DIR/tree" "$BENCH_DIR/big.sqfs" -noI -noD -noF -noX \
 	-no-progress -quiet >/dev/null
 rm -f "$BENCH_DIR/tree/big"
 cat "$BENCH_DIR/big.zt" "$BENCH_DIR/big.sqfs" >/dev/null # page cache
+COLD=${COLD:-0}
+drop() { [ "$COLD" = 1 ] || return 0; sync; echo 3 >/proc/sys/vm/drop_caches; }
 
 now() { date +%s%N; }
 # best wall time in seconds of RUNS runs of: setup; timed command; teardown
@@ -75,22 +80,25 @@ best() {
 }
 rd() { dd if="$1" bs=1M status=none of=/dev/null "${@:2}"; }
 
-direct=$(best : "rd $BENCH_DIR/big.zt iflag=skip_bytes,count_bytes skip=64 count=$bytes" :)
-tfs=$(best "\"$TENSORFS\" $BENCH_DIR/big.zt $M1" "rd $M1/big" "fusermount3 -u $M1")
-"$TENSORFS" "$BENCH_DIR/big.zt" "$M1"
-rd "$M1/big"
-again=$(best : "rd $M1/big" :)
-fusermount3 -u "$M1"
-sq=$(best "squashfuse $BENCH_DIR/big.sqfs $M2" "rd $M2/big" "fusermount3 -u $M2")
+direct=$(best drop "rd $BENCH_DIR/big.zt iflag=skip_bytes,count_bytes skip=64 count=$bytes" :)
+tfs=$(best "drop; \"$TENSORFS\" $BENCH_DIR/big.zt $M1" "rd $M1/big" "fusermount3 -u $M1")
+if [ "$COLD" != 1 ]; then
+	"$TENSORFS" "$BENCH_DIR/big.zt" "$M1"
+	rd "$M1/big"
+	again=$(best : "rd $M1/big" :)
+	fusermount3 -u "$M1"
+fi
+sq=$(best "drop; squashfuse $BENCH_DIR/big.sqfs $M2" "rd $M2/big" "fusermount3 -u $M2")
 
 report() { # name nanoseconds
 	awk -v n="$1" -v ns="$2" -v d="$direct" -v mib="$MIB" \
 		'BEGIN { printf "%-16s %8.3f s %9.0f MB/s %7.2fx of direct\n",
 			 n, ns / 1e9, mib * 1.048576 / (ns / 1e9), d / ns }'
 }
-echo "raw read of a $MIB MiB tensor, best of $RUNS (higher x is better)"
+echo "raw read of a $MIB MiB tensor, best of $RUNS$([ "$COLD" = 1 ] &&
+	echo ", not cached") (higher x is better)"
 report direct "$direct"
 report tensorfs "$tfs"
-report "tensorfs again" "$again"
+[ "$COLD" = 1 ] || report "tensorfs again" "$again"
 report squashfuse "$sq"
 awk -v a="$tfs" -v b="$sq" 'BEGIN { printf "tensorfs / squashfuse: %.2fx\n", b / a }'
