@@ -863,8 +863,8 @@ static int read_whole(struct tfs_image *img, uint32_t idx, uint64_t off,
 	size_t valid;
 	int ret;
 
-	ret = tfs_cache_get(rs->cache, window_key(idx, WHOLE_KEY),
-			    (size_t)x->size, &e, NULL);
+	ret = tfs_cache_get_within(rs->cache, window_key(idx, WHOLE_KEY),
+				   (size_t)x->size, &e);
 	if (ret)
 		return ret;
 	valid = tfs_cache_valid(e);
@@ -930,10 +930,19 @@ static int read_windows(struct tfs_image *img, uint32_t idx, uint64_t off,
 int tfs_decode_read(struct tfs_image *img, uint32_t idx, uint64_t off,
 		    size_t len, struct tfs_view *v)
 {
-	if (failed(img->rs, idx))
+	struct tfs_read_state *rs = img->rs;
+	int ret;
+
+	if (failed(rs, idx))
 		return -EIO;
-	if (img->tree->tensors[idx].size <= img->rs->opts.cache_size)
-		return read_whole(img, idx, off, len, v);
+	if (img->tree->tensors[idx].size <= rs->opts.cache_size &&
+	    !(atomic_load(&rs->flags[idx]) & TS_WINDOWED)) {
+		ret = read_whole(img, idx, off, len, v);
+		if (ret != -ENOSPC)
+			return ret;
+		/* other readers' buffers fill the budget: a window at a time */
+		atomic_fetch_or(&rs->flags[idx], TS_WINDOWED);
+	}
 	return read_windows(img, idx, off, len, v);
 }
 

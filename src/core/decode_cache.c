@@ -30,6 +30,7 @@ struct tfs_cache {
 	size_t nentries; /* indexed entries */
 	struct tfs_cache_entry *mru, *lru;
 	uint64_t budget, bytes, peak;
+	uint64_t pinned; /* bytes of the entries pinned now */
 	uint64_t hits, misses, evictions;
 	void (*drop_state)(void *state);
 };
@@ -237,7 +238,8 @@ static struct tfs_cache_entry *hit(struct tfs_cache *c, uint64_t key)
 	struct tfs_cache_entry *e = index_find(c, key);
 
 	if (e) {
-		e->pins++;
+		if (!e->pins++)
+			c->pinned += e->len;
 		c->hits++;
 		lru_unlink(c, e);
 		lru_push(c, e);
@@ -255,17 +257,22 @@ struct tfs_cache_entry *tfs_cache_find(struct tfs_cache *c, uint64_t key)
 	return e;
 }
 
-int tfs_cache_get(struct tfs_cache *c, uint64_t key, size_t len,
-		  struct tfs_cache_entry **out, bool *created)
+/* as tfs_cache_get(); @within: -ENOSPC rather than pass the budget */
+static int get(struct tfs_cache *c, uint64_t key, size_t len, bool within,
+	       struct tfs_cache_entry **out, bool *created)
 {
 	struct tfs_cache_entry *e, *n, *victims = NULL;
+	bool full = false;
 
-	e = tfs_cache_find(c, key);
-	if (e) {
+	pthread_mutex_lock(&c->lock);
+	e = hit(c, key);
+	full = !e && within && c->pinned + len > c->budget;
+	pthread_mutex_unlock(&c->lock);
+	if (e || full) {
 		if (created)
 			*created = false;
 		*out = e;
-		return 0;
+		return e ? 0 : -ENOSPC;
 	}
 	/* allocate unlocked, then re-check: another thread may have won */
 	n = calloc(1, sizeof(*n));
@@ -284,6 +291,7 @@ int tfs_cache_get(struct tfs_cache *c, uint64_t key, size_t len,
 	if (!e) {
 		evict(c, len, &victims);
 		n->pins = 1;
+		c->pinned += len;
 		index_add(c, n);
 		lru_push(c, n);
 		c->bytes += len;
@@ -304,6 +312,18 @@ int tfs_cache_get(struct tfs_cache *c, uint64_t key, size_t len,
 		*created = true;
 	*out = n;
 	return 0;
+}
+
+int tfs_cache_get(struct tfs_cache *c, uint64_t key, size_t len,
+		  struct tfs_cache_entry **out, bool *created)
+{
+	return get(c, key, len, false, out, created);
+}
+
+int tfs_cache_get_within(struct tfs_cache *c, uint64_t key, size_t len,
+			 struct tfs_cache_entry **out)
+{
+	return get(c, key, len, true, out, NULL);
 }
 
 int tfs_cache_prefault(struct tfs_cache_entry *e, size_t off, size_t len)
@@ -333,7 +353,8 @@ int tfs_cache_prefault(struct tfs_cache_entry *e, size_t off, size_t len)
 void tfs_cache_pin(struct tfs_cache *c, struct tfs_cache_entry *e)
 {
 	pthread_mutex_lock(&c->lock);
-	e->pins++;
+	if (!e->pins++)
+		c->pinned += e->len;
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -345,6 +366,7 @@ void tfs_cache_put(struct tfs_cache *c, struct tfs_cache_entry *e)
 		return;
 	pthread_mutex_lock(&c->lock);
 	if (--e->pins == 0) {
+		c->pinned -= e->len;
 		if (!e->indexed) {
 			/* forgotten: nobody can reach it any more */
 			lru_unlink(c, e);

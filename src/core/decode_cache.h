@@ -65,6 +65,15 @@ void tfs_cache_set_budget(struct tfs_cache *c, uint64_t budget);
 int tfs_cache_get(struct tfs_cache *c, uint64_t key, size_t len,
 		  struct tfs_cache_entry **out, bool *created);
 
+/*
+ * The same, but a new entry only when it fits the budget beside every
+ * entry pinned now (unpinned ones are evicted for it): -ENOSPC otherwise.
+ * Many readers each filling a large entry at once would pass any budget
+ * (and the memory cgroup the daemon runs in).
+ */
+int tfs_cache_get_within(struct tfs_cache *c, uint64_t key, size_t len,
+			 struct tfs_cache_entry **out);
+
 /* the entry for @key pinned, or NULL (never creates) */
 struct tfs_cache_entry *tfs_cache_find(struct tfs_cache *c, uint64_t key);
 

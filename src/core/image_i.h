@@ -39,6 +39,9 @@ struct tensor_state {
 #define TS_FAILED 1u
 #define TS_LOGGED 2u
 #define TS_END_SERVED 4u /* its last bytes were served (drop_source_cache) */
+/* decoded window by window: its whole buffer did not fit beside the pinned
+ * entries once (tfs_cache_get_within), so it no longer tries */
+#define TS_WINDOWED 8u
 
 struct tfs_read_state {
 	struct tfs_image_options opts;

@@ -113,6 +113,41 @@ START_TEST(pins_and_oversize)
 }
 END_TEST
 
+/*
+ * get_within: a new entry only when it fits beside the pinned ones (16
+ * readers each decoding a tensor whole passed a memory cgroup's limit);
+ * an existing entry is shared whatever the budget; unpinned ones make room.
+ */
+START_TEST(get_within_counts_pinned_bytes)
+{
+	struct tfs_cache *c;
+	struct tfs_cache_entry *a, *b, *again, *none = (void *)1;
+
+	ck_assert_int_eq(tfs_cache_new(&c, 3000, NULL), 0);
+	ck_assert_int_eq(tfs_cache_get_within(c, 1, 2000, &a), 0);
+	ck_assert_int_eq(tfs_cache_get_within(c, 2, 2000, &none), -ENOSPC);
+	ck_assert_ptr_null(none);
+	ck_assert(!cached(c, 2));
+	/* the pinned entry itself: shared, no new bytes */
+	ck_assert_int_eq(tfs_cache_get_within(c, 1, 2000, &again), 0);
+	ck_assert_ptr_eq(again, a);
+	tfs_cache_put(c, again);
+	ck_assert_int_eq(tfs_cache_get_within(c, 2, 2000, &none), -ENOSPC);
+	/* unpinned, it is evicted for the new one */
+	tfs_cache_put(c, a);
+	ck_assert_int_eq(tfs_cache_get_within(c, 2, 2000, &b), 0);
+	ck_assert(!cached(c, 1));
+	/* pins by tfs_cache_pin count too */
+	tfs_cache_pin(c, b);
+	tfs_cache_put(c, b);
+	ck_assert_int_eq(tfs_cache_get_within(c, 3, 1001, &none), -ENOSPC);
+	ck_assert_int_eq(tfs_cache_get_within(c, 3, 1000, &a), 0);
+	tfs_cache_put(c, a);
+	tfs_cache_put(c, b);
+	tfs_cache_free(c);
+}
+END_TEST
+
 START_TEST(forget_and_state)
 {
 	struct tfs_cache *c;
@@ -240,6 +275,7 @@ int main(void)
 	tcase_add_test(tc, lru_within_budget);
 	tcase_add_test(tc, pins_and_oversize);
 	tcase_add_test(tc, forget_and_state);
+	tcase_add_test(tc, get_within_counts_pinned_bytes);
 	tcase_add_test(tc, many_entries);
 	tcase_add_test(tc, threads);
 	suite_add_tcase(s, tc);
