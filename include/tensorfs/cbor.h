@@ -51,6 +51,29 @@ int tfs_cbor_map_head(const uint8_t *p, uint64_t len, uint64_t *npairs,
 		      uint64_t *head);
 
 /*
+ * Reading CBOR in place, without a DOM, for items tfs_cbor_walk() accepted
+ * and in their plain form only: definite lengths, no tags.  Each call
+ * reads the item at @pos and moves past it: 0, or -EAGAIN when the item is
+ * not of the asked type in that form (or runs past @len), leaving @pos
+ * where it was: the caller then decodes it with libcbor, which knows every
+ * form and says what is wrong.  100,000 small maps read so cost no
+ * allocation each.
+ */
+struct tfs_cbor_pull {
+	const uint8_t *p;
+	uint64_t len, pos;
+};
+
+int tfs_cbor_pull_uint(struct tfs_cbor_pull *c, uint64_t *out);
+/* definite text, valid UTF-8: its bytes in place (not NUL-terminated) */
+int tfs_cbor_pull_text(struct tfs_cbor_pull *c, const char **s, size_t *n);
+/* the head of a definite array or map: its item or pair count */
+int tfs_cbor_pull_array(struct tfs_cbor_pull *c, uint64_t *n);
+int tfs_cbor_pull_map(struct tfs_cbor_pull *c, uint64_t *npairs);
+/* past the next item, whatever its form (walked again: bounded) */
+int tfs_cbor_pull_skip(struct tfs_cbor_pull *c);
+
+/*
  * RFC 8949 "core deterministic encoding", checked on the bytes before
  * decoding (zTensor 2.x; shared/specs/ztensor-v2.md section 2): definite
  * lengths only, shortest heads, no tags, simple values false/true/null

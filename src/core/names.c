@@ -45,6 +45,11 @@ int tfs_utf8_valid(const unsigned char *s, size_t len)
 	size_t i = 0, n;
 
 	while (i < len) {
+		/* ASCII, the usual case, a byte at a time without decoding */
+		if (s[i] < 0x80) {
+			i++;
+			continue;
+		}
 		n = tfs_utf8_seq(s + i, len - i);
 		if (!n)
 			return 0;

@@ -986,6 +986,230 @@ static int zt_emit(struct zt_ctx *z, struct zt_obj *o)
 	return ret;
 }
 
+/* ---- the plain form, read in place ----------------------------------------*/
+
+/*
+ * The name map's pairs are read in place when they have the plain form the
+ * reference writers produce: definite lengths, no tags, text keys without
+ * NUL once each, known dtypes, no object attributes.  libcbor's DOM of each
+ * pair was most of a 100,000-tensor mount.  Any other pair, and any the
+ * rules would refuse, is read the other way (zt_next_pair and the checks
+ * above), which says what is wrong: -EAGAIN from here means just that.
+ */
+#define ZT_FAST_KEYS 16
+
+struct zt_keyset {
+	const char *s[ZT_FAST_KEYS];
+	size_t n[ZT_FAST_KEYS];
+	unsigned count;
+};
+
+/* a struct-like map's next key: text without NUL, not seen before */
+static int fast_key(struct tfs_cbor_pull *c, struct zt_keyset *ks,
+		    const char **k, size_t *n)
+{
+	unsigned i;
+
+	if (tfs_cbor_pull_text(c, k, n) || memchr(*k, 0, *n) ||
+	    ks->count == ZT_FAST_KEYS)
+		return -EAGAIN;
+	for (i = 0; i < ks->count; i++)
+		if (ks->n[i] == *n && memcmp(ks->s[i], *k, *n) == 0)
+			return -EAGAIN;
+	ks->s[ks->count] = *k;
+	ks->n[ks->count++] = *n;
+	return 0;
+}
+
+static bool key_is(const char *k, size_t n, const char *want)
+{
+	return strlen(want) == n && memcmp(k, want, n) == 0;
+}
+
+/* text without NUL as a new string */
+static int fast_strdup(struct tfs_cbor_pull *c, char **out)
+{
+	const char *s;
+	size_t n;
+
+	if (tfs_cbor_pull_text(c, &s, &n) || memchr(s, 0, n))
+		return -EAGAIN;
+	*out = strndup(s, n);
+	return *out ? 0 : -ENOMEM;
+}
+
+static int fast_dtype(struct tfs_cbor_pull *c, bool short_names,
+		      enum tfs_dtype *out)
+{
+	char buf[16];
+	const char *s;
+	size_t n;
+
+	if (tfs_cbor_pull_text(c, &s, &n) || n >= sizeof(buf) ||
+	    memchr(s, 0, n))
+		return -EAGAIN;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	*out = zt_dtype(buf, short_names);
+	return *out == TFS_DTYPE_INVALID ? -EAGAIN : 0;
+}
+
+static int fast_shape(struct tfs_cbor_pull *c, struct zt_obj *o)
+{
+	uint64_t n, i;
+
+	if (tfs_cbor_pull_array(c, &n) || n > c->len - c->pos || o->shape)
+		return -EAGAIN;
+	o->shape = calloc(n ? n : 1, sizeof(*o->shape));
+	if (!o->shape)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		if (tfs_cbor_pull_uint(c, &o->shape[i]))
+			return -EAGAIN;
+	o->ndim = n;
+	return 0;
+}
+
+/* one component's map, as zt_component() reads it */
+static int fast_component(struct zt_ctx *z, struct tfs_cbor_pull *c,
+			  struct zt_obj *o, char *role, bool short_names)
+{
+	struct zt_keyset ks = {0};
+	struct zt_comp *cp = zt_add_comp(z, o, role);
+	bool off = false, len = false, dt = false;
+	const char *k, *s;
+	uint64_t n, i;
+	size_t kn, sn;
+	int ret = 0;
+
+	if (!cp)
+		return -ENOMEM;
+	if (tfs_cbor_pull_map(c, &n))
+		return -EAGAIN;
+	for (i = 0; !ret && i < n; i++) {
+		ret = fast_key(c, &ks, &k, &kn);
+		if (ret)
+			break;
+		if (key_is(k, kn, "offset")) {
+			off = true;
+			ret = tfs_cbor_pull_uint(c, &cp->offset);
+		} else if (key_is(k, kn, "length")) {
+			len = true;
+			ret = tfs_cbor_pull_uint(c, &cp->length);
+		} else if (key_is(k, kn, "encoding")) {
+			ret = tfs_cbor_pull_text(c, &s, &sn);
+			if (!ret && key_is(s, sn, "zstd"))
+				cp->zstd = true;
+			else if (!ret && !key_is(s, sn, "raw"))
+				ret = -EAGAIN;
+		} else if (key_is(k, kn, "digest")) {
+			ret = fast_strdup(c, &cp->digest);
+		} else if (short_names && key_is(k, kn, "dtype")) {
+			dt = true;
+			ret = fast_dtype(c, true, &cp->dtype);
+		} else if (short_names && key_is(k, kn, "type")) {
+			ret = fast_strdup(c, &cp->type);
+		} else if (short_names &&
+			   key_is(k, kn, "uncompressed_length")) {
+			cp->has_ulen = true;
+			ret = tfs_cbor_pull_uint(c, &cp->ulen);
+		} else {
+			ret = tfs_cbor_pull_skip(c);
+		}
+	}
+	if (!ret && (!off || !len || (short_names && !dt)))
+		ret = -EAGAIN;
+	return ret;
+}
+
+static int fast_components(struct zt_ctx *z, struct tfs_cbor_pull *c,
+			   struct zt_obj *o, bool short_names)
+{
+	struct zt_keyset ks = {0};
+	const char *k;
+	char *role;
+	uint64_t n, i;
+	size_t kn;
+	int ret = 0;
+
+	if (o->comps || tfs_cbor_pull_map(c, &n))
+		return -EAGAIN;
+	for (i = 0; !ret && i < n; i++) {
+		ret = fast_key(c, &ks, &k, &kn);
+		if (ret)
+			break;
+		role = strndup(k, kn);
+		ret = role ? fast_component(z, c, o, role, short_names)
+			   : -ENOMEM;
+		free(role);
+	}
+	return ret;
+}
+
+/* a v1.0 tensor (zt_tensor_v10) or a v1.1+ object (zt_object_v11) */
+static int fast_value(struct zt_ctx *z, struct tfs_cbor_pull *c,
+		      struct zt_obj *o, bool v11)
+{
+	struct zt_keyset ks = {0};
+	bool dt = false, comps = false;
+	const char *k;
+	uint64_t n, i;
+	size_t kn;
+	int ret = 0;
+
+	if (tfs_cbor_pull_map(c, &n))
+		return -EAGAIN;
+	for (i = 0; !ret && i < n; i++) {
+		ret = fast_key(c, &ks, &k, &kn);
+		if (ret)
+			break;
+		if (!v11 && key_is(k, kn, "dtype")) {
+			dt = true;
+			ret = fast_dtype(c, false, &o->dtype);
+		} else if (key_is(k, kn, "shape")) {
+			ret = fast_shape(c, o);
+		} else if (key_is(k, kn, "format")) {
+			ret = o->format ? -EAGAIN : fast_strdup(c, &o->format);
+		} else if (key_is(k, kn, "components")) {
+			comps = true;
+			ret = fast_components(z, c, o, v11);
+		} else if (v11 && key_is(k, kn, "attributes")) {
+			ret = -EAGAIN; /* JSON and xattrs: the DOM's work */
+		} else {
+			ret = tfs_cbor_pull_skip(c);
+		}
+	}
+	if (!ret && ((!v11 && !dt) || !o->shape || !o->format || !comps))
+		ret = -EAGAIN;
+	return ret;
+}
+
+/*
+ * The pair at *@at read in place into @o: 0 (*@at moved past it), -EAGAIN
+ * (@o left empty: read it the other way) or -ENOMEM (reported)
+ */
+static int zt_fast_pair(struct zt_ctx *z, uint64_t *at, bool v11,
+			struct zt_obj *o)
+{
+	struct tfs_cbor_pull c = {z->src->data + z->man_off, z->man_len, *at};
+	const char *k;
+	size_t kn;
+	int ret;
+
+	ret = tfs_cbor_pull_text(&c, &k, &kn);
+	if (!ret && (memchr(k, 0, kn) || !(o->name = strndup(k, kn))))
+		ret = o->name ? -EAGAIN : -ENOMEM;
+	o->name_len = kn;
+	if (!ret)
+		ret = fast_value(z, &c, o, v11);
+	if (ret) {
+		zt_obj_free(o);
+		return ret == -ENOMEM ? zt_oom(z) : -EAGAIN;
+	}
+	*at = c.pos;
+	return 0;
+}
+
 /* ---- manifests ----------------------------------------------------------- */
 
 typedef int (*zt_parse_fn)(struct zt_ctx *, cbor_item_t *, cbor_item_t *,
@@ -1030,13 +1254,24 @@ static int zt_stream_keys(struct zt_ctx *z, const char *what)
 	int ret = keys ? 0 : -ENOMEM;
 
 	for (i = 0; !ret && i < z->npairs; i++) {
-		ret = tfs_cbor_load_walked(p + at, z->man_len - at,
-					   z->man_off + at, &k, &used, z->d);
-		if (ret)
-			break;
-		at += used;
-		ret = tfs_cbor_text(k, &keys[n], &len);
-		cbor_decref(&k);
+		struct tfs_cbor_pull c = {p, z->man_len, at};
+		const char *s;
+
+		/* a plain text key is read in place; any other by libcbor */
+		if (!tfs_cbor_pull_text(&c, &s, &len)) {
+			at = c.pos;
+			keys[n] = strndup(s, len);
+			ret = keys[n] ? 0 : -ENOMEM;
+		} else {
+			ret = tfs_cbor_load_walked(p + at, z->man_len - at,
+						   z->man_off + at, &k, &used,
+						   z->d);
+			if (ret)
+				break;
+			at += used;
+			ret = tfs_cbor_text(k, &keys[n], &len);
+			cbor_decref(&k);
+		}
 		if (ret == -ENOMEM)
 			break;
 		if (ret || strlen(keys[n]) != len) {
@@ -1070,19 +1305,26 @@ static int zt_name_map_stream(struct zt_ctx *z, const char *what,
 	struct zt_obj o = {0};
 	cbor_item_t *k, *v;
 	uint64_t at = z->pairs_at, i;
+	bool v11 = parse == zt_object_v11;
 	int ret;
 
 	ret = zt_stream_keys(z, what);
 	for (i = 0; !ret && i < z->npairs; i++) {
-		ret = zt_next_pair(z, &at, &k, &v);
-		if (ret)
-			break;
-		ret = parse(z, k, tfs_cbor_untag(v), &o);
+		k = v = NULL;
+		ret = zt_fast_pair(z, &at, v11, &o);
+		if (ret == -EAGAIN) {
+			ret = zt_next_pair(z, &at, &k, &v);
+			if (!ret)
+				ret = parse(z, k, tfs_cbor_untag(v), &o);
+		}
+		/* o.attrs_cbor points into v: emitted before v goes */
 		if (!ret)
 			ret = zt_emit(z, &o);
 		zt_obj_free(&o);
-		cbor_decref(&k);
-		cbor_decref(&v);
+		if (k)
+			cbor_decref(&k);
+		if (v)
+			cbor_decref(&v);
 	}
 	return ret;
 }

@@ -229,6 +229,91 @@ int tfs_cbor_map_head(const uint8_t *p, uint64_t len, uint64_t *npairs,
 	return 0;
 }
 
+/* ---- reading in place (tfs_cbor_pull) ------------------------------------ */
+
+/* the head of the item at c->pos, of major type @mt: its argument */
+static int pull_head(struct tfs_cbor_pull *c, unsigned mt, uint64_t *arg,
+		     uint64_t *at)
+{
+	uint64_t pos = c->pos, i, n;
+	uint8_t ib;
+
+	if (pos >= c->len)
+		return -EAGAIN;
+	ib = c->p[pos++];
+	if (ib >> 5 != mt || (ib & 0x1f) > 27)
+		return -EAGAIN; /* another type, a tag, an indefinite length */
+	*arg = ib & 0x1f;
+	if (*arg >= 24) {
+		n = 1u << (*arg - 24);
+		if (n > c->len - pos)
+			return -EAGAIN;
+		for (*arg = 0, i = 0; i < n; i++)
+			*arg = *arg << 8 | c->p[pos++];
+	}
+	*at = pos;
+	return 0;
+}
+
+int tfs_cbor_pull_uint(struct tfs_cbor_pull *c, uint64_t *out)
+{
+	uint64_t at;
+	int ret = pull_head(c, 0, out, &at);
+
+	if (!ret)
+		c->pos = at;
+	return ret;
+}
+
+int tfs_cbor_pull_text(struct tfs_cbor_pull *c, const char **s, size_t *n)
+{
+	uint64_t len, at;
+	int ret = pull_head(c, 3, &len, &at);
+
+	if (ret)
+		return ret;
+	if (len > c->len - at || !tfs_utf8_valid(c->p + at, (size_t)len))
+		return -EAGAIN;
+	*s = (const char *)c->p + at;
+	*n = (size_t)len;
+	c->pos = at + len;
+	return 0;
+}
+
+static int pull_count(struct tfs_cbor_pull *c, unsigned mt, uint64_t *n)
+{
+	uint64_t at;
+	int ret = pull_head(c, mt, n, &at);
+
+	if (!ret)
+		c->pos = at;
+	return ret;
+}
+
+int tfs_cbor_pull_array(struct tfs_cbor_pull *c, uint64_t *n)
+{
+	return pull_count(c, 4, n);
+}
+
+int tfs_cbor_pull_map(struct tfs_cbor_pull *c, uint64_t *npairs)
+{
+	return pull_count(c, 5, npairs);
+}
+
+int tfs_cbor_pull_skip(struct tfs_cbor_pull *c)
+{
+	struct tfs_diag d;
+	uint64_t used;
+
+	tfs_diag_clear(&d);
+	if (c->pos >= c->len ||
+	    tfs_cbor_walk(c->p + c->pos, c->len - c->pos, 0,
+			  TFS_CBOR_MAX_DEPTH, &used, &d))
+		return -EAGAIN;
+	c->pos += used;
+	return 0;
+}
+
 /* ---- core deterministic encoding (tfs_cbor_check_deterministic) ---------- */
 
 struct det {

@@ -296,6 +296,87 @@ static size_t key_map(uint8_t *buf, const char *const *names, size_t n)
 }
 
 /* small maps are compared in place, large ones sorted: the same answer */
+/*
+ * Reading in place: plain items are read and passed; anything else (a
+ * tag, an indefinite length, another type, bytes past the end, text that
+ * is not UTF-8) answers -EAGAIN and leaves the position alone.
+ */
+START_TEST(pull_plain_items)
+{
+	/* {"shape": [3, 300], "dtype": "f32", "x": [1, {"y": h'00'}]} */
+	static const uint8_t m[] = {
+		0xa3, 0x65, 's',  'h',	'a',  'p',  'e',  0x82, 0x03, 0x19,
+		0x01, 0x2c, 0x65, 'd',	't',  'y',  'p',  'e',	0x63, 'f',
+		'3',  '2',  0x61, 'x',	0x82, 0x01, 0xa1, 0x61, 'y',  0x41,
+		0x00};
+	struct tfs_cbor_pull c = {m, sizeof(m), 0};
+	const char *t;
+	uint64_t n, u;
+	size_t tn;
+
+	ck_assert_int_eq(tfs_cbor_pull_array(&c, &n), -EAGAIN); /* a map */
+	ck_assert_uint_eq(c.pos, 0);
+	ck_assert_int_eq(tfs_cbor_pull_map(&c, &n), 0);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_int_eq(tfs_cbor_pull_text(&c, &t, &tn), 0);
+	ck_assert_uint_eq(tn, 5);
+	ck_assert_int_eq(memcmp(t, "shape", 5), 0);
+	ck_assert_int_eq(tfs_cbor_pull_array(&c, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_int_eq(tfs_cbor_pull_uint(&c, &u), 0);
+	ck_assert_uint_eq(u, 3);
+	ck_assert_int_eq(tfs_cbor_pull_uint(&c, &u), 0);
+	ck_assert_uint_eq(u, 300);
+	ck_assert_int_eq(tfs_cbor_pull_skip(&c), 0); /* "dtype" */
+	ck_assert_int_eq(tfs_cbor_pull_uint(&c, &u), -EAGAIN); /* text */
+	ck_assert_int_eq(tfs_cbor_pull_text(&c, &t, &tn), 0);
+	ck_assert_int_eq(memcmp(t, "f32", 3), 0);
+	ck_assert_int_eq(tfs_cbor_pull_skip(&c), 0); /* "x" */
+	ck_assert_int_eq(tfs_cbor_pull_skip(&c), 0); /* [1, {"y": h'00'}] */
+	ck_assert_uint_eq(c.pos, sizeof(m));
+	ck_assert_int_eq(tfs_cbor_pull_skip(&c), -EAGAIN); /* nothing left */
+}
+END_TEST
+
+START_TEST(pull_other_forms)
+{
+	static const uint8_t tagged[] = {0xc2, 0x41, 0x01};	 /* 2(h'01') */
+	static const uint8_t indef[] = {0x7f, 0x61, 'a', 0xff};	 /* (_ "a") */
+	static const uint8_t short_head[] = {0x19, 0x01};	 /* 2 bytes? */
+	static const uint8_t long_text[] = {0x65, 'a', 'b'};	 /* 5 of 2 */
+	static const uint8_t not_utf8[] = {0x62, 0xc3, 0x28};	 /* bad seq */
+	static const uint8_t indef_map[] = {0xbf, 0x61, 'a', 0x01, 0xff};
+	const uint8_t *v[] = {tagged, indef, short_head, long_text, not_utf8,
+			      indef_map};
+	const size_t len[] = {sizeof(tagged),	   sizeof(indef),
+			      sizeof(short_head),  sizeof(long_text),
+			      sizeof(not_utf8),	   sizeof(indef_map)};
+	const char *t;
+	uint64_t n;
+	size_t tn, i;
+
+	for (i = 0; i < sizeof(v) / sizeof(*v); i++) {
+		struct tfs_cbor_pull c = {v[i], len[i], 0};
+
+		ck_assert_int_eq(tfs_cbor_pull_uint(&c, &n), -EAGAIN);
+		ck_assert_int_eq(tfs_cbor_pull_text(&c, &t, &tn), -EAGAIN);
+		ck_assert_int_eq(tfs_cbor_pull_map(&c, &n), -EAGAIN);
+		ck_assert_int_eq(tfs_cbor_pull_array(&c, &n), -EAGAIN);
+		ck_assert_uint_eq(c.pos, 0);
+	}
+	/* skip takes any well-formed item, and refuses a truncated one */
+	{
+		struct tfs_cbor_pull c = {indef_map, sizeof(indef_map), 0};
+		struct tfs_cbor_pull d = {long_text, sizeof(long_text), 0};
+
+		ck_assert_int_eq(tfs_cbor_pull_skip(&c), 0);
+		ck_assert_uint_eq(c.pos, sizeof(indef_map));
+		ck_assert_int_eq(tfs_cbor_pull_skip(&d), -EAGAIN);
+		ck_assert_uint_eq(d.pos, 0);
+	}
+}
+END_TEST
+
 START_TEST(keys_given_twice)
 {
 	static const char *const small[] = {"b", "ab", "b", "abc", "ab"};
@@ -345,6 +426,8 @@ int main(void)
 	tcase_add_test(tc, rejects);
 	tcase_add_test(tc, keys);
 	tcase_add_test(tc, keys_given_twice);
+	tcase_add_test(tc, pull_plain_items);
+	tcase_add_test(tc, pull_other_forms);
 	tcase_add_test(tc, deterministic);
 	suite_add_tcase(s, tc);
 	return tu_run(s);

@@ -1198,6 +1198,92 @@ START_TEST(thousands_of_tensors)
 }
 END_TEST
 
+/*
+ * Pairs of the name map in the plain form are read in place, others by
+ * libcbor (ztensor.c, zt_fast_pair): a manifest mixing both forms, and the
+ * forms the fast path hands on (a tag, an indefinite array, a key it does
+ * not know, a key given twice), loads the same tensors either way.
+ */
+START_TEST(plain_and_other_forms_agree)
+{
+	struct tfs_image *img;
+	uint32_t va = 0x01020304, vb = 0xa0b0c0d0, vc = 0x55667788;
+	uint64_t oa, ob, oc;
+	struct zw w;
+	uint8_t *f;
+	size_t len;
+
+	zw_init(&w, V12);
+	oa = zw_blob(&w, &va, 4);
+	ob = zw_blob(&w, &vb, 4);
+	oc = zw_blob(&w, &vc, 4);
+	w_v12_head(&w.m, 3);
+	w_dense(&w.m, "plain", "u32", 1, oa, 4, false);
+	/* "other": an indefinite shape and a tagged offset */
+	c_text(&w.m, "other");
+	c_map(&w.m, 4);
+	c_text(&w.m, "shape");
+	b_byte(&w.m, 0x9f);
+	c_uint(&w.m, 1);
+	b_byte(&w.m, 0xff);
+	c_kv_text(&w.m, "format", "dense");
+	c_kv_uint(&w.m, "note", 7); /* unknown: skipped either way */
+	c_text(&w.m, "components");
+	c_map(&w.m, 1);
+	c_text(&w.m, "data");
+	c_map(&w.m, 3);
+	c_kv_text(&w.m, "dtype", "u32");
+	c_text(&w.m, "offset");
+	c_head(&w.m, 6, 1);
+	c_uint(&w.m, ob);
+	c_kv_uint(&w.m, "length", 4);
+	/* "third": plain, with an unknown key in its component */
+	c_text(&w.m, "third");
+	c_map(&w.m, 3);
+	c_text(&w.m, "shape");
+	c_shape(&w.m, (uint64_t[]){1}, 1);
+	c_kv_text(&w.m, "format", "dense");
+	c_text(&w.m, "components");
+	c_map(&w.m, 1);
+	c_text(&w.m, "data");
+	c_map(&w.m, 4);
+	c_kv_text(&w.m, "dtype", "u32");
+	c_kv_uint(&w.m, "offset", oc);
+	c_kv_uint(&w.m, "length", 4);
+	c_kv_text(&w.m, "future", "ignored");
+	f = zw_finish(&w, &len);
+	img = tu_load_ok(f, len);
+	ck_assert_uint_eq(img->tree->ntensors, 3);
+	expect_bytes(img, "plain", &va, 4);
+	expect_bytes(img, "other", &vb, 4);
+	expect_bytes(img, "third", &vc, 4);
+	tfs_image_close(img);
+	free(f);
+
+	/* a key given twice inside a tensor's map: refused, as ever */
+	zw_init(&w, V12);
+	oa = zw_blob(&w, &va, 4);
+	w_v12_head(&w.m, 1);
+	c_text(&w.m, "twice");
+	c_map(&w.m, 4);
+	c_text(&w.m, "shape");
+	c_shape(&w.m, (uint64_t[]){1}, 1);
+	c_kv_text(&w.m, "format", "dense");
+	c_kv_text(&w.m, "format", "dense");
+	c_text(&w.m, "components");
+	c_map(&w.m, 1);
+	c_text(&w.m, "data");
+	c_map(&w.m, 3);
+	c_kv_text(&w.m, "dtype", "u32");
+	c_kv_uint(&w.m, "offset", oa);
+	c_kv_uint(&w.m, "length", 4);
+	f = zw_finish(&w, &len);
+	tu_expect_reject(f, len, -EBADMSG, "key given twice: format",
+			 w.man_off);
+	free(f);
+}
+END_TEST
+
 /* ---- the read path ------------------------------------------------------- */
 
 static uint8_t *smooth(size_t n)
@@ -2070,6 +2156,7 @@ int main(void)
 	tcase_add_test(tc, v12_logical_type);
 	tcase_add_test(tc, v01_particulars);
 	tcase_add_test(tc, thousands_of_tensors);
+	tcase_add_test(tc, plain_and_other_forms_agree);
 	tcase_add_test(tc, zstd_any_offset);
 	tcase_add_test(tc, single_flight);
 	tcase_add_test(tc, cache_bounded);
