@@ -1586,6 +1586,11 @@ static int zt_decode_root(struct zt_ctx *z, cbor_item_t **root)
 	if (!r)
 		return zt_oom(z);
 	for (at = head, i = 0; i < n; i++) {
+		/*
+		 * the last pair's, if still set, are the map's now: a
+		 * failure below must not give back what it holds
+		 */
+		k = v = NULL;
 		ret = tfs_cbor_load_walked(p + at, used - at, z->man_off + at,
 					   &k, &vlen, z->d);
 		if (ret)

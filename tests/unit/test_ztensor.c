@@ -1284,6 +1284,34 @@ START_TEST(plain_and_other_forms_agree)
 }
 END_TEST
 
+/*
+ * A root key our walk accepts but libcbor cannot decode (75 nested tags),
+ * after a pair already in the root: refused in one line.  The root's
+ * loop gave back the previous pair's value a second time on that path
+ * (libcbor's assertion: the process aborted); found by scripts/fuzz.
+ */
+START_TEST(root_key_libcbor_refuses)
+{
+	struct zw w;
+	uint8_t *f;
+	size_t len, i;
+
+	zw_init(&w, V10);
+	c_map(&w.m, 3);
+	c_kv_text(&w.m, "version", "1.0.0");
+	c_head(&w.m, 6, 20);
+	for (i = 0; i < 75; i++)
+		c_head(&w.m, 6, 6);
+	c_head(&w.m, 1, 11); /* -12 */
+	c_uint(&w.m, 1);
+	c_text(&w.m, "tensors");
+	c_map(&w.m, 0);
+	f = zw_finish(&w, &len);
+	tu_expect_reject(f, len, -EBADMSG, "CBOR", TU_ANY_OFFSET);
+	free(f);
+}
+END_TEST
+
 /* ---- the read path ------------------------------------------------------- */
 
 static uint8_t *smooth(size_t n)
@@ -2157,6 +2185,7 @@ int main(void)
 	tcase_add_test(tc, v01_particulars);
 	tcase_add_test(tc, thousands_of_tensors);
 	tcase_add_test(tc, plain_and_other_forms_agree);
+	tcase_add_test(tc, root_key_libcbor_refuses);
 	tcase_add_test(tc, zstd_any_offset);
 	tcase_add_test(tc, single_flight);
 	tcase_add_test(tc, cache_bounded);
