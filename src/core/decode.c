@@ -108,6 +108,8 @@ void tfs_rs_free(struct tfs_read_state *rs)
 	pthread_cond_destroy(&rs->dcond);
 	pthread_mutex_destroy(&rs->bg_lock);
 	pthread_cond_destroy(&rs->bg_done);
+	pthread_mutex_destroy(&rs->twin_lock);
+	free(rs->twin);
 	free(rs);
 }
 
@@ -125,6 +127,7 @@ int tfs_rs_new(struct tfs_image *img, struct tfs_diag *d)
 	pthread_cond_init(&rs->dcond, NULL);
 	pthread_mutex_init(&rs->bg_lock, NULL);
 	pthread_cond_init(&rs->bg_done, NULL);
+	pthread_mutex_init(&rs->twin_lock, NULL);
 	rs->opts.cache_size = tfs_default_cache_size();
 	rs->opts.verify = TFS_VERIFY_FIRST;
 	rs->window = window_for(rs->opts.cache_size);

@@ -196,9 +196,50 @@ static int read_prefixed(struct tfs_image *img, uint32_t idx, uint64_t off,
 	return 0;
 }
 
+/* the tied-weight groups, found at the first drop (NULL: none) */
+static const uint32_t *twins(struct tfs_read_state *rs,
+			     const struct tfs_tree *t)
+{
+	if (!atomic_load(&rs->twins_found)) {
+		pthread_mutex_lock(&rs->twin_lock);
+		if (!atomic_load(&rs->twins_found)) {
+			/* no memory for it: every extent dropped on its own */
+			if (tfs_twins_find(t, &rs->twin))
+				rs->twin = NULL;
+			atomic_store(&rs->twins_found, true);
+		}
+		pthread_mutex_unlock(&rs->twin_lock);
+	}
+	return rs->twin;
+}
+
+/*
+ * Tensor @i shares its bytes: they go once every tensor of its group has
+ * had its end served, all of them then.
+ */
+static void drop_group(struct tfs_image *img, const uint32_t *twin,
+		       uint32_t i)
+{
+	const struct tfs_tensor *x;
+	uint32_t k = i;
+
+	do {
+		if (!(atomic_load(&img->rs->flags[k]) & TS_END_SERVED))
+			return;
+		k = twin[k];
+	} while (k != i);
+	do {
+		x = &img->tree->tensors[k];
+		tfs_source_drop_cache(tfs_image_source(img, x), x->offset,
+				      x->stored_length);
+		k = twin[k];
+	} while (k != i);
+}
+
 void tfs_image_drop_source_cache(struct tfs_image *img, uint32_t node,
 				 uint64_t off, uint64_t len)
 {
+	const uint32_t *twin;
 	const struct tfs_tree *t = img->tree;
 	const struct tfs_tensor *x;
 	uint64_t end, from, to;
@@ -229,6 +270,14 @@ void tfs_image_drop_source_cache(struct tfs_image *img, uint32_t node,
 	end = off + len - x->prefix_len; /* in the tensor's bytes */
 	if (end > x->stored_length)
 		return;
+	twin = twins(img->rs, t);
+	if (twin && twin[t->nodes[node].tensor] != TFS_NO_TWIN) {
+		if (end == x->stored_length)
+			atomic_fetch_or(&img->rs->flags[t->nodes[node].tensor],
+					TS_END_SERVED);
+		drop_group(img, twin, t->nodes[node].tensor);
+		return;
+	}
 	if (end == x->stored_length) {
 		from = 0; /* the whole tensor, once its end is served */
 		to = end;

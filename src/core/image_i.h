@@ -61,7 +61,19 @@ struct tfs_read_state {
 	atomic_bool closing;
 	atomic_uint_fast64_t decodes, decoded_bytes, digest_checks,
 		digest_failures;
+	/* tfs_twins_find(), made at the first drop (image.c) */
+	pthread_mutex_t twin_lock;
+	atomic_bool twins_found;
+	uint32_t *twin;
 };
+
+/*
+ * Tensors sharing stored bytes (tied weights), src/core/twins.c: *out[i]
+ * is the next tensor of i's group, a ring, or TFS_NO_TWIN; *out is NULL
+ * when no two extents overlap.  0 or -ENOMEM.
+ */
+#define TFS_NO_TWIN UINT32_MAX
+int tfs_twins_find(const struct tfs_tree *t, uint32_t **out);
 
 /*
  * Finish a load: the builder's tree and the read state go to @img.  0 or

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/image_i.h"
 #include "tensorfs/codec.h"
 #include "tensorfs/image.h"
 #include "testutil.h"
@@ -247,6 +248,88 @@ START_TEST(torch_written)
 		ck_assert_uint_eq(d.offset, (uint64_t)(p - b));
 		free(b);
 	}
+	json_decref(e);
+}
+END_TEST
+
+/*
+ * Tied weights: torch's own file, whose expected.json says which tensors
+ * are contiguous runs of which storage at which file offset.  Two raw
+ * tensors whose byte ranges overlap are in one group of tfs_twins_find()
+ * (the read path gives their container pages back once both are served);
+ * no other tensor is in any group.
+ */
+START_TEST(tied_weights_are_twins)
+{
+	json_t *e = json_load_file(
+		tu_testdata("pytorch/torch_written/expected.json"), 0, NULL);
+	json_t *ts =
+		json_object_get(json_object_get(json_object_get(e, "valid"),
+						"shared_and_views_zip.pt"),
+				"tensors");
+	struct tfs_image *img = NULL;
+	struct tfs_diag d;
+	uint32_t *twin, ia, ib, k;
+	size_t a, b, grouped = 0;
+	bool in_ring;
+
+	ck_assert_ptr_nonnull(ts);
+	ck_assert_int_eq(tu_load_file(tu_testdata("pytorch/torch_written/"
+						  "shared_and_views_zip.pt"),
+				      &img, &d),
+			 0);
+	ck_assert_int_eq(tfs_twins_find(img->tree, &twin), 0);
+	ck_assert_ptr_nonnull(twin);
+	for (a = 0; a < json_array_size(ts); a++) {
+		json_t *ta = json_array_get(ts, a);
+		json_int_t oa, na;
+		bool shares = false;
+
+		if (!json_is_true(json_object_get(ta, "contiguous")) ||
+		    !json_object_get(ta, "file_offset"))
+			continue;
+		oa = json_integer_value(json_object_get(ta, "file_offset"));
+		na = json_integer_value(json_object_get(ta, "nbytes"));
+		ia = (uint32_t)(tu_tensor(img,
+					  json_string_value(json_object_get(
+						  ta, "name"))) -
+				img->tree->tensors);
+		for (b = 0; b < json_array_size(ts); b++) {
+			json_t *tb = json_array_get(ts, b);
+			json_int_t ob, nb;
+
+			if (b == a ||
+			    !json_is_true(json_object_get(tb, "contiguous")) ||
+			    !json_object_get(tb, "file_offset"))
+				continue;
+			ob = json_integer_value(
+				json_object_get(tb, "file_offset"));
+			nb = json_integer_value(json_object_get(tb, "nbytes"));
+			if (ob >= oa + na || oa >= ob + nb || !na || !nb)
+				continue;
+			shares = true;
+			ib = (uint32_t)(tu_tensor(
+						img,
+						json_string_value(
+							json_object_get(
+								tb, "name"))) -
+					img->tree->tensors);
+			for (in_ring = false, k = twin[ia];
+			     k != TFS_NO_TWIN && k != ia; k = twin[k])
+				in_ring |= k == ib;
+			ck_assert_msg(
+				in_ring, "%s and %s share bytes",
+				json_string_value(json_object_get(ta, "path")),
+				json_string_value(json_object_get(tb, "path")));
+		}
+		if (shares)
+			grouped++;
+		else
+			ck_assert_uint_eq(twin[ia], TFS_NO_TWIN);
+	}
+	ck_assert_uint_ge(grouped, 2); /* embed.weight and lm_head.weight */
+	free(twin);
+	tfs_image_close(img);
 	json_decref(e);
 }
 END_TEST
@@ -550,6 +633,7 @@ int main(void)
 
 	tcase_add_test(tc, every_valid_fixture);
 	tcase_add_test(tc, torch_written);
+	tcase_add_test(tc, tied_weights_are_twins);
 	tcase_add_test(tc, every_shared_reject);
 	tcase_add_test(tc, evil_global_offset);
 	tcase_add_test(tc, gather_codec);
