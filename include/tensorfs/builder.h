@@ -214,6 +214,15 @@ int tfs_builder_defer_metadata(struct tfs_builder *b, const char *key,
  */
 json_t *tfs_builder_manifest_extra(struct tfs_builder *b, uint32_t handle);
 
+/*
+ * The same members for many entries: @handle's extra members are @shared's
+ * (a reference taken), copied only if tfs_builder_manifest_extra() is
+ * asked for this entry's own later.  For an entry with none yet; 0, or
+ * -EINVAL.  100,000 tensors with {"layout": "dense"} hold one object.
+ */
+int tfs_builder_share_manifest_extra(struct tfs_builder *b, uint32_t handle,
+				     json_t *shared);
+
 /* Add .tensorfs/@name with @len bytes (copied). */
 int tfs_builder_add_meta_file(struct tfs_builder *b, const char *name,
 			      const void *data, size_t len);

@@ -1080,11 +1080,33 @@ int tfs_builder_set_xattr_json(struct tfs_builder *b, uint32_t handle,
 
 json_t *tfs_builder_manifest_extra(struct tfs_builder *b, uint32_t handle)
 {
+	struct entry *e;
+	json_t *own;
+
 	if (handle >= b->n)
 		return NULL;
-	if (!b->e[handle].extra)
-		b->e[handle].extra = json_object();
-	return b->e[handle].extra;
+	e = &b->e[handle];
+	if (e->extra_shared) {
+		own = json_deep_copy(e->extra);
+		if (!own)
+			return NULL;
+		json_decref(e->extra);
+		e->extra = own;
+		e->extra_shared = false;
+	}
+	if (!e->extra)
+		e->extra = json_object();
+	return e->extra;
+}
+
+int tfs_builder_share_manifest_extra(struct tfs_builder *b, uint32_t handle,
+				     json_t *shared)
+{
+	if (handle >= b->n || b->e[handle].extra || !json_is_object(shared))
+		return -EINVAL;
+	b->e[handle].extra = json_incref(shared);
+	b->e[handle].extra_shared = true;
+	return 0;
 }
 
 int tfs_builder_add_meta_file(struct tfs_builder *b, const char *name,

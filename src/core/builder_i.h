@@ -67,7 +67,8 @@ struct entry {
 	struct tfs_xattr *xattrs;
 	uint32_t nxattrs, xattrs_cap;
 	json_t *extra;
-	char *path;    /* final path (finish) */
+	bool extra_shared; /* @extra is other entries' too: copy to change */
+	char *path;	   /* final path (finish) */
 	uint32_t node; /* its node (finish) */
 };
 

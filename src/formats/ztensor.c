@@ -70,6 +70,7 @@ struct zt_ctx {
 	uint64_t man_len;
 	enum zt_form form;
 	json_t *obj_attrs; /* metadata "object_attributes" */
+	json_t *layout;	   /* {"layout": F} shared by the plain tensors */
 	/*
 	 * The name map ("tensors", "objects") left out of the root's DOM:
 	 * its empty stand-in there, and where its pairs start (from the
@@ -733,11 +734,31 @@ static int zt_attr_xattrs(struct zt_ctx *z, uint32_t handle, cbor_item_t *m)
 	return tfs_cbor_attr_xattrs(z->b, handle, m) ? zt_oom(z) : 0;
 }
 
+/*
+ * manifest.json's {"layout": F} of a tensor with nothing else there: one
+ * object for all of them with the same F (a jansson object per tensor was
+ * a tenth of a 100,000-tensor mount)
+ */
+static int zt_share_layout(struct zt_ctx *z, const struct zt_obj *o,
+			   uint32_t handle)
+{
+	const char *f = json_string_value(json_object_get(z->layout, "layout"));
+
+	if (!f || strcmp(f, o->format) != 0) {
+		json_decref(z->layout);
+		z->layout = json_pack("{s:s}", "layout", o->format);
+	}
+	return z->layout && !tfs_builder_share_manifest_extra(z->b, handle,
+							       z->layout)
+		       ? 0
+		       : zt_oom(z);
+}
+
 /* xattrs and manifest members every tensor file or group gets */
 static int zt_decorate(struct zt_ctx *z, const struct zt_obj *o,
 		       uint32_t handle)
 {
-	json_t *extra = tfs_builder_manifest_extra(z->b, handle);
+	json_t *extra;
 	int ret;
 
 	ret = tfs_builder_set_xattr_str(z->b, handle, "ztensor.layout",
@@ -745,7 +766,12 @@ static int zt_decorate(struct zt_ctx *z, const struct zt_obj *o,
 	if (!ret && o->big_endian)
 		ret = tfs_builder_set_xattr_str(z->b, handle, "byte_order",
 						"big");
-	if (ret || !extra)
+	if (ret)
+		return zt_oom(z);
+	if (!o->big_endian && !o->attrs)
+		return zt_share_layout(z, o, handle);
+	extra = tfs_builder_manifest_extra(z->b, handle);
+	if (!extra)
 		return zt_oom(z);
 	json_object_set_new(extra, "layout", json_string(o->format));
 	if (o->big_endian) {
@@ -1670,6 +1696,7 @@ static int zt_load(const struct tfs_source *src, struct tfs_builder *b,
 		json_object_set(meta, "object_attributes", z.obj_attrs);
 out:
 	json_decref(z.obj_attrs);
+	json_decref(z.layout);
 	cbor_decref(&root);
 	return ret;
 }

@@ -623,6 +623,51 @@ START_TEST(manifest_text_is_jansson_dump)
 }
 END_TEST
 
+/*
+ * Entries sharing their manifest members (tfs_builder_share_manifest_extra)
+ * print them each; one entry's own member added later is its alone.
+ */
+START_TEST(shared_manifest_extra)
+{
+	json_t *shared = json_pack("{s:s}", "layout", "dense"), *j, *ts;
+	struct tfs_tensor_spec s;
+	struct tfs_tree *t;
+	uint32_t h[3], i, n;
+
+	for (i = 0; i < 3; i++) {
+		char name[8];
+
+		snprintf(name, sizeof(name), "t%u", i);
+		s = spec_for(name, 4 * i, 4);
+		ck_assert_int_eq(tfs_builder_add_tensor(b, &s, &h[i], &d), 0);
+		ck_assert_int_eq(
+			tfs_builder_share_manifest_extra(b, h[i], shared), 0);
+	}
+	/* once there, not again */
+	ck_assert_int_eq(tfs_builder_share_manifest_extra(b, h[0], shared),
+			 -EINVAL);
+	json_object_set_new(tfs_builder_manifest_extra(b, h[1]), "own",
+			    json_true());
+	ck_assert_ptr_null(json_object_get(shared, "own"));
+	json_decref(shared); /* the builder holds its own references */
+	t = finish();
+	n = tfs_tree_resolve(t, ".tensorfs/manifest.json");
+	ck_assert_uint_gt(tfs_node_size(t, n), 0);
+	j = json_loadb(t->nodes[n].mem, t->nodes[n].mem_len, 0, NULL);
+	ts = json_object_get(j, "tensors");
+	ck_assert_uint_eq(json_array_size(ts), 3);
+	for (i = 0; i < 3; i++) {
+		json_t *e = json_array_get(ts, i);
+
+		ck_assert_str_eq(json_string_value(json_object_get(e, "layout")),
+				 "dense");
+		ck_assert_int_eq(json_object_get(e, "own") != NULL, i == 1);
+	}
+	json_decref(j);
+	tfs_tree_free(t);
+}
+END_TEST
+
 START_TEST(manifest_json)
 {
 	struct tfs_tree *t;
@@ -701,6 +746,7 @@ int main(void)
 	tcase_add_test(tc, dtype_table);
 	tcase_add_test(tc, printable_names);
 	tcase_add_test(tc, manifest_json);
+	tcase_add_test(tc, shared_manifest_extra);
 	tcase_add_test(tc, manifest_text_is_jansson_dump);
 	tcase_add_test(tc, many_tensors);
 	suite_add_tcase(s, tc);
