@@ -496,18 +496,13 @@ static void pop_entry(struct tfs_builder *b)
 	memset(&b->e[b->n], 0, sizeof(b->e[b->n]));
 }
 
-/* the builder's copy of the text @c (malloc'd: taken), or NULL */
-static const char *intern_comp(struct tfs_builder *b, char *c)
+/* the text @c (malloc'd: taken), not interned yet, interned; or NULL */
+static const char *intern_new(struct tfs_builder *b, char *c)
 {
-	uint32_t id;
 	char **nt;
 
 	if (!c)
 		return NULL;
-	if (tfs_strmap_get(&b->comp_ids, c, &id)) {
-		free(c);
-		return b->comp_texts[id];
-	}
 	if (b->ncomp_texts == b->comp_texts_cap) {
 		uint32_t cap = b->comp_texts_cap ? 2 * b->comp_texts_cap : 64;
 
@@ -527,6 +522,18 @@ static const char *intern_comp(struct tfs_builder *b, char *c)
 	}
 	b->comp_texts[b->ncomp_texts] = c;
 	return b->comp_texts[b->ncomp_texts++];
+}
+
+/* the builder's copy of the text @c (malloc'd: taken), or NULL */
+static const char *intern_comp(struct tfs_builder *b, char *c)
+{
+	uint32_t id;
+
+	if (c && tfs_strmap_get(&b->comp_ids, c, &id)) {
+		free(c);
+		return b->comp_texts[id];
+	}
+	return intern_new(b, c);
 }
 
 /* append the interned text @c to @e's components */
@@ -569,12 +576,14 @@ static int add_comp(struct tfs_builder *b, struct entry *e, const char *s,
 	char plain[TFS_NAME_MAX + 1];
 	uint32_t id;
 
-	/* most components were seen before: found without escaping */
+	/* most components were seen before: found without escaping; a new
+	 * plain one is its own escape (a leaf's name, 100,000 of them) */
 	if (plain_comp(s, len)) {
 		memcpy(plain, s, len);
 		plain[len] = '\0';
 		if (tfs_strmap_get(&b->comp_ids, plain, &id))
 			return push_comp(e, b->comp_texts[id]);
+		return push_comp(e, intern_new(b, strndup(s, len)));
 	}
 	return push_comp(e, intern_comp(b, tfs_name_escape(s, len,
 							    TFS_NAME_MAX)));
