@@ -237,6 +237,14 @@ enum tfs_fuse_result tfs_fuse_run(struct tfs_image *img,
 	if (fuse_daemonize(foreground) != 0)
 		goto out_unmount;
 	trim_heap_later();
+	/*
+	 * Buffers of 2 MiB and more (a zstd decoder's window, a decode's
+	 * scratch) mapped and unmapped, not kept by a thread's arena once
+	 * freed, as glibc's moving threshold did: 16 readers of a zstd model
+	 * held 58-66 MiB where 38 were in use, and a 64 MiB memory cgroup
+	 * killed the daemon (docs/performance.md).
+	 */
+	mallopt(M_MMAP_THRESHOLD, 2 << 20);
 	if (a->single_thread) {
 		ret = fuse_session_loop(se);
 	} else {
