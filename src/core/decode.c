@@ -974,8 +974,8 @@ void tfs_view_release(struct tfs_image *img, struct tfs_view *v)
 		free(v->pin);
 	else if (v->pin_kind == PIN_SOURCE && src->ops)
 		/* a remote source serves data + off (no serve_map) */
-		tfs_source_unpin(src, (uint64_t)((const uint8_t *)v->data -
-						 src->data),
-				 v->len);
+		tfs_source_unpin(
+			src, (uint64_t)((const uint8_t *)v->data - src->data),
+			v->len);
 	memset(v, 0, sizeof(*v));
 }

@@ -217,8 +217,7 @@ static const uint32_t *twins(struct tfs_read_state *rs,
  * Tensor @i shares its bytes: they go once every tensor of its group has
  * had its end served, all of them then.
  */
-static void drop_group(struct tfs_image *img, const uint32_t *twin,
-		       uint32_t i)
+static void drop_group(struct tfs_image *img, const uint32_t *twin, uint32_t i)
 {
 	const struct tfs_tensor *x;
 	uint32_t k = i;

@@ -50,8 +50,8 @@ static int piece_bytes(const struct tfs_image *img, const struct tfs_segment *g,
 	return 0;
 }
 
-static void piece_done(const struct tfs_image *img,
-		       const struct tfs_segment *g, uint64_t off, uint64_t len)
+static void piece_done(const struct tfs_image *img, const struct tfs_segment *g,
+		       uint64_t off, uint64_t len)
 {
 	if (!g->mem)
 		tfs_source_unpin(&img->srcs[g->source], g->offset + off, len);

@@ -749,7 +749,7 @@ static int zt_share_layout(struct zt_ctx *z, const struct zt_obj *o,
 		z->layout = json_pack("{s:s}", "layout", o->format);
 	}
 	return z->layout && !tfs_builder_share_manifest_extra(z->b, handle,
-							       z->layout)
+							      z->layout)
 		       ? 0
 		       : zt_oom(z);
 }

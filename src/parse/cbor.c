@@ -306,9 +306,8 @@ int tfs_cbor_pull_skip(struct tfs_cbor_pull *c)
 	uint64_t used;
 
 	tfs_diag_clear(&d);
-	if (c->pos >= c->len ||
-	    tfs_cbor_walk(c->p + c->pos, c->len - c->pos, 0,
-			  TFS_CBOR_MAX_DEPTH, &used, &d))
+	if (c->pos >= c->len || tfs_cbor_walk(c->p + c->pos, c->len - c->pos, 0,
+					      TFS_CBOR_MAX_DEPTH, &used, &d))
 		return -EAGAIN;
 	c->pos += used;
 	return 0;

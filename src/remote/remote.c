@@ -1621,8 +1621,9 @@ static void *fault_loop(void *arg)
 		off = (msg.arg.pagefault.address -
 		       (uint64_t)(uintptr_t)r->map) &
 		      ~(page - 1);
-		ret = off < r->size ? fetch(r, off, 1, false, 0, UINT64_MAX, false)
-				    : -EIO;
+		ret = off < r->size
+			      ? fetch(r, off, 1, false, 0, UINT64_MAX, false)
+			      : -EIO;
 		if (ret && !mounted) {
 			/* loading the container: the command cannot go on */
 			fprintf(stderr, "tensorfs: %s: cannot fetch: %s\n",

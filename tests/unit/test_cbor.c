@@ -305,10 +305,9 @@ START_TEST(pull_plain_items)
 {
 	/* {"shape": [3, 300], "dtype": "f32", "x": [1, {"y": h'00'}]} */
 	static const uint8_t m[] = {
-		0xa3, 0x65, 's',  'h',	'a',  'p',  'e',  0x82, 0x03, 0x19,
-		0x01, 0x2c, 0x65, 'd',	't',  'y',  'p',  'e',	0x63, 'f',
-		'3',  '2',  0x61, 'x',	0x82, 0x01, 0xa1, 0x61, 'y',  0x41,
-		0x00};
+		0xa3, 0x65, 's',  'h',	'a',  'p',  'e', 0x82, 0x03, 0x19, 0x01,
+		0x2c, 0x65, 'd',  't',	'y',  'p',  'e', 0x63, 'f',  '3',  '2',
+		0x61, 'x',  0x82, 0x01, 0xa1, 0x61, 'y', 0x41, 0x00};
 	struct tfs_cbor_pull c = {m, sizeof(m), 0};
 	const char *t;
 	uint64_t n, u;
@@ -327,7 +326,7 @@ START_TEST(pull_plain_items)
 	ck_assert_uint_eq(u, 3);
 	ck_assert_int_eq(tfs_cbor_pull_uint(&c, &u), 0);
 	ck_assert_uint_eq(u, 300);
-	ck_assert_int_eq(tfs_cbor_pull_skip(&c), 0); /* "dtype" */
+	ck_assert_int_eq(tfs_cbor_pull_skip(&c), 0);	       /* "dtype" */
 	ck_assert_int_eq(tfs_cbor_pull_uint(&c, &u), -EAGAIN); /* text */
 	ck_assert_int_eq(tfs_cbor_pull_text(&c, &t, &tn), 0);
 	ck_assert_int_eq(memcmp(t, "f32", 3), 0);
@@ -340,17 +339,17 @@ END_TEST
 
 START_TEST(pull_other_forms)
 {
-	static const uint8_t tagged[] = {0xc2, 0x41, 0x01};	 /* 2(h'01') */
-	static const uint8_t indef[] = {0x7f, 0x61, 'a', 0xff};	 /* (_ "a") */
-	static const uint8_t short_head[] = {0x19, 0x01};	 /* 2 bytes? */
-	static const uint8_t long_text[] = {0x65, 'a', 'b'};	 /* 5 of 2 */
-	static const uint8_t not_utf8[] = {0x62, 0xc3, 0x28};	 /* bad seq */
+	static const uint8_t tagged[] = {0xc2, 0x41, 0x01};	/* 2(h'01') */
+	static const uint8_t indef[] = {0x7f, 0x61, 'a', 0xff}; /* (_ "a") */
+	static const uint8_t short_head[] = {0x19, 0x01};	/* 2 bytes? */
+	static const uint8_t long_text[] = {0x65, 'a', 'b'};	/* 5 of 2 */
+	static const uint8_t not_utf8[] = {0x62, 0xc3, 0x28};	/* bad seq */
 	static const uint8_t indef_map[] = {0xbf, 0x61, 'a', 0x01, 0xff};
-	const uint8_t *v[] = {tagged, indef, short_head, long_text, not_utf8,
-			      indef_map};
-	const size_t len[] = {sizeof(tagged),	   sizeof(indef),
-			      sizeof(short_head),  sizeof(long_text),
-			      sizeof(not_utf8),	   sizeof(indef_map)};
+	const uint8_t *v[] = {tagged,	 indef,	   short_head,
+			      long_text, not_utf8, indef_map};
+	const size_t len[] = {sizeof(tagged),	  sizeof(indef),
+			      sizeof(short_head), sizeof(long_text),
+			      sizeof(not_utf8),	  sizeof(indef_map)};
 	const char *t;
 	uint64_t n;
 	size_t tn, i;

@@ -494,9 +494,8 @@ START_TEST(pinned_reads_keep_their_bytes)
 	struct tfs_source s;
 
 	open_served(&s, 8 * SRV_CHUNK, NULL);
-	ck_assert_int_eq(tfs_source_fetch_in(&s, off, SRV_CHUNK, off,
-					     SRV_CHUNK),
-			 0);
+	ck_assert_int_eq(
+		tfs_source_fetch_in(&s, off, SRV_CHUNK, off, SRV_CHUNK), 0);
 	tfs_source_drop_cache(&s, off, SRV_CHUNK); /* another thread's */
 	ck_assert_uint_eq(resident_pages(&s, off, SRV_CHUNK),
 			  SRV_CHUNK / sysconf(_SC_PAGESIZE));
@@ -509,9 +508,8 @@ START_TEST(pinned_reads_keep_their_bytes)
 	ck_assert_int_eq(tfs_remote_stats(&s, &st), 0);
 	ck_assert_uint_eq(st.held, 0);
 	/* unpinned, a drop is at once; the bytes come back when asked */
-	ck_assert_int_eq(tfs_source_fetch_in(&s, off, SRV_CHUNK, off,
-					     SRV_CHUNK),
-			 0);
+	ck_assert_int_eq(
+		tfs_source_fetch_in(&s, off, SRV_CHUNK, off, SRV_CHUNK), 0);
 	tfs_source_unpin(&s, off, SRV_CHUNK);
 	tfs_source_drop_cache(&s, off, SRV_CHUNK);
 	ck_assert_uint_eq(resident_pages(&s, off, SRV_CHUNK), 0);
@@ -534,9 +532,9 @@ START_TEST(tensor_rest_shared_over_connections)
 	struct tfs_source s;
 
 	open_served_ahead(&s, ext + SRV_CHUNK, NULL, 128u << 20);
-	ck_assert_int_eq(tfs_source_fetch_in(&s, SRV_CHUNK, SRV_CHUNK,
-					     SRV_CHUNK, ext),
-			 0);
+	ck_assert_int_eq(
+		tfs_source_fetch_in(&s, SRV_CHUNK, SRV_CHUNK, SRV_CHUNK, ext),
+		0);
 	tfs_source_unpin(&s, SRV_CHUNK, SRV_CHUNK);
 	ck_assert_int_eq(tfs_source_fetch(&s, SRV_CHUNK, ext), 0);
 	for (i = 0; i < ext; i += 4093)

@@ -659,8 +659,9 @@ START_TEST(shared_manifest_extra)
 	for (i = 0; i < 3; i++) {
 		json_t *e = json_array_get(ts, i);
 
-		ck_assert_str_eq(json_string_value(json_object_get(e, "layout")),
-				 "dense");
+		ck_assert_str_eq(
+			json_string_value(json_object_get(e, "layout")),
+			"dense");
 		ck_assert_int_eq(json_object_get(e, "own") != NULL, i == 1);
 	}
 	json_decref(j);
