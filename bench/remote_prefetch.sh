@@ -126,6 +126,8 @@ row() { # LABEL URL
 }
 rows=("$(printf 'row\tremote: bytes fetched to cat one 8 MiB tensor in the middle / its size\t%d bytes\t%.3fx\t<= %.3fx' \
 	"$worst" "$(echo "$worst / $T" | bc -l)" "$(echo "1.25 + $CHUNK / $T" | bc -l)")")
+rows+=("$(printf 'row\tremote: cat of that tensor, 40 MiB/s a connection, against one connection alone\t%.3f s vs %.3f s\t%.2fx\t' \
+	"$t1" "$(echo "8 / 40" | bc -l)" "$(echo "8 / 40 / $t1" | bc -l)")")
 row "whole model, loopback" "$URL" "" ""
 row "whole model, 40 MiB/s a connection" "$SURL" ">= 6x" ">= 1.2x"
 printf '%s\n' "${rows[@]}"
