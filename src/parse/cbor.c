@@ -211,24 +211,6 @@ int tfs_cbor_load_walked(const uint8_t *p, uint64_t len, uint64_t base,
 	return ret;
 }
 
-int tfs_cbor_map_head(const uint8_t *p, uint64_t len, uint64_t *npairs,
-		      uint64_t *head)
-{
-	struct tfs_cursor c;
-	uint64_t arg;
-	uint8_t ib;
-
-	tfs_cursor_init(&c, p, len, 0);
-	if (tfs_cursor_u8(&c, &ib) || ib >> 5 != 5 || (ib & 0x1f) > 27)
-		return -ENOENT;
-	arg = ib & 0x1f;
-	if (arg >= 24 && tfs_cursor_be(&c, 1u << (arg - 24), &arg))
-		return -ENOENT;
-	*npairs = arg;
-	*head = c.pos;
-	return 0;
-}
-
 /* ---- reading in place (tfs_cbor_pull) ------------------------------------ */
 
 /* the head of the item at c->pos, of major type @mt: its argument */
@@ -298,6 +280,17 @@ int tfs_cbor_pull_array(struct tfs_cbor_pull *c, uint64_t *n)
 int tfs_cbor_pull_map(struct tfs_cbor_pull *c, uint64_t *npairs)
 {
 	return pull_count(c, 5, npairs);
+}
+
+int tfs_cbor_map_head(const uint8_t *p, uint64_t len, uint64_t *npairs,
+		      uint64_t *head)
+{
+	struct tfs_cbor_pull c = {p, len, 0};
+
+	if (tfs_cbor_pull_map(&c, npairs))
+		return -ENOENT;
+	*head = c.pos;
+	return 0;
 }
 
 int tfs_cbor_pull_skip(struct tfs_cbor_pull *c)

@@ -1078,10 +1078,9 @@ static void give_up(struct remote *r, uint64_t b)
 
 	r->bstate[b] = BL_CACHED;
 	for (c = b * BLOCK_CHUNKS; c < last && c < r->nchunks; c++)
-		if (r->dropreq[c] && !r->pins[c]) {
+		if (r->dropreq[c]) {
 			r->dropreq[c] = 0;
-			if (r->state[c] == CH_PRESENT && !r->fmap[c])
-				drop_chunk(r, c);
+			drop_when_free(r, c); /* a pinned one waits again */
 		}
 }
 
