@@ -19,9 +19,54 @@
 #include <stdint.h>
 
 #include "tensorfs/abi.h"
-#include "tensorfs/tree.h" /* enum tfs_encoding */
 
 #define TFS_CODEC_MSG_MAX 160
+
+enum tfs_encoding {
+	TFS_ENCODING_RAW,     /* the stored bytes are the file's bytes */
+	TFS_ENCODING_ZSTD,    /* the stored bytes are zstd frame(s) */
+	TFS_ENCODING_DEFLATE, /* a raw deflate stream (a zip member) */
+	/*
+	 * the file is the row-major gather of a strided view of the stored
+	 * bytes (its layout: tfs_codec_params.gather)
+	 */
+	TFS_ENCODING_GATHER,
+	/*
+	 * a grid of separately stored, filtered chunks (its layout:
+	 * tfs_codec_params.chunks)
+	 */
+	TFS_ENCODING_CHUNKED,
+};
+
+/*
+ * What a codec needs besides the stored bytes, from the tensor record
+ * (struct tfs_tensor.codec, tree.h).  Deflate (src/codec/deflate.h): zip members
+ * carry their CRC-32, and an .npz member's first bytes are its .npy header,
+ * not the tensor's.  Gather (src/codec/gather.h): the view's layout.  All
+ * zero: none.
+ */
+struct tfs_codec_params {
+	uint64_t skip;	  /* decoded bytes before the output: dropped */
+	bool check_crc32; /* check the CRC-32 of all decoded bytes at the end */
+	uint32_t crc32;
+	/* TFS_ENCODING_GATHER: the view's layout (codec.h), else NULL */
+	struct tfs_gather_params *gather;
+	/* TFS_ENCODING_CHUNKED: the chunk grid (codec.h), else NULL */
+	struct tfs_chunk_params *chunks;
+};
+
+
+/*
+ * The fault guard every decoding step of a stream codec runs under: the
+ * core's SIGBUS guard (tfs_source_guard, set by tfs_source_catch_sigbus),
+ * so bytes of the container that vanish mid-step end that decoder with
+ * -EIO instead of the process.  It returns -EFAULT when @fn faulted, else
+ * what @fn returned.  Set once, before threads; unset: a step is called
+ * directly.  The codecs include nothing of the core: this is their one
+ * seam to it.
+ */
+typedef int (*tfs_codec_guard_fn)(int (*fn)(void *arg), void *arg);
+void tfs_codec_set_guard(tfs_codec_guard_fn guard);
 
 /* "raw", "zstd", ...; NULL for an unknown value */
 TFS_PRIVATE const char *tfs_encoding_name(enum tfs_encoding e);
@@ -36,8 +81,6 @@ int tfs_codec_decoded_size(enum tfs_encoding e, const void *src, size_t src_len,
 
 /* A resumable decoder over @src_len bytes at @src (borrowed). */
 struct tfs_stream;
-
-/* struct tfs_codec_params (what a codec needs besides the bytes): tree.h */
 
 /*
  * @stable: every decode call passes the same dst/cap, holding the whole

@@ -29,6 +29,7 @@
 #include <sys/types.h>
 
 #include "tensorfs/abi.h"
+#include "tensorfs/codec.h" /* enum tfs_encoding, struct tfs_codec_params */
 #include "tensorfs/dtype.h"
 
 #define TFS_ROOT_NODE 0u
@@ -41,39 +42,6 @@ enum tfs_node_kind {
 	TFS_NODE_MEMFILE,
 	TFS_NODE_PREVIEW,
 	TFS_NODE_EXPORT,
-};
-
-enum tfs_encoding {
-	TFS_ENCODING_RAW,     /* the stored bytes are the file's bytes */
-	TFS_ENCODING_ZSTD,    /* the stored bytes are zstd frame(s) */
-	TFS_ENCODING_DEFLATE, /* a raw deflate stream (a zip member) */
-	/*
-	 * the file is the row-major gather of a strided view of the stored
-	 * bytes (its layout: tfs_codec_params.gather)
-	 */
-	TFS_ENCODING_GATHER,
-	/*
-	 * a grid of separately stored, filtered chunks (its layout:
-	 * tfs_codec_params.chunks)
-	 */
-	TFS_ENCODING_CHUNKED,
-};
-
-/*
- * What a codec needs besides the stored bytes, from the tensor record
- * (struct tfs_tensor.codec).  Deflate (src/codec/deflate.h): zip members
- * carry their CRC-32, and an .npz member's first bytes are its .npy header,
- * not the tensor's.  Gather (src/codec/gather.h): the view's layout.  All
- * zero: none.
- */
-struct tfs_codec_params {
-	uint64_t skip;	  /* decoded bytes before the output: dropped */
-	bool check_crc32; /* check the CRC-32 of all decoded bytes at the end */
-	uint32_t crc32;
-	/* TFS_ENCODING_GATHER: the view's layout (codec.h), else NULL */
-	struct tfs_gather_params *gather;
-	/* TFS_ENCODING_CHUNKED: the chunk grid (codec.h), else NULL */
-	struct tfs_chunk_params *chunks;
 };
 
 /*

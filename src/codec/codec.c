@@ -11,6 +11,14 @@
 #include "codec/gather.h"
 #include "codec/zstd.h"
 #include "tensorfs/codec.h"
+#include "codec/guard.h"
+
+tfs_codec_guard_fn tfs_codec_guard;
+
+void tfs_codec_set_guard(tfs_codec_guard_fn guard)
+{
+	tfs_codec_guard = guard;
+}
 
 struct codec_ops {
 	const char *name;

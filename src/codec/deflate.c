@@ -16,7 +16,6 @@
 #include "codec/guard.h"
 #include "codec/deflate.h"
 #include "tensorfs/codec.h"
-#include "tensorfs/source.h"
 
 #define IN_SLICE (256u << 10)
 #define SKIP_SCRATCH 4096u

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * One decoding step of a stream codec over the container's mapping, under
- * the SIGBUS guard (tfs_source_guard): bytes that vanish mid-step (the
- * container was truncated) make the decoder unusable for good, with one
- * message.  Shared by the zstd and deflate decoders.
+ * the fault guard the program set (tfs_codec_set_guard: the core's SIGBUS
+ * guard): bytes that vanish mid-step (the container was truncated) make the
+ * decoder unusable for good, with one message.  Shared by the zstd and
+ * deflate decoders.
  */
 #ifndef TFS_CODEC_GUARD_H
 #define TFS_CODEC_GUARD_H
@@ -12,7 +13,10 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "tensorfs/source.h"
+#include "tensorfs/codec.h"
+
+/* codec.c: the guard set by tfs_codec_set_guard(), or NULL */
+extern tfs_codec_guard_fn tfs_codec_guard;
 
 /* @fn(@arg) guarded; -EIO once the bytes have vanished (@vanished set and
  * @msg says so), else what @fn returned */
@@ -24,7 +28,7 @@ static inline int tfs_codec_guarded_step(int (*fn)(void *), void *arg,
 
 	if (*vanished)
 		return -EIO;
-	ret = tfs_source_guard(fn, arg);
+	ret = tfs_codec_guard ? tfs_codec_guard(fn, arg) : fn(arg);
 	if (ret != -EFAULT)
 		return ret;
 	*vanished = true;

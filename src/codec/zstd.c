@@ -23,7 +23,6 @@
 #include <zstd_errors.h>
 
 #include "codec/guard.h"
-#include "tensorfs/source.h"
 #include "codec/zstd.h"
 
 #define IN_SLICE (256u << 10)

@@ -79,10 +79,7 @@ int tfs_as_view_read(struct tfs_image *img, uint32_t tensor, uint64_t off,
 					out[o + b - head] = bytes[b];
 		}
 	}
-	v->data = out;
-	v->len = len;
-	v->pin = out;
-	v->pin_kind = PIN_BOUNCE;
+	tfs_view_own(v, out, len);
 	out = NULL;
 	ret = 0;
 out:

@@ -73,7 +73,7 @@ static void drop_whole(void *state)
 	}
 }
 
-static size_t window_for(uint64_t budget)
+size_t tfs_decode_window_for(uint64_t budget)
 {
 	uint64_t w = budget / 8;
 
@@ -83,7 +83,7 @@ static size_t window_for(uint64_t budget)
 	return w < WINDOW_MIN ? WINDOW_MIN : (size_t)w;
 }
 
-void tfs_rs_free(struct tfs_read_state *rs)
+void tfs_read_state_free(struct tfs_read_state *rs)
 {
 	uint32_t i;
 
@@ -113,7 +113,7 @@ void tfs_rs_free(struct tfs_read_state *rs)
 	free(rs);
 }
 
-int tfs_rs_new(struct tfs_image *img, struct tfs_diag *d)
+int tfs_read_state_new(struct tfs_image *img, struct tfs_diag *d)
 {
 	const struct tfs_tree *t = img->tree;
 	struct tfs_read_state *rs;
@@ -130,7 +130,7 @@ int tfs_rs_new(struct tfs_image *img, struct tfs_diag *d)
 	pthread_mutex_init(&rs->twin_lock, NULL);
 	rs->opts.cache_size = tfs_default_cache_size();
 	rs->opts.verify = TFS_VERIFY_FIRST;
-	rs->window = window_for(rs->opts.cache_size);
+	rs->window = tfs_decode_window_for(rs->opts.cache_size);
 	for (i = 0; i < t->ntensors; i++)
 		if (t->tensors[i].encoding != TFS_ENCODING_RAW ||
 		    t->tensors[i].digest)
@@ -144,7 +144,7 @@ int tfs_rs_new(struct tfs_image *img, struct tfs_diag *d)
 				      drop_whole)
 		      : -ENOMEM;
 	if (ret) {
-		tfs_rs_free(rs);
+		tfs_read_state_free(rs);
 		return tfs_diag_oom(d);
 	}
 	rs->ntensors = t->ntensors;
@@ -163,7 +163,7 @@ int tfs_rs_new(struct tfs_image *img, struct tfs_diag *d)
 		pthread_mutex_init(&ts->fill, NULL);
 		pthread_cond_init(&ts->progress, NULL);
 		if (tfs_digest_parse(t->tensors[i].digest, &ts->digest)) {
-			tfs_rs_free(rs);
+			tfs_read_state_free(rs);
 			return tfs_diag_set(d, -EBADMSG,
 					    "tensor '%s': digest: malformed "
 					    "value '%s'",
@@ -173,34 +173,6 @@ int tfs_rs_new(struct tfs_image *img, struct tfs_diag *d)
 	}
 	img->rs = rs;
 	return 0;
-}
-
-int tfs_image_configure(struct tfs_image *img,
-			const struct tfs_image_options *opts)
-{
-	struct tfs_read_state *rs = img->rs;
-	uint64_t size =
-		opts->cache_size ? opts->cache_size : tfs_default_cache_size();
-
-	if (size < TFS_CACHE_SIZE_MIN || size > SIZE_MAX / 2)
-		return -EINVAL;
-	rs->opts = *opts;
-	rs->opts.cache_size = size;
-	rs->window = window_for(size);
-	tfs_cache_set_budget(rs->cache, size);
-	return 0;
-}
-
-void tfs_image_get_stats(struct tfs_image *img, struct tfs_image_stats *st)
-{
-	struct tfs_read_state *rs = img->rs;
-
-	memset(st, 0, sizeof(*st));
-	tfs_cache_get_stats(rs->cache, &st->cache);
-	st->decodes = atomic_load(&rs->decodes);
-	st->decoded_bytes = atomic_load(&rs->decoded_bytes);
-	st->digest_checks = atomic_load(&rs->digest_checks);
-	st->digest_failures = atomic_load(&rs->digest_failures);
 }
 
 /* ---- failures ------------------------------------------------------------ */
@@ -923,10 +895,7 @@ static int read_windows(struct tfs_image *img, uint32_t idx, uint64_t off,
 		       (size_t)(to - from));
 		tfs_cache_put(rs->cache, e);
 	}
-	v->data = bounce;
-	v->len = len;
-	v->pin = bounce;
-	v->pin_kind = PIN_BOUNCE;
+	tfs_view_own(v, bounce, len);
 	return 0;
 }
 
@@ -947,35 +916,4 @@ int tfs_decode_read(struct tfs_image *img, uint32_t idx, uint64_t off,
 		atomic_fetch_or(&rs->flags[idx], TS_WINDOWED);
 	}
 	return read_windows(img, idx, off, len, v);
-}
-
-bool tfs_image_node_failed(const struct tfs_image *img, uint32_t node)
-{
-	const struct tfs_node *n;
-
-	if (node >= img->tree->nnodes)
-		return false;
-	n = &img->tree->nodes[node];
-	return n->kind == TFS_NODE_TENSOR && failed(img->rs, n->tensor);
-}
-
-bool tfs_view_stays(const struct tfs_view *v)
-{
-	return v->pin_kind == PIN_NONE || v->pin_kind == PIN_SOURCE;
-}
-
-void tfs_view_release(struct tfs_image *img, struct tfs_view *v)
-{
-	const struct tfs_source *src = v->pin;
-
-	if (v->pin_kind == PIN_ENTRY)
-		tfs_cache_put(img->rs->cache, v->pin);
-	else if (v->pin_kind == PIN_BOUNCE)
-		free(v->pin);
-	else if (v->pin_kind == PIN_SOURCE && src->ops)
-		/* a remote source serves data + off (no serve_map) */
-		tfs_source_unpin(
-			src, (uint64_t)((const uint8_t *)v->data - src->data),
-			v->len);
-	memset(v, 0, sizeof(*v));
 }

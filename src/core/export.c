@@ -1029,10 +1029,7 @@ int tfs_export_read(struct tfs_image *img, const struct tfs_export *e,
 		free(buf);
 		return ret;
 	}
-	v->data = buf;
-	v->len = len;
-	v->pin = buf;
-	v->pin_kind = PIN_BOUNCE;
+	tfs_view_own(v, buf, len);
 	return 0;
 }
 

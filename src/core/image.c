@@ -109,7 +109,7 @@ int tfs_image_finish_load(struct tfs_image *img, struct tfs_builder *b,
 		img->nsrcs += n;
 		free(more);
 	}
-	return tfs_rs_new(img, d);
+	return tfs_read_state_new(img, d);
 }
 
 void tfs_image_close(struct tfs_image *img)
@@ -118,7 +118,7 @@ void tfs_image_close(struct tfs_image *img)
 
 	if (!img)
 		return;
-	tfs_rs_free(img->rs);
+	tfs_read_state_free(img->rs);
 	tfs_tree_free(img->tree);
 	for (i = 0; i < img->nsrcs; i++)
 		tfs_source_close(&img->srcs[i]);
@@ -132,20 +132,47 @@ void tfs_image_close(struct tfs_image *img)
 	free(img);
 }
 
-/* bytes [off, off + len) of tensor record @idx's own bytes */
-static int read_tensor(struct tfs_image *img, uint32_t idx, uint64_t off,
-		       size_t len, struct tfs_view *v)
-{
-	const struct tfs_tensor *x = &img->tree->tensors[idx];
-	int ret;
+/* ---- options and counters (the decode engine's, decode.c) ------------ */
 
-	if (x->encoding != TFS_ENCODING_RAW)
-		return tfs_decode_read(img, idx, off, len, v);
-	ret = tfs_digest_gate(img, idx);
-	if (ret)
-		return ret;
-	return tfs_stored_view(img, x, off, len, v);
+int tfs_image_configure(struct tfs_image *img,
+			const struct tfs_image_options *opts)
+{
+	struct tfs_read_state *rs = img->rs;
+	uint64_t size =
+		opts->cache_size ? opts->cache_size : tfs_default_cache_size();
+
+	if (size < TFS_CACHE_SIZE_MIN || size > SIZE_MAX / 2)
+		return -EINVAL;
+	rs->opts = *opts;
+	rs->opts.cache_size = size;
+	rs->window = tfs_decode_window_for(size);
+	tfs_cache_set_budget(rs->cache, size);
+	return 0;
 }
+
+void tfs_image_get_stats(struct tfs_image *img, struct tfs_image_stats *st)
+{
+	struct tfs_read_state *rs = img->rs;
+
+	memset(st, 0, sizeof(*st));
+	tfs_cache_get_stats(rs->cache, &st->cache);
+	st->decodes = atomic_load(&rs->decodes);
+	st->decoded_bytes = atomic_load(&rs->decoded_bytes);
+	st->digest_checks = atomic_load(&rs->digest_checks);
+	st->digest_failures = atomic_load(&rs->digest_failures);
+}
+
+bool tfs_image_node_failed(const struct tfs_image *img, uint32_t node)
+{
+	const struct tfs_node *n;
+
+	if (node >= img->tree->nnodes)
+		return false;
+	n = &img->tree->nodes[node];
+	return n->kind == TFS_NODE_TENSOR && failed(img->rs, n->tensor);
+}
+
+/* ---- the read dispatch ---------------------------------------------------- */
 
 /* bytes [off, off + len) of what the file shows after its prefix */
 static int read_body(struct tfs_image *img, uint32_t idx, uint64_t off,
@@ -153,7 +180,7 @@ static int read_body(struct tfs_image *img, uint32_t idx, uint64_t off,
 {
 	if (img->tree->tensors[idx].view)
 		return tfs_as_view_read(img, idx, off, len, v);
-	return read_tensor(img, idx, off, len, v);
+	return tfs_tensor_read(img, idx, off, len, v);
 }
 
 /*
@@ -189,10 +216,7 @@ static int read_prefixed(struct tfs_image *img, uint32_t idx, uint64_t off,
 		free(buf);
 		return ret;
 	}
-	v->data = buf;
-	v->len = len;
-	v->pin = buf;
-	v->pin_kind = PIN_BOUNCE;
+	tfs_view_own(v, buf, len);
 	return 0;
 }
 
@@ -336,20 +360,4 @@ int tfs_image_read(struct tfs_image *img, uint32_t node, uint64_t off,
 	if (off < x->prefix_len)
 		return read_prefixed(img, n->tensor, off, len, v);
 	return read_body(img, n->tensor, off - x->prefix_len, len, v);
-}
-
-int tfs_image_read_tensor(struct tfs_image *img, uint32_t tensor, uint64_t off,
-			  size_t len, struct tfs_view *v)
-{
-	const struct tfs_tensor *x;
-
-	memset(v, 0, sizeof(*v));
-	if (tensor >= img->tree->ntensors)
-		return -ENOENT;
-	x = &img->tree->tensors[tensor];
-	if (off >= x->size)
-		return 0;
-	if (len > x->size - off)
-		len = (size_t)(x->size - off);
-	return read_tensor(img, tensor, off, len, v);
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Private to the image modules (image.c: load and the read path, verify.c:
- * tensorfs verify): the per-tensor read state.  Lock order: see image.c.
+ * Private to the image modules (image.c: load and the read dispatch,
+ * tensor_read.c, decode.c, stored.c, verify.c): the per-tensor read state.
+ * Lock order: see decode.c.
  */
 #ifndef TFS_CORE_IMAGE_I_H
 #define TFS_CORE_IMAGE_I_H
@@ -82,9 +83,21 @@ int tfs_twins_find(const struct tfs_tree *t, uint32_t **out);
 int tfs_image_finish_load(struct tfs_image *img, struct tfs_builder *b,
 			  const char *format, struct tfs_diag *d);
 
+/*
+ * Bytes [@off, +@len) of tensor record @idx's own bytes (in range): the
+ * tensor-read layer (src/core/tensor_read.c) that the views call
+ */
+int tfs_tensor_read(struct tfs_image *img, uint32_t idx, uint64_t off,
+		    size_t len, struct tfs_view *v);
+
+/* @v shows @buf[0, @len) (malloc'd) and owns it: tfs_view_release frees */
+void tfs_view_own(struct tfs_view *v, void *buf, size_t len);
+
 /* the decode engine (src/core/decode.c) */
-int tfs_rs_new(struct tfs_image *img, struct tfs_diag *d);
-void tfs_rs_free(struct tfs_read_state *rs);
+int tfs_read_state_new(struct tfs_image *img, struct tfs_diag *d);
+void tfs_read_state_free(struct tfs_read_state *rs);
+/* the decode window for a cache of @budget bytes */
+size_t tfs_decode_window_for(uint64_t budget);
 /* a read of encoded tensor record @idx: decoded bytes, pinned in @v */
 int tfs_decode_read(struct tfs_image *img, uint32_t idx, uint64_t off,
 		    size_t len, struct tfs_view *v);

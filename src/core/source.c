@@ -15,6 +15,7 @@
 #include <linux/openat2.h>
 
 #include "tensorfs/checked.h"
+#include "tensorfs/codec.h"
 #include "tensorfs/diag.h"
 #include "tensorfs/source.h"
 
@@ -454,7 +455,10 @@ int tfs_source_catch_sigbus(void)
 	sa.sa_handler = on_sigbus;
 	sigemptyset(&sa.sa_mask);
 	sa.sa_flags = SA_NODEFER;
-	return sigaction(SIGBUS, &sa, NULL) < 0 ? -errno : 0;
+	if (sigaction(SIGBUS, &sa, NULL) < 0)
+		return -errno;
+	tfs_codec_set_guard(tfs_source_guard); /* the decoders' steps */
+	return 0;
 }
 
 int tfs_source_guard(int (*fn)(void *arg), void *arg)

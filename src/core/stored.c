@@ -181,10 +181,7 @@ int tfs_stored_view(const struct tfs_image *img, const struct tfs_tensor *x,
 		free(c.out);
 		return ret;
 	}
-	v->data = c.out;
-	v->len = len;
-	v->pin = c.out;
-	v->pin_kind = PIN_BOUNCE;
+	tfs_view_own(v, c.out, len);
 	return 0;
 }
 
