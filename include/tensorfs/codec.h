@@ -40,10 +40,10 @@ enum tfs_encoding {
 
 /*
  * What a codec needs besides the stored bytes, from the tensor record
- * (struct tfs_tensor.codec, tree.h).  Deflate (src/codec/deflate.h): zip members
- * carry their CRC-32, and an .npz member's first bytes are its .npy header,
- * not the tensor's.  Gather (src/codec/gather.h): the view's layout.  All
- * zero: none.
+ * (struct tfs_tensor.codec, tree.h).  Deflate (src/codec/deflate.h): zip
+ * members carry their CRC-32, and an .npz member's first bytes are its .npy
+ * header, not the tensor's.  Gather (src/codec/gather.h): the view's layout.
+ * All zero: none.
  */
 struct tfs_codec_params {
 	uint64_t skip;	  /* decoded bytes before the output: dropped */
@@ -54,7 +54,6 @@ struct tfs_codec_params {
 	/* TFS_ENCODING_CHUNKED: the chunk grid (codec.h), else NULL */
 	struct tfs_chunk_params *chunks;
 };
-
 
 /*
  * The fault guard every decoding step of a stream codec runs under: the

@@ -172,7 +172,8 @@ bool tfs_image_node_failed(const struct tfs_image *img, uint32_t node)
 	return n->kind == TFS_NODE_TENSOR && failed(img->rs, n->tensor);
 }
 
-/* ---- the read dispatch ---------------------------------------------------- */
+/* ---- the read dispatch ----------------------------------------------------
+ */
 
 /* bytes [off, off + len) of what the file shows after its prefix */
 static int read_body(struct tfs_image *img, uint32_t idx, uint64_t off,
