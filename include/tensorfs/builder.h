@@ -263,10 +263,32 @@ int tfs_builder_load_slice(struct tfs_builder *b, uint64_t offset,
 			   const struct tfs_format *fmt, struct tfs_diag *d);
 
 /*
- * Map names to paths, build the tree and the JSON files.  @format is the
- * reader's short name (static string).  On success *out owns everything;
- * the builder may then be freed.
+ * A finished builder's tree before its nodes are sealed: the tensor
+ * records, their nodes and the JSON files.  The mount's finish step plans
+ * the views over it (src/core/views.h), then seals it.
  */
+struct tfs_node_list;
+struct tfs_draft {
+	struct tfs_tree *tree;
+	struct tfs_node_list *nodes; /* src/core/nodes.h */
+	struct tfs_build_options opts;
+	char *sources;	   /* the containers' names, comma-separated */
+	char *source_meta; /* one container's __metadata__ (JSON) or NULL */
+};
+
+/*
+ * Map names to paths, build the tensor records, their nodes and the JSON
+ * files into @dr.  @format is the reader's short name (static string).  0,
+ * or -errno with @d filled and @dr empty.  The builder may then be freed.
+ */
+int tfs_builder_draft(struct tfs_builder *b, const char *format,
+		      struct tfs_draft *dr, struct tfs_diag *d);
+/* link @dr's nodes into its tree, *@out; @dr is emptied either way */
+int tfs_draft_seal(struct tfs_draft *dr, struct tfs_tree **out,
+		   struct tfs_diag *d);
+void tfs_draft_free(struct tfs_draft *dr);
+
+/* tfs_builder_draft then tfs_draft_seal: a tree without views */
 int tfs_builder_finish(struct tfs_builder *b, const char *format,
 		       struct tfs_tree **out, struct tfs_diag *d);
 

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Private to the builder's modules (builder.c: entries, rules, paths and
- * the tree; companions.c: companion files, slices and segments).
+ * Private to the builder's modules (builder.c: sources, warnings and
+ * finishing; build_entries.c: entries and xattrs; build_paths.c: paths;
+ * build_tree.c: records, nodes and JSON files; build_rules.c: names and
+ * overlaps; companions.c: companion files, slices and segments).
  */
 #ifndef TFS_CORE_BUILDER_I_H
 #define TFS_CORE_BUILDER_I_H
@@ -143,6 +145,46 @@ struct companion {
 	char *name;	/* as the reader asked for it (slices: NULL) */
 	uint32_t owner; /* the builder source that opened it */
 };
+
+#define META_DIR ".tensorfs"
+#define TFS_PATH_MAX_DEPTH 64
+
+struct tfs_node_list;
+
+/* build_entries.c: a new zeroed entry (its index in *@idx), or the last
+ * one taken back; a path component @s of @len bytes (escaped, interned) */
+int tfs_build_push_entry(struct tfs_builder *b, uint32_t *idx);
+void tfs_build_pop_entry(struct tfs_builder *b);
+int tfs_build_add_comp(struct tfs_builder *b, struct entry *e, const char *s,
+		       size_t len);
+/* @e's xattr @key (without the prefix): @replace an existing one or not */
+int tfs_build_entry_set_xattr(struct entry *e, const char *key, const void *v,
+			      size_t len, bool replace);
+/* builder.c: what an entry owns; deferred metadata members */
+void tfs_build_entry_free(struct entry *e);
+void tfs_build_deferred_free(struct deferred *v, uint32_t n);
+
+/* build_rules.c: the rules over entries [@from, b->n); 0 or -errno, @d */
+int tfs_build_check_names(struct tfs_builder *b, uint32_t from,
+			  struct tfs_diag *d);
+int tfs_build_check_overlaps(struct tfs_builder *b, uint32_t from,
+			     struct tfs_diag *d);
+
+/* build_paths.c: strings a path map borrows, freed together */
+struct path_state {
+	struct tfs_strmap claims; /* path -> CLAIM_* */
+	char **owned;		  /* strings the map borrows */
+	size_t nowned, owned_cap;
+};
+/* @s (malloc'd, or NULL: -ENOMEM) kept until tfs_path_state_free */
+int tfs_path_own(struct path_state *ps, char *s);
+void tfs_path_state_free(struct path_state *ps);
+/* every leaf's path (entry.path), by the rules of docs/tree.md */
+int tfs_build_place_leaves(struct tfs_builder *b);
+
+/* build_tree.c: the nodes and records of every entry into @nl and @t */
+int tfs_build_nodes(struct tfs_builder *b, struct tfs_node_list *nl,
+		    struct tfs_tree *t, const char *format);
 
 /* the source a spec's handle @h means (0: the container described now) */
 static inline uint32_t tfs_builder_handle(const struct tfs_builder *b,

@@ -20,6 +20,7 @@
 #include "as_view.h"
 #include "preview.h"
 #include "builder_sources.h"
+#include "views.h"
 #include "image_i.h"
 
 /* ---- open / close -------------------------------------------------------- */
@@ -88,9 +89,20 @@ int tfs_image_finish_load(struct tfs_image *img, struct tfs_builder *b,
 			  const char *format, struct tfs_diag *d)
 {
 	struct tfs_source *more, *all;
+	struct tfs_draft dr;
 	uint32_t n, i;
-	int ret = tfs_builder_finish(b, format, &img->tree, d);
+	int ret = tfs_builder_draft(b, format, &dr, d);
 
+	if (ret)
+		return ret;
+	/* the views over the finished records, then the tree is sealed */
+	ret = tfs_views_plan(&dr);
+	if (ret) {
+		tfs_draft_free(&dr);
+		return tfs_diag_set(d, ret, "cannot build the tree: %s",
+				    strerror(-ret));
+	}
+	ret = tfs_draft_seal(&dr, &img->tree, d);
 	if (ret)
 		return ret;
 	/* the companions' sources follow the containers' (companions.c) */

@@ -456,7 +456,6 @@ void tfs_tree_free(struct tfs_tree *t)
 	free(t->warnings);
 	if (t->lazy_dir)
 		t->lazy_dir->destroy(t->lazy_dir);
-	tfs_export_free(t->export);
 	free(t->nodes);
 	free(t->children);
 	while (t->arena) {

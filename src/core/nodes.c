@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: MIT
+/* A tree's nodes while it is being made: see src/core/nodes.h. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nodes.h"
+
+int tfs_nodes_add(struct tfs_node_list *nl, const char *name, size_t len,
+		  uint32_t parent, enum tfs_node_kind kind, uint32_t *out)
+{
+	struct tfs_node *nv, *nd;
+
+	if (nl->n == UINT32_MAX - 1)
+		return -E2BIG;
+	if (nl->n == nl->cap) {
+		nl->cap = nl->cap ? nl->cap * 2 : 64;
+		nv = reallocarray(nl->v, nl->cap, sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		nl->v = nv;
+	}
+	nd = &nl->v[nl->n];
+	memset(nd, 0, sizeof(*nd));
+	nd->name = tfs_tree_dup(nl->tree, name, len);
+	if (!nd->name)
+		return -ENOMEM;
+	nd->parent = parent;
+	nd->kind = kind;
+	nd->tensor = UINT32_MAX;
+	*out = nl->n++;
+	return 0;
+}
+
+static int cmp_nodes(const void *a, const void *b, void *arg)
+{
+	const struct tfs_node *nv = arg;
+	const struct tfs_node *x = &nv[*(const uint32_t *)a];
+	const struct tfs_node *y = &nv[*(const uint32_t *)b];
+
+	if (x->parent != y->parent)
+		return x->parent < y->parent ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+static int link_children(struct tfs_tree *t)
+{
+	uint32_t i, n = t->nnodes;
+
+	t->children = calloc(n ? n : 1, sizeof(*t->children));
+	if (!t->children)
+		return -ENOMEM;
+	for (i = 1; i < n; i++)
+		t->children[i - 1] = i;
+	qsort_r(t->children, n - 1, sizeof(*t->children), cmp_nodes, t->nodes);
+	for (i = 0; i + 1 < n; i++) {
+		struct tfs_node *p = &t->nodes[t->nodes[t->children[i]].parent];
+
+		if (!p->nchildren)
+			p->first_child = i;
+		p->nchildren++;
+		if (t->nodes[t->children[i]].kind == TFS_NODE_DIR)
+			p->nsubdirs++;
+	}
+	return 0;
+}
+
+int tfs_nodes_seal(struct tfs_node_list *nl)
+{
+	struct tfs_tree *t = nl->tree;
+	int ret;
+
+	/* the list grew by doubling: give back the slack */
+	if (nl->n && nl->n < nl->cap) {
+		struct tfs_node *nv = reallocarray(nl->v, nl->n, sizeof(*nv));
+
+		if (nv)
+			nl->v = nv;
+	}
+	t->nodes = nl->v;
+	t->nnodes = nl->n;
+	memset(nl, 0, sizeof(*nl));
+	nl->tree = t;
+	ret = link_children(t);
+	/* the export's reserved slots show when it is first looked in */
+	if (!ret && t->lazy_dir)
+		t->nodes[t->lazy_dir->dir].nchildren = 0;
+	return ret;
+}
+
+void tfs_nodes_free(struct tfs_node_list *nl)
+{
+	free(nl->v);
+	nl->v = NULL;
+	nl->n = nl->cap = 0;
+}
+
+bool tfs_node_big(const struct tfs_node *nd)
+{
+	uint32_t i;
+
+	for (i = 0; i < nd->nxattrs; i++)
+		if ((!strcmp(nd->xattrs[i].name,
+			     TFS_XATTR_PREFIX "byte_order") ||
+		     !strcmp(nd->xattrs[i].name,
+			     TFS_XATTR_PREFIX "stored_byte_order")) &&
+		    nd->xattrs[i].len == 3 &&
+		    !memcmp(nd->xattrs[i].value, "big", 3))
+			return true;
+	return false;
+}

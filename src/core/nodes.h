@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A tree's nodes while it is being made (src/core/nodes.c).  The builder
+ * adds the directories, the tensor files and .tensorfs/'s JSON files; the
+ * view planners (src/core/views.c) then add theirs (previews, the export's
+ * directory) over the finished tensor records; tfs_nodes_seal() links the
+ * list into its tree, after which nothing is added.
+ */
+#ifndef TFS_CORE_NODES_H
+#define TFS_CORE_NODES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tensorfs/tree.h"
+
+struct tfs_node_list {
+	struct tfs_node *v;
+	uint32_t n, cap;
+	struct tfs_tree *tree; /* whose arena holds the names */
+};
+
+/*
+ * A node @name (@len bytes, copied into the tree's arena) of @kind under
+ * @parent, its index in *@out; 0, -ENOMEM or -E2BIG
+ */
+int tfs_nodes_add(struct tfs_node_list *nl, const char *name, size_t len,
+		  uint32_t parent, enum tfs_node_kind kind, uint32_t *out);
+
+/*
+ * The list becomes @nl->tree's nodes, each directory's children sorted by
+ * name (tfs_tree_lookup's order); the lazy directory's reserved slots show
+ * only once it is made.  @nl is empty afterwards, also on failure (-ENOMEM:
+ * the tree then frees what it was given).
+ */
+int tfs_nodes_seal(struct tfs_node_list *nl);
+
+/* free an unsealed list (the names are the tree's) */
+void tfs_nodes_free(struct tfs_node_list *nl);
+
+/* byte_order=big (or stored_byte_order=big: -o as) on a node */
+bool tfs_node_big(const struct tfs_node *nd);
+
+#endif
