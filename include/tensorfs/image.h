@@ -271,6 +271,19 @@ TFS_PRIVATE bool tfs_image_node_failed(const struct tfs_image *img,
 				       uint32_t node);
 
 /*
+ * A view's own xattrs (a preview's value scale, src/core/view_ops.h) beside
+ * the tree's: getxattr of @name, -ENODATA when it has none of that name;
+ * listxattr: its names appended to the @used bytes already in @buf (size
+ * 0 asks for the length), @used when it has none.
+ */
+TFS_PRIVATE ssize_t tfs_image_view_getxattr(struct tfs_image *img,
+					    uint32_t node, const char *name,
+					    char *buf, size_t size);
+TFS_PRIVATE ssize_t tfs_image_view_listxattr(struct tfs_image *img,
+					     uint32_t node, char *buf,
+					     size_t size, size_t used);
+
+/*
  * What `tensorfs verify` does for one tensor record (img->tree->tensors
  * index): the stored range is still in the file, its digest (any known
  * algorithm) matches, and a zstd component decodes to exactly its size.

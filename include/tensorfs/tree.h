@@ -40,8 +40,8 @@ enum tfs_node_kind {
 	TFS_NODE_DIR,
 	TFS_NODE_TENSOR,
 	TFS_NODE_MEMFILE,
-	TFS_NODE_PREVIEW,
-	TFS_NODE_EXPORT,
+	/* a view's file (src/core/view_ops.h): tfs_node.view says which */
+	TFS_NODE_VIEW,
 };
 
 /*
@@ -128,10 +128,14 @@ struct tfs_node {
 	enum tfs_node_kind kind;
 	uint32_t first_child; /* index into tree->children */
 	uint32_t nchildren;
-	uint32_t nsubdirs; /* for st_nlink */
-	uint32_t tensor;   /* TENSOR, PREVIEW: index into tree->tensors */
-	const char *mem;   /* TFS_NODE_MEMFILE: contents */
-	uint64_t mem_len;  /* MEMFILE, PREVIEW: size */
+	union {
+		uint32_t nsubdirs; /* DIR: for st_nlink */
+		uint32_t view;	   /* VIEW: its index in tfs_view_kinds */
+	};
+	/* TENSOR: index into tree->tensors; VIEW: the view's own number */
+	uint32_t tensor;
+	const char *mem;  /* TFS_NODE_MEMFILE: contents */
+	uint64_t mem_len; /* MEMFILE, VIEW: size */
 	/* a MEMFILE made on first use (tfs_node_size), or NULL */
 	struct tfs_lazy_file *lazy;
 	/*

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "tensorfs/export.h"
+#include "views/export.h"
 
 struct convert_opts {
 	bool force;

@@ -27,7 +27,7 @@
 #include "lib/private.h"
 #include "tensorfs/checked.h"
 #include "tensorfs/dtype.h"
-#include "tensorfs/export.h"
+#include "views/export.h"
 #include "tensorfs/names.h"
 
 #define MAX_NDIM 64

@@ -14,13 +14,11 @@
 
 #include "tensorfs/codec.h"
 #include "tensorfs/diag.h"
-#include "tensorfs/export.h"
 #include "tensorfs/format.h"
 #include "tensorfs/image.h"
 #include "as_view.h"
-#include "preview.h"
 #include "builder_sources.h"
-#include "views.h"
+#include "view_ops.h"
 #include "image_i.h"
 
 /* ---- open / close -------------------------------------------------------- */
@@ -275,14 +273,15 @@ static void drop_group(struct tfs_image *img, const uint32_t *twin, uint32_t i)
 void tfs_image_drop_source_cache(struct tfs_image *img, uint32_t node,
 				 uint64_t off, uint64_t len)
 {
+	const struct tfs_view_ops *view = tfs_view_of(img, node);
 	const uint32_t *twin;
 	const struct tfs_tree *t = img->tree;
 	const struct tfs_tensor *x;
 	uint64_t end, from, to;
 
-	if (node < t->nnodes && t->nodes[node].kind == TFS_NODE_EXPORT) {
-		tfs_export_drop_cache(img, t->export, t->nodes[node].tensor,
-				      off, len);
+	if (view) {
+		if (view->drop_cache)
+			view->drop_cache(img, node, off, len);
 		return;
 	}
 	if (node >= t->nnodes || t->nodes[node].kind != TFS_NODE_TENSOR)
@@ -365,12 +364,30 @@ int tfs_image_read(struct tfs_image *img, uint32_t node, uint64_t off,
 		v->len = len;
 		return 0;
 	}
-	if (n->kind == TFS_NODE_PREVIEW)
-		return tfs_preview_read(img, node, off, len, v);
-	if (n->kind == TFS_NODE_EXPORT)
-		return tfs_export_read(img, t->export, n->tensor, off, len, v);
+	if (n->kind == TFS_NODE_VIEW)
+		return tfs_view_kinds[n->view]->read(img, node, off, len, v);
 	x = &t->tensors[n->tensor];
 	if (off < x->prefix_len)
 		return read_prefixed(img, n->tensor, off, len, v);
 	return read_body(img, n->tensor, off - x->prefix_len, len, v);
+}
+
+ssize_t tfs_image_view_getxattr(struct tfs_image *img, uint32_t node,
+				const char *name, char *buf, size_t size)
+{
+	const struct tfs_view_ops *view = tfs_view_of(img, node);
+
+	if (!view || !view->getxattr)
+		return -ENODATA;
+	return view->getxattr(img, node, name, buf, size);
+}
+
+ssize_t tfs_image_view_listxattr(struct tfs_image *img, uint32_t node,
+				 char *buf, size_t size, size_t used)
+{
+	const struct tfs_view_ops *view = tfs_view_of(img, node);
+
+	if (!view || !view->listxattr)
+		return (ssize_t)used;
+	return view->listxattr(buf, size, used);
 }

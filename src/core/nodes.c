@@ -32,6 +32,20 @@ int tfs_nodes_add(struct tfs_node_list *nl, const char *name, size_t len,
 	return 0;
 }
 
+int tfs_nodes_add_view(struct tfs_node_list *nl, const char *name, size_t len,
+		       uint32_t parent, uint32_t view, uint32_t item,
+		       uint64_t size, uint32_t *out)
+{
+	int ret = tfs_nodes_add(nl, name, len, parent, TFS_NODE_VIEW, out);
+
+	if (ret)
+		return ret;
+	nl->v[*out].view = view;
+	nl->v[*out].tensor = item;
+	nl->v[*out].mem_len = size;
+	return 0;
+}
+
 static int cmp_nodes(const void *a, const void *b, void *arg)
 {
 	const struct tfs_node *nv = arg;

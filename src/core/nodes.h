@@ -28,6 +28,11 @@ struct tfs_node_list {
 int tfs_nodes_add(struct tfs_node_list *nl, const char *name, size_t len,
 		  uint32_t parent, enum tfs_node_kind kind, uint32_t *out);
 
+/* a node of view @view (tfs_view_kinds) showing its item @item, @size bytes */
+int tfs_nodes_add_view(struct tfs_node_list *nl, const char *name, size_t len,
+		       uint32_t parent, uint32_t view, uint32_t item,
+		       uint64_t size, uint32_t *out);
+
 /*
  * The list becomes @nl->tree's nodes, each directory's children sorted by
  * name (tfs_tree_lookup's order); the lazy directory's reserved slots show

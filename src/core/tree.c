@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "tensorfs/codec.h"
-#include "tensorfs/export.h"
 #include "tensorfs/tree.h"
 
 static int cmp_name(const char *a, const char *b, size_t blen)
@@ -371,8 +370,7 @@ uint64_t tfs_node_size(const struct tfs_tree *t, uint32_t node)
 		       (t->tensors[n->tensor].view
 				? t->tensors[n->tensor].view_size
 				: t->tensors[n->tensor].size);
-	if (n->kind == TFS_NODE_MEMFILE || n->kind == TFS_NODE_PREVIEW ||
-	    n->kind == TFS_NODE_EXPORT)
+	if (n->kind == TFS_NODE_MEMFILE || n->kind == TFS_NODE_VIEW)
 		return n->mem_len;
 	return 0;
 }

@@ -21,7 +21,6 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "core/preview.h"
 #include "fuse/errors.h"
 #include "fuse/fs.h"
 #include "tensorfs/image.h"
@@ -400,7 +399,6 @@ static void reply_xattr(fuse_req_t req, size_t size, struct tfs_image *img,
 			uint32_t node, const char *name)
 {
 	const struct tfs_tree *t = img->tree;
-	bool picture = t->nodes[node].kind == TFS_NODE_PREVIEW;
 	char *buf = NULL;
 	ssize_t n;
 
@@ -410,14 +408,14 @@ static void reply_xattr(fuse_req_t req, size_t size, struct tfs_image *img,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	/* a picture's value scale: made with the picture (preview.h) */
-	n = name && picture ? tfs_preview_getxattr(img, node, name, buf, size)
-			    : -ENODATA;
+	/* a view's own (a picture's value scale: made with the picture) */
+	n = name ? tfs_image_view_getxattr(img, node, name, buf, size)
+		 : -ENODATA;
 	if (n == -ENODATA)
 		n = name ? tfs_tree_getxattr(t, node, name, buf, size)
 			 : tfs_tree_listxattr(t, node, buf, size);
-	if (!name && picture && n >= 0)
-		n = tfs_preview_listxattr(buf, size, (size_t)n);
+	if (!name && n >= 0)
+		n = tfs_image_view_listxattr(img, node, buf, size, (size_t)n);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
 	else if (size == 0)

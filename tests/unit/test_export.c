@@ -12,7 +12,8 @@
 #include <string.h>
 
 #include "tensorfs/diag.h"
-#include "tensorfs/export.h"
+#include "views/export.h"
+#include "core/view_ops.h"
 #include "tensorfs/image.h"
 #include "tensorfs/source.h"
 #include "tensorfs/tree.h"
@@ -102,7 +103,9 @@ START_TEST(bytes_as_the_spec_says)
 	uint32_t node = export_node(img, "model.safetensors");
 
 	ck_assert_uint_ne(node, TFS_NO_NODE);
-	ck_assert_int_eq(img->tree->nodes[node].kind, TFS_NODE_EXPORT);
+	ck_assert_int_eq(img->tree->nodes[node].kind, TFS_NODE_VIEW);
+	ck_assert_str_eq(tfs_view_kinds[img->tree->nodes[node].view]->name,
+			 "export");
 	/* known at mount: the size, before any read */
 	ck_assert_uint_eq(tfs_node_size(img->tree, node), wlen);
 	got = tu_read_node(img, node, &got_len);

@@ -11,13 +11,13 @@
 
 #include "tensorfs/checked.h"
 #include "tensorfs/dtype.h"
-#include "tensorfs/export.h"
+#include "views/export.h"
 #include "tensorfs/image.h"
 #include "tensorfs/names.h"
 #include "tensorfs/tree.h"
-#include "as_view.h"
-#include "image_i.h"
-#include "strbuf.h"
+#include "core/as_view.h"
+#include "core/image_i.h"
+#include "core/strbuf.h"
 
 /* the window a swapped or transposed tensor is read through */
 #define WINDOW (1u << 20)
@@ -319,9 +319,8 @@ int tfs_export_header(const struct tfs_export_entry *v, uint32_t n,
 }
 
 /* the header entries of @n items (their tensors' dtypes and shapes) */
-static struct tfs_export_entry *entries(const struct tfs_tree *t,
-					const struct tfs_export_item *it,
-					uint32_t n)
+static struct tfs_export_entry *
+entries(const struct tfs_tree *t, const struct tfs_export_item *it, uint32_t n)
 {
 	struct tfs_export_entry *v = calloc(n ? n : 1, sizeof(*v));
 	uint32_t i;
@@ -399,8 +398,8 @@ static int make_heads(const struct tfs_tree *t, const struct tfs_export *ce)
 		if (ef->head)
 			continue;
 		v = entries(t, e->items + ef->first, ef->n);
-		ret = v ? tfs_export_header(v, ef->n, lz->meta, &ef->head,
-					    &len, &data)
+		ret = v ? tfs_export_header(v, ef->n, lz->meta, &ef->head, &len,
+					    &data)
 			: -ENOMEM;
 		free(v);
 		/* the same tree, options and code: the length planned */
@@ -485,10 +484,10 @@ static int left_file(const struct tfs_tree *t, struct cand *c, uint32_t n,
 			continue;
 		o = json_object();
 		if (!o || json_array_append_new(a, o) ||
-		    json_object_set_new(o, "name",
-					c[i].utf8 ? json_stringn(c[i].name,
-								 c[i].name_len)
-						  : json_string("(not UTF-8)")) ||
+		    json_object_set_new(
+			    o, "name",
+			    c[i].utf8 ? json_stringn(c[i].name, c[i].name_len)
+				      : json_string("(not UTF-8)")) ||
 		    json_object_set_new(
 			    o, "path",
 			    json_string(t->tensors[c[i].tensor].path)) ||
@@ -543,16 +542,15 @@ int tfs_export_index(const struct tfs_export *e, char **text, size_t *len)
 			const struct tfs_export_item *it =
 				&e->items[e->files[f].first + i];
 
-			if (json_object_setn_new(
-				    map, it->name, it->name_len,
-				    json_string(e->files[f].name)))
+			if (json_object_setn_new(map, it->name, it->name_len,
+						 json_string(e->files[f].name)))
 				goto out;
 		}
 	if (json_object_set(root, "metadata", meta) ||
 	    json_object_set(root, "weight_map", map))
 		goto out;
-	p = json_dumps(root, JSON_INDENT(2) | JSON_SORT_KEYS |
-				     JSON_ENSURE_ASCII);
+	p = json_dumps(root,
+		       JSON_INDENT(2) | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
 	if (!p)
 		goto out;
 	/* json.dumps(index, indent=2, sort_keys=True) + "\n" */

@@ -27,10 +27,10 @@
 struct tfs_image;
 struct tfs_view;
 
-#define TFS_PREVIEW_MAX 512   /* heat map: at most this wide and tall */
-#define TFS_PREVIEW_MIN_W 64  /* ... and at least this wide */
-#define TFS_PREVIEW_MIN_H 16  /* ... and tall */
-#define TFS_PREVIEW_HIST_H 48 /* the histogram strip below it */
+#define TFS_PREVIEW_MAX 512    /* heat map: at most this wide and tall */
+#define TFS_PREVIEW_MIN_W 64   /* ... and at least this wide */
+#define TFS_PREVIEW_MIN_H 16   /* ... and tall */
+#define TFS_PREVIEW_HIST_H 48  /* the histogram strip below it */
 #define TFS_PREVIEW_SCALE_H 22 /* then the value scale: bar and values */
 
 /* the picture's pixel size for a tensor; false: it gets none */

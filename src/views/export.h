@@ -6,8 +6,8 @@
  * data, and the one function that serves its bytes.  The headers are
  * made the first time they are read (the plan counts their sizes): a
  * 90,000-tensor model's are 11 MB that a listing never needs.  The mount's
- * .tensorfs/export/ files (TFS_NODE_EXPORT) and `tensorfs convert` both
- * read through tfs_export_read(), so they give the same bytes.
+ * .tensorfs/export/ files (the export view, export_view.c) and `tensorfs
+ * convert` both read through tfs_export_read(), so they give the same bytes.
  *
  * Every tensor with a safetensors dtype is exported, sorted bytewise by
  * stored name: raw little-endian row-major tensors straight from the read

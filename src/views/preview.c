@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Pictures of tensors (-o previews): see src/core/preview.h. */
+/* Pictures of tensors (-o previews): see src/views/preview.h. */
 #include <errno.h>
 #include <math.h>
 #include <png.h>
@@ -9,10 +9,15 @@
 #include <string.h>
 
 #include "core/decode_cache.h"
-#include "image_i.h"
-#include "preview.h"
+#include "core/image_i.h"
+#include "core/nodes.h"
+#include "core/strmap.h"
+#include "core/view_ops.h"
+#include "tensorfs/builder.h"
+#include "tensorfs/names.h"
 #include "tensorfs/tree.h"
 #include "tensorfs/values.h"
+#include "views/preview.h"
 
 /*
  * The decode cache key of a tensor's picture: the tensor index and a
@@ -626,7 +631,7 @@ ssize_t tfs_preview_getxattr(struct tfs_image *img, uint32_t node,
 
 	for (i = 0; i < 4 && strcmp(name, scale_xattrs[i]); i++)
 		;
-	if (i == 4 || n->kind != TFS_NODE_PREVIEW)
+	if (i == 4 || n->kind != TFS_NODE_VIEW)
 		return -ENODATA;
 	ret = tfs_preview_read(img, node, 0, (size_t)n->mem_len, &v);
 	if (ret)
@@ -659,3 +664,79 @@ ssize_t tfs_preview_listxattr(char *buf, size_t size, size_t used)
 	}
 	return (ssize_t)n;
 }
+
+/*
+ * -o previews: "<file>.png" beside each tensor file that gets a picture,
+ * unless that name is taken (a preview never displaces a file or a
+ * directory) or too long.  After the tensor records: the nodes so far are
+ * every name there is.
+ */
+static int plan_previews(struct tfs_draft *dr, uint32_t id)
+{
+	struct tfs_node_list *nl = dr->nodes;
+	const struct tfs_tree *t = dr->tree;
+	struct tfs_strmap taken;
+	char **keys = NULL, *name = NULL;
+	uint32_t i, n = nl->n, node, w, h;
+	uint64_t size;
+	int ret = -ENOMEM;
+
+	if (!dr->opts.previews)
+		return 0;
+	tfs_strmap_init(&taken);
+	keys = calloc(n ? n : 1, sizeof(*keys));
+	if (!keys)
+		goto out;
+	for (i = 0; i < n; i++) {
+		if (asprintf(&keys[i], "%u/%s", nl->v[i].parent,
+			     nl->v[i].name) < 0) {
+			keys[i] = NULL;
+			goto out;
+		}
+		if (tfs_strmap_put(&taken, keys[i], i))
+			goto out;
+	}
+	for (i = 0; i < t->ntensors; i++) {
+		const struct tfs_tensor *x = &t->tensors[i];
+		const struct tfs_node *tn = &nl->v[x->node];
+		uint32_t parent = tn->parent;
+		bool big = tfs_node_big(tn) || (x->group != TFS_NO_NODE &&
+						tfs_node_big(&nl->v[x->group]));
+
+		if (!tfs_preview_geometry(x->dtype_id, big, x->shape, x->ndim,
+					  &w, &h) ||
+		    strlen(tn->name) + 4 > TFS_NAME_MAX)
+			continue;
+		free(name);
+		if (asprintf(&name, "%u/%s.png", parent, tn->name) < 0) {
+			name = NULL;
+			goto out;
+		}
+		if (tfs_strmap_get(&taken, name, &node))
+			continue;
+		ret = tfs_preview_size(w, h, &size);
+		if (!ret)
+			ret = tfs_nodes_add_view(nl, strchr(name, '/') + 1,
+						 strlen(strchr(name, '/') + 1),
+						 parent, id, i, size, &node);
+		if (ret)
+			goto out;
+		ret = -ENOMEM;
+	}
+	ret = 0;
+out:
+	free(name);
+	for (i = 0; keys && i < n; i++)
+		free(keys[i]);
+	free(keys);
+	tfs_strmap_free(&taken);
+	return ret;
+}
+
+const struct tfs_view_ops tfs_view_preview = {
+	.name = "preview",
+	.plan = plan_previews,
+	.read = tfs_preview_read,
+	.getxattr = tfs_preview_getxattr,
+	.listxattr = tfs_preview_listxattr,
+};

@@ -1,95 +1,27 @@
 // SPDX-License-Identifier: MIT
 /*
- * The views planned over a finished tree (src/core/views.h): after the
- * builder made the tensor records and their nodes, before the nodes are
- * sealed.  -o previews: a "<file>.png" node beside each tensor with a
- * picture (preview.c reads it); .tensorfs/export/: the safetensors export's
- * directory, its node slots reserved here and its plan made when first
- * looked in (export.c).  Neither the builder nor a reader knows of them.
+ * .tensorfs/export/ as a view (src/core/view_ops.h): the safetensors export
+ * of the whole tree (src/views/export.h, docs/export.md).  At the mount's
+ * finish its directory and node slots are reserved (at most 2 x bytes /
+ * shard size + 3 files: the files, the index and left_out.json); the plan
+ * is made the first time the directory is looked in (a lazy directory,
+ * tree.h), which also owns it.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/nodes.h"
+#include "core/view_ops.h"
 #include "tensorfs/builder.h"
 #include "tensorfs/checked.h"
-#include "tensorfs/export.h"
-#include "tensorfs/names.h"
-#include "nodes.h"
-#include "preview.h"
-#include "strmap.h"
-#include "views.h"
+#include "tensorfs/image.h"
+#include "tensorfs/tree.h"
+#include "views/export.h"
 
 #define META_DIR ".tensorfs"
-
-/*
- * -o previews: "<file>.png" beside each tensor file that gets a picture,
- * unless that name is taken (a preview never displaces a file or a
- * directory) or too long.  After the tensor records: the nodes so far are
- * every name there is.
- */
-static int add_previews(struct tfs_node_list *nl, const struct tfs_tree *t)
-{
-	struct tfs_strmap taken;
-	char **keys = NULL, *name = NULL;
-	uint32_t i, n = nl->n, node, w, h;
-	uint64_t size;
-	int ret = -ENOMEM;
-
-	tfs_strmap_init(&taken);
-	keys = calloc(n ? n : 1, sizeof(*keys));
-	if (!keys)
-		goto out;
-	for (i = 0; i < n; i++) {
-		if (asprintf(&keys[i], "%u/%s", nl->v[i].parent,
-			     nl->v[i].name) < 0) {
-			keys[i] = NULL;
-			goto out;
-		}
-		if (tfs_strmap_put(&taken, keys[i], i))
-			goto out;
-	}
-	for (i = 0; i < t->ntensors; i++) {
-		const struct tfs_tensor *x = &t->tensors[i];
-		const struct tfs_node *tn = &nl->v[x->node];
-		uint32_t parent = tn->parent;
-		bool big = tfs_node_big(tn) || (x->group != TFS_NO_NODE &&
-						tfs_node_big(&nl->v[x->group]));
-
-		if (!tfs_preview_geometry(x->dtype_id, big, x->shape, x->ndim,
-					  &w, &h) ||
-		    strlen(tn->name) + 4 > TFS_NAME_MAX)
-			continue;
-		free(name);
-		if (asprintf(&name, "%u/%s.png", parent, tn->name) < 0) {
-			name = NULL;
-			goto out;
-		}
-		if (tfs_strmap_get(&taken, name, &node))
-			continue;
-		ret = tfs_preview_size(w, h, &size);
-		if (!ret)
-			ret = tfs_nodes_add(nl, strchr(name, '/') + 1,
-					    strlen(strchr(name, '/') + 1),
-					    parent, TFS_NODE_PREVIEW, &node);
-		if (ret)
-			goto out;
-		nl->v[node].tensor = i;
-		nl->v[node].mem_len = size;
-		ret = -ENOMEM;
-	}
-	ret = 0;
-out:
-	free(name);
-	for (i = 0; keys && i < n; i++)
-		free(keys[i]);
-	free(keys);
-	tfs_strmap_free(&taken);
-	return ret;
-}
 
 /* .tensorfs/export/'s children, made when first looked in (tree.h) */
 struct lazy_export {
@@ -97,6 +29,7 @@ struct lazy_export {
 	struct tfs_export_options eo;
 	char *source, *source_meta;
 	struct tfs_export *plan; /* made when first looked in (tree->export) */
+	uint32_t id;		 /* the view's number (tfs_view_kinds) */
 };
 
 static void lazy_export_destroy(struct tfs_lazy_dir *ld)
@@ -120,13 +53,15 @@ static int cmp_node_names(const void *pa, const void *pb, void *arg)
 
 /* the slot @k of @ld's reserved nodes, as @kind named @name */
 static struct tfs_node *export_slot(struct tfs_tree *t,
-				    const struct tfs_lazy_dir *ld, uint32_t k,
+				    const struct lazy_export *le, uint32_t k,
 				    const char *name, enum tfs_node_kind kind)
 {
-	struct tfs_node *n = &t->nodes[ld->first + k];
+	struct tfs_node *n = &t->nodes[le->ld.first + k];
 
 	n->name = (char *)name; /* the export's, or static: never written */
 	n->kind = kind;
+	if (kind == TFS_NODE_VIEW)
+		n->view = le->id;
 	return n;
 }
 
@@ -142,7 +77,7 @@ static int lazy_export_make(struct tfs_tree *t, struct tfs_lazy_dir *ld)
 
 	if (ret)
 		return ret;
-	/* the plan keeps within the bound add_export reserved */
+	/* the plan keeps within the bound plan_export reserved */
 	if (e->nfiles + (e->nfiles > 1) + !!e->left > ld->cap)
 		ret = -EIO;
 	if (!ret && e->nfiles > 1)
@@ -155,18 +90,18 @@ static int lazy_export_make(struct tfs_tree *t, struct tfs_lazy_dir *ld)
 		return ret;
 	}
 	for (i = 0; i < e->nfiles; i++) {
-		n = export_slot(t, ld, k++, e->files[i].name, TFS_NODE_EXPORT);
+		n = export_slot(t, le, k++, e->files[i].name, TFS_NODE_VIEW);
 		n->tensor = i;
 		n->mem_len = e->files[i].size;
 	}
 	if (index) {
-		n = export_slot(t, ld, k++, "model.safetensors.index.json",
+		n = export_slot(t, le, k++, "model.safetensors.index.json",
 				TFS_NODE_MEMFILE);
 		n->mem = index;
 		n->mem_len = index_len;
 	}
 	if (left) {
-		n = export_slot(t, ld, k++, "left_out.json", TFS_NODE_MEMFILE);
+		n = export_slot(t, le, k++, "left_out.json", TFS_NODE_MEMFILE);
 		n->mem = left;
 		n->mem_len = e->left_len;
 	}
@@ -205,15 +140,20 @@ static uint32_t export_files_bound(const struct tfs_tree *t, uint64_t shard)
  * (export.h), planned when first looked in; here its node slots are
  * reserved.  After the tensor records and their nodes.
  */
-static int add_export(struct tfs_draft *dr, struct tfs_node_list *nl,
-		      struct tfs_tree *t)
+static int plan_export(struct tfs_draft *dr, uint32_t id)
 {
-	struct lazy_export *le = calloc(1, sizeof(*le));
+	struct tfs_node_list *nl = dr->nodes;
+	struct tfs_tree *t = dr->tree;
+	struct lazy_export *le;
 	uint32_t i, meta = TFS_NO_NODE, dir, node;
 	int ret = -ENOMEM;
 
+	if (dr->opts.no_export)
+		return 0;
+	le = calloc(1, sizeof(*le));
 	if (!le)
 		return -ENOMEM;
+	le->id = id;
 	pthread_mutex_init(&le->ld.lock, NULL);
 	atomic_init(&le->ld.done, false);
 	le->ld.make = lazy_export_make;
@@ -252,13 +192,26 @@ out:
 	return ret;
 }
 
-int tfs_views_plan(struct tfs_draft *dr)
+static int read_export(struct tfs_image *img, uint32_t node, uint64_t off,
+		       size_t len, struct tfs_view *v)
 {
-	int ret = 0;
+	const struct tfs_tree *t = img->tree;
 
-	if (dr->opts.previews)
-		ret = add_previews(dr->nodes, dr->tree);
-	if (!ret && !dr->opts.no_export)
-		ret = add_export(dr, dr->nodes, dr->tree);
-	return ret;
+	return tfs_export_read(img, t->export, t->nodes[node].tensor, off, len,
+			       v);
 }
+
+static void drop_export_cache(struct tfs_image *img, uint32_t node,
+			      uint64_t off, uint64_t len)
+{
+	const struct tfs_tree *t = img->tree;
+
+	tfs_export_drop_cache(img, t->export, t->nodes[node].tensor, off, len);
+}
+
+const struct tfs_view_ops tfs_view_export = {
+	.name = "export",
+	.plan = plan_export,
+	.read = read_export,
+	.drop_cache = drop_export_cache,
+};

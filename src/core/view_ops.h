@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The seam of the views with nodes of their own (src/views/): a view is a
+ * file whose bytes are a function of tensors' bytes.  Each view exports one
+ * `const struct tfs_view_ops tfs_view_<name>` and is listed in meson.build
+ * (view_names, generated into views.h for src/core/view_registry.c), so
+ * adding one touches its own file and that list.  The core calls a view
+ * only through these hooks, and a view reads tensors only through the
+ * tensor-read layer (tfs_image_read_tensor, src/core/tensor_read.c): reads
+ * flow down, nothing calls back up.
+ */
+#ifndef TFS_CORE_VIEW_OPS_H
+#define TFS_CORE_VIEW_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct tfs_draft;
+struct tfs_image;
+struct tfs_view;
+
+struct tfs_view_ops {
+	const char *name;
+	/*
+	 * At the mount's finish, over the finished tensor records (before the
+	 * nodes are sealed): add this view's nodes, each with
+	 * tfs_nodes_add_view(..., @id, ...) and its size in mem_len.  0 or
+	 * -errno.
+	 */
+	int (*plan)(struct tfs_draft *dr, uint32_t id);
+	/* bytes [@off, +@len) of node @node (inside its size), in @v */
+	int (*read)(struct tfs_image *img, uint32_t node, uint64_t off,
+		    size_t len, struct tfs_view *v);
+	/*
+	 * Optional: xattrs of its own beside the stored ones.  getxattr:
+	 * -ENODATA for a name that is not its; listxattr: its names appended
+	 * to the @used bytes already in @buf (size 0: the length).
+	 */
+	ssize_t (*getxattr)(struct tfs_image *img, uint32_t node,
+			    const char *name, char *buf, size_t size);
+	ssize_t (*listxattr)(char *buf, size_t size, size_t used);
+	/* Optional: bytes [@off, +@len) of @node were served (page cache) */
+	void (*drop_cache)(struct tfs_image *img, uint32_t node, uint64_t off,
+			   uint64_t len);
+};
+
+/*
+ * Plan every view over @dr (src/core/view_registry.c), in the mount's
+ * finish step (tfs_image_finish_load): between tfs_builder_draft() and
+ * tfs_draft_seal().  0 or -errno (-ENOMEM, -E2BIG).
+ */
+int tfs_views_plan(struct tfs_draft *dr);
+
+/* every view, in meson.build's order, NULL-terminated */
+extern const struct tfs_view_ops *const tfs_view_kinds[];
+
+/* the ops of view node @node of @img, or NULL for another node */
+const struct tfs_view_ops *tfs_view_of(const struct tfs_image *img,
+				       uint32_t node);
+
+#endif
