@@ -218,6 +218,7 @@ START_TEST(slice_of_a_slice_of_memory)
 	ck_assert_str_eq(b.path, "/a/b");
 	ck_assert(tfs_source_live_range_ok(&b, 0, 20));
 	ck_assert(!tfs_source_live_range_ok(&b, 1, 20));
+	tfs_source_close(&b);
 	/* past the end of the parent slice (inside the memory): refused */
 	ck_assert_int_eq(tfs_source_slice(&b, &a, 30, 11, "c", &d), -EBADMSG);
 	ck_assert_str_eq(d.msg, "c: bytes [30, +11) are not inside the file");
