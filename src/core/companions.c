@@ -126,7 +126,8 @@ static void slice_to_parent(struct tfs_builder *b, uint32_t e0, uint32_t w0,
 
 	for (i = e0; i < b->n; i++) {
 		e = &b->e[i];
-		e->desc_offset += at;
+		if (e->desc_offset != TFS_NO_OFFSET)
+			e->desc_offset += at;
 		for (k = 0; k < e->nsegs; k++)
 			if (!e->segs[k].mem && e->segs[k].source == h) {
 				e->segs[k].source = outer;
