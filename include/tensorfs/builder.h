@@ -252,12 +252,24 @@ const struct tfs_source *tfs_builder_source(struct tfs_builder *b,
 /*
  * A container inside the container (a stored zip member, an uncompressed
  * tar member): bytes [@offset, +@length) of it, read zero-copy as a file
- * of its own (a slice) by reader @fmt (NULL: detected), as if its tensors
- * were the container's.  Its tree goes under directory @dir ("" or NULL:
- * the root) and its metadata under metadata member @dir (NULL: the
- * container's metadata).  @name names it in messages.  0 or -errno with
- * @d filled by the inner reader (its offsets are inside the slice).
+ * of its own (a slice, tfs_source_slice: of a local or a remote container
+ * alike) by reader @fmt (NULL: detected), as if its tensors were the
+ * container's.  @name names it in messages.  Two placements:
+ *   - under directory @dir: a container of its own, its tree under @dir,
+ *     its metadata under metadata member @dir; its offsets (xattrs,
+ *     manifest, warnings) are inside the slice, and so are those of @d
+ *     when its reader refuses it (its format named);
+ *   - @dir "" or NULL: the container's own content (Keras's weights
+ *     member): its tree at the root, its metadata in the container's,
+ *     every offset and message in the container's bytes (the tensors
+ *     read through the container; the slice's source is closed unless
+ *     its reader opened companions).
+ * 0 or -errno with @d filled.
+ * Slices nest at most TFS_MAX_SLICE_DEPTH deep (-E2BIG beyond);
+ * tfs_builder_slice_depth() is how many are loading now.
  */
+#define TFS_MAX_SLICE_DEPTH 8u
+unsigned tfs_builder_slice_depth(const struct tfs_builder *b);
 int tfs_builder_load_slice(struct tfs_builder *b, uint64_t offset,
 			   uint64_t length, const char *name, const char *dir,
 			   const struct tfs_format *fmt, struct tfs_diag *d);

@@ -117,9 +117,17 @@ int tfs_source_open_companion(struct tfs_source *s, const struct tfs_source *of,
 
 /*
  * A window [@off, +@len) of @parent as a source of its own (a container
- * inside an archive), named "PARENT/@name": a mapping of its own of the
- * same file (so @parent may be closed first), or a window of a memory
- * source.  Remote parents are refused (-ENOTSUP).
+ * inside an archive), named "PARENT/@name", its @base @parent's plus @off:
+ *   - of a file: a mapping of its own of the same file, from the page
+ *     holding @base (so the page cache, drops and read-ahead work on the
+ *     file's pages as for the parent); @parent may be closed first;
+ *   - of a memory source: @parent's bytes, which must outlive it;
+ *   - of a source with ops (a remote object, or a slice of one): @parent's
+ *     bytes and ops with @off added (fetch, fetch_in, drop, unpin), going
+ *     straight to the root object, which the slice BORROWS: its owner
+ *     closes every slice of it first (the builder pops companions last
+ *     first; an image closes its sources last first, and slices always
+ *     come after what they are slices of).
  */
 int tfs_source_slice(struct tfs_source *s, const struct tfs_source *parent,
 		     uint64_t off, uint64_t len, const char *name,

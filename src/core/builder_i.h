@@ -130,6 +130,7 @@ struct tfs_builder {
 	uint32_t ncompanions;
 	uint32_t self;	    /* what handle 0 means: 0, or the slice loading */
 	json_t *slice_meta; /* a slice's metadata object while it loads */
+	unsigned slice_depth; /* slices loading now, one inside the other */
 	/*
 	 * the path components, one copy of each distinct text (90,000 MoE
 	 * tensor paths are 700,000 components but ~400 texts)

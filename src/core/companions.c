@@ -108,19 +108,89 @@ int tfs_builder_open_companion(struct tfs_builder *b, const char *name,
 	return 0;
 }
 
+unsigned tfs_builder_slice_depth(const struct tfs_builder *b)
+{
+	return b->slice_depth;
+}
+
+/*
+ * The entries and warnings from @e0 and @w0 on, made by a slice (handle
+ * @h) loaded at the root: their bytes and offsets said in those of the
+ * container the slice is a window of (handle @outer, at @at in it).
+ */
+static void slice_to_parent(struct tfs_builder *b, uint32_t e0, uint32_t w0,
+			    uint32_t h, uint32_t outer, uint64_t at)
+{
+	struct entry *e;
+	uint32_t i, k;
+
+	for (i = e0; i < b->n; i++) {
+		e = &b->e[i];
+		if (e->desc_offset != TFS_NO_OFFSET)
+			e->desc_offset += at;
+		for (k = 0; k < e->nsegs; k++)
+			if (!e->segs[k].mem && e->segs[k].source == h) {
+				e->segs[k].source = outer;
+				e->segs[k].offset += at;
+			}
+		if (e->sib != h)
+			continue;
+		e->sib = outer;
+		if (!e->nsegs)
+			e->offset += at;
+		if (e->has_digest_extent)
+			e->digest_offset += at;
+	}
+	for (i = w0; i < b->nwarnings; i++)
+		if (b->warnings[i].offset != TFS_NO_OFFSET)
+			b->warnings[i].offset += at;
+}
+
+/* its tree under @dir: one more escaped prefix component, and metadata */
+static int slice_dir(struct tfs_builder *b, struct bsource *bs, const char *dir,
+		     json_t **meta, struct tfs_diag *d)
+{
+	char **outer_prefix = bs->prefix, *c;
+	size_t outer_n = bs->nprefix;
+
+	bs->prefix = reallocarray(NULL, outer_n + 1, sizeof(char *));
+	c = tfs_name_escape(dir, strlen(dir), TFS_NAME_MAX);
+	if (!bs->prefix || !c) {
+		free(c);
+		free(bs->prefix);
+		bs->prefix = outer_prefix;
+		return tfs_diag_oom(d);
+	}
+	if (outer_n)
+		memcpy(bs->prefix, outer_prefix, outer_n * sizeof(char *));
+	bs->prefix[outer_n] = c;
+	bs->nprefix = outer_n + 1;
+	*meta = json_object();
+	if (!*meta || json_object_set_new(tfs_builder_metadata(b), dir,
+					  json_incref(*meta)))
+		return tfs_diag_oom(d);
+	b->slice_meta = *meta;
+	return 0;
+}
+
 int tfs_builder_load_slice(struct tfs_builder *b, uint64_t offset,
 			   uint64_t length, const char *name, const char *dir,
 			   const struct tfs_format *fmt, struct tfs_diag *d)
 {
 	struct bsource *bs = &b->sources[b->cur];
 	const struct tfs_source *outer_src = b->src;
-	uint32_t outer_self = b->self, h;
+	uint32_t outer_self = b->self, h, e0 = b->n, w0 = b->nwarnings;
 	json_t *outer_meta = b->slice_meta, *meta = NULL;
-	char **outer_prefix = bs->prefix, *c;
+	char **outer_prefix = bs->prefix;
 	size_t outer_n = bs->nprefix;
+	bool at_root = !dir || !*dir;
 	struct companion *sl;
 	int ret;
 
+	if (b->slice_depth >= TFS_MAX_SLICE_DEPTH)
+		return tfs_diag_set(d, -E2BIG,
+				    "%s: containers nested deeper than %u",
+				    name, TFS_MAX_SLICE_DEPTH);
 	ret = push_companion(b, NULL, &h, d);
 	if (ret)
 		return ret;
@@ -138,35 +208,24 @@ int tfs_builder_load_slice(struct tfs_builder *b, uint64_t offset,
 				   name);
 		goto fail;
 	}
-	/* its tree under @dir: one more escaped prefix component */
-	if (dir && *dir) {
-		bs->prefix = reallocarray(NULL, outer_n + 1, sizeof(char *));
-		c = tfs_name_escape(dir, strlen(dir), TFS_NAME_MAX);
-		if (!bs->prefix || !c) {
-			free(c);
-			free(bs->prefix);
-			bs->prefix = outer_prefix;
-			ret = tfs_diag_oom(d);
-			goto fail;
-		}
-		if (outer_n)
-			memcpy(bs->prefix, outer_prefix,
-			       outer_n * sizeof(char *));
-		bs->prefix[outer_n] = c;
-		bs->nprefix = outer_n + 1;
-		meta = json_object();
-		if (!meta || json_object_set_new(tfs_builder_metadata(b), dir,
-						 json_incref(meta))) {
-			ret = tfs_diag_oom(d);
+	if (!at_root) {
+		ret = slice_dir(b, bs, dir, &meta, d);
+		if (ret)
 			goto restore;
-		}
-		b->slice_meta = meta;
 	}
 	b->src = &sl->src;
 	b->self = h;
+	b->slice_depth++;
 	ret = fmt->load(&sl->src, b, d);
-	if (ret && d && !d->format)
+	b->slice_depth--;
+	if (ret && d && !d->format && !at_root)
 		d->format = tfs_format_shown(fmt);
+	if (at_root) {
+		/* the container's own content: said in its bytes */
+		if (ret && d && d->has_offset)
+			d->offset += offset;
+		slice_to_parent(b, e0, w0, h, outer_self, offset);
+	}
 restore:
 	b->src = outer_src;
 	b->self = outer_self;
@@ -178,8 +237,12 @@ restore:
 		bs->prefix = outer_prefix;
 		bs->nprefix = outer_n;
 	}
-	/* the entries the reader added keep the handle: the slice stays */
-	return ret;
+	/*
+	 * the entries the reader added keep the handle: the slice stays;
+	 * one at the root that is the last companion is no longer used
+	 */
+	if (ret || !at_root || h != b->ncompanions)
+		return ret;
 fail:
 	pop_companion(b);
 	return ret;

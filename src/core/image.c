@@ -130,7 +130,8 @@ void tfs_image_close(struct tfs_image *img)
 		return;
 	tfs_read_state_free(img->rs);
 	tfs_tree_free(img->tree);
-	for (i = 0; i < img->nsrcs; i++)
+	/* last first: a slice borrows what it is a slice of (source.h) */
+	for (i = img->nsrcs; i-- > 0;)
 		tfs_source_close(&img->srcs[i]);
 	free(img->srcs);
 	for (i = 0; i < img->nskipped; i++) {

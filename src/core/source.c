@@ -261,6 +261,89 @@ int tfs_source_open_companion(struct tfs_source *s, const struct tfs_source *of,
 	return ret;
 }
 
+/*
+ * A slice of a source with ops (a remote object): the root's ops and
+ * object, borrowed, and where the slice starts in the root.  A slice of
+ * such a slice points at the same root (its @at adds up), so a read never
+ * goes through more than one hop.
+ */
+struct window {
+	const struct tfs_source_ops *ops;
+	void *impl;
+	uint64_t at, size;
+};
+
+static int window_fetch(void *impl, uint64_t off, uint64_t len)
+{
+	struct window *w = impl;
+
+	if (!tfs_range_ok(off, len, w->size))
+		return -EIO;
+	return w->ops->fetch(w->impl, w->at + off, len);
+}
+
+static void window_drop(void *impl, uint64_t off, uint64_t len)
+{
+	struct window *w = impl;
+
+	if (tfs_range_ok(off, len, w->size))
+		w->ops->drop(w->impl, w->at + off, len);
+}
+
+static int window_fetch_in(void *impl, uint64_t off, uint64_t len,
+			   uint64_t ext_off, uint64_t ext_len)
+{
+	struct window *w = impl;
+
+	if (!tfs_range_ok(off, len, w->size))
+		return -EIO;
+	if (!w->ops->fetch_in)
+		return w->ops->fetch(w->impl, w->at + off, len);
+	/* the tensor's extent lies in the slice too: the reader checked */
+	return w->ops->fetch_in(w->impl, w->at + off, len, w->at + ext_off,
+				ext_len);
+}
+
+static void window_unpin(void *impl, uint64_t off, uint64_t len)
+{
+	struct window *w = impl;
+
+	if (w->ops->fetch_in && w->ops->unpin &&
+	    tfs_range_ok(off, len, w->size))
+		w->ops->unpin(w->impl, w->at + off, len);
+}
+
+static void window_close(void *impl)
+{
+	free(impl); /* the root is borrowed: its owner closes it */
+}
+
+static const struct tfs_source_ops window_ops = {
+	.fetch = window_fetch,
+	.drop = window_drop,
+	.fetch_in = window_fetch_in,
+	.close = window_close,
+	.unpin = window_unpin,
+};
+
+/* @s, a window of @parent (which has ops) at @off: borrows the root */
+static int slice_of_ops(struct tfs_source *s, const struct tfs_source *parent,
+			uint64_t off, uint64_t len)
+{
+	const struct window *pw = parent->impl;
+	struct window *w = malloc(sizeof(*w));
+
+	if (!w)
+		return -ENOMEM;
+	*w = (struct window){parent->ops, parent->impl, off, len};
+	if (parent->ops == &window_ops)
+		*w = (struct window){pw->ops, pw->impl, pw->at + off, len};
+	s->ops = &window_ops;
+	s->impl = w;
+	s->data = len ? parent->data + off : NULL;
+	return 0;
+}
+
 int tfs_source_slice(struct tfs_source *s, const struct tfs_source *parent,
 		     uint64_t off, uint64_t len, const char *name,
 		     struct tfs_diag *d)
@@ -276,11 +359,6 @@ int tfs_source_slice(struct tfs_source *s, const struct tfs_source *parent,
 				    "the file",
 				    name, (unsigned long long)off,
 				    (unsigned long long)len);
-	if (parent->ops)
-		return tfs_diag_set(d, -ENOTSUP,
-				    "%s: a container inside a remote archive "
-				    "is not supported",
-				    name);
 	if (asprintf(&s->path, "%s/%s", parent->path ? parent->path : "",
 		     name) < 0) {
 		s->path = NULL;
@@ -289,11 +367,22 @@ int tfs_source_slice(struct tfs_source *s, const struct tfs_source *parent,
 	s->size = len;
 	s->mtime = parent->mtime;
 	s->base = parent->base + off;
+	if (parent->ops) { /* remote: a window onto the parent's fetches */
+		if (slice_of_ops(s, parent, off, len)) {
+			tfs_source_close(s);
+			return tfs_diag_oom(d);
+		}
+		return 0;
+	}
 	if (parent->fd < 0 || !len) { /* memory, or nothing to map */
 		s->data = len ? parent->data + off : NULL;
 		return 0;
 	}
-	/* a mapping of its own: the parent may be closed first */
+	/*
+	 * A mapping of its own (so the parent may be closed first): its page
+	 * cache footprint, drops and read-ahead stay the file's, aligned by
+	 * the slice's @base
+	 */
 	s->fd = fcntl(parent->fd, F_DUPFD_CLOEXEC, 0);
 	if (s->fd < 0)
 		goto fail;

@@ -41,7 +41,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "formats/hdf5.h"
 #include "parse/hdf5/h5.h"
 #include "tensorfs/builder.h"
 #include "tensorfs/checked.h"
@@ -1498,21 +1497,15 @@ static void hx_unique_filters(json_t *a)
 				json_array_remove(a, j);
 }
 
-int tfs_hdf5_load_at(const struct tfs_source *src, struct tfs_builder *b,
-		     uint64_t offset, uint64_t length, struct tfs_diag *d)
+static int hx_load(const struct tfs_source *src, struct tfs_builder *b,
+		   struct tfs_diag *d)
 {
 	struct hx_ctx z = {.src = src, .b = b, .d = d};
 	struct h5_ohdr oh;
 	int ret;
 
-	if (!tfs_source_range_ok(src, offset, length))
-		return tfs_diag_at(d, -EBADMSG, offset,
-				   "HDF5 file: %llu bytes past the end of the "
-				   "container",
-				   (unsigned long long)length);
-	z.f.p = src->data + offset;
-	z.f.size = length;
-	z.f.origin = offset;
+	z.f.p = src->data;
+	z.f.size = src->size;
 	z.f.d = d;
 	z.attrs = json_object();
 	z.links = json_object();
@@ -1568,12 +1561,6 @@ out:
 	h5_set_free(&z.groups);
 	free(z.path);
 	return ret;
-}
-
-static int hx_load(const struct tfs_source *src, struct tfs_builder *b,
-		   struct tfs_diag *d)
-{
-	return tfs_hdf5_load_at(src, b, 0, src->size, d);
 }
 
 const struct tfs_format tfs_format_hdf5 = {

@@ -3,10 +3,11 @@
  * The Keras 3 `.keras` archive (specs/hdf5.md section 13.4): a zip
  * (parse/zip.h) written by Python's zipfile with members metadata.json,
  * config.json, model.weights.h5 and optional assets/.  The weights member
- * is an HDF5 file read in place by the HDF5 reader (formats/hdf5.h, its
- * addresses relative to the member's data, every offset absolute in the
- * archive): stored, so every contiguous dataset is served zero-copy, from
- * a local or a remote archive alike.  config.json
+ * is an HDF5 file read in place by the HDF5 reader as a slice of the
+ * archive loaded at its root (tfs_builder_load_slice: the archive's own
+ * content, every offset absolute in the archive): stored, so every
+ * contiguous dataset is served zero-copy, from a local or a remote archive
+ * alike.  config.json
  * and metadata.json are parsed into metadata.json ("keras_archive");
  * other members are listed there.
  *
@@ -18,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "formats/hdf5.h"
 #include "parse/zip.h"
 #include "tensorfs/builder.h"
 #include "tensorfs/diag.h"
@@ -27,6 +27,8 @@
 
 #define KERAS_WEIGHTS "model.weights.h5"
 #define KERAS_JSON_MAX (64u << 20)
+
+extern const struct tfs_format tfs_format_hdf5;
 
 struct keras_census {
 	bool weights, config;
@@ -148,7 +150,8 @@ static int keras_load(const struct tfs_source *src, struct tfs_builder *b,
 		ret = tfs_diag_oom(d);
 		goto out;
 	}
-	ret = tfs_hdf5_load_at(src, b, w.data_offset, w.comp_size, d);
+	ret = tfs_builder_load_slice(b, w.data_offset, w.comp_size,
+				     KERAS_WEIGHTS, "", &tfs_format_hdf5, d);
 out:
 	json_decref(arch);
 	json_decref(members);

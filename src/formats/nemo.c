@@ -25,9 +25,6 @@
 
 #define TAR_TEXT_MAX (64u << 10)  /* bytes of one text member shown */
 #define TAR_TEXT_TOTAL (1u << 20) /* bytes of text shown in all */
-#define TAR_MAX_NESTING 8	  /* a .nemo inside a .nemo inside ... */
-
-static _Thread_local int tar_nesting;
 
 extern const struct tfs_format tfs_format_nemo;
 
@@ -115,25 +112,15 @@ static int member_add(struct tar_ctx *z, const struct tfs_tar_member *m,
 	fmt = member_format(z->src, m);
 	if (fmt && fmt == &tfs_format_nemo && !tfs_tar_magic(p, m->size))
 		fmt = NULL; /* a .tar.gz inside: listed */
-	if (fmt && z->src->ops) {
-		/* tfs_source_slice: no container inside a remote archive yet */
-		*as = "container, not mounted from a remote archive";
-		return tfs_builder_warn(z->b, m->header_offset,
-					"tar: member '%s' (%s) is not mounted: "
-					"a container inside a remote archive "
-					"is not supported; mount a local copy",
-					m->name, tfs_format_shown(fmt));
-	}
 	if (fmt) {
-		if (tar_nesting >= TAR_MAX_NESTING)
+		/* said here, at the member: the builder's limit, its offset */
+		if (tfs_builder_slice_depth(z->b) >= TFS_MAX_SLICE_DEPTH)
 			return tfs_diag_at(z->d, -E2BIG, m->header_offset,
 					   "tar: member '%s': archives nested "
-					   "deeper than %d",
-					   m->name, TAR_MAX_NESTING);
-		tar_nesting++;
+					   "deeper than %u",
+					   m->name, TFS_MAX_SLICE_DEPTH);
 		ret = tfs_builder_load_slice(z->b, m->data_offset, m->size,
 					     m->name, m->name, fmt, z->d);
-		tar_nesting--;
 		if (ret)
 			return inner_failed(z->d, ret, m);
 		*as = tfs_format_shown(fmt);

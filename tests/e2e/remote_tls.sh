@@ -4,7 +4,10 @@
 # certificate exits 4 with one line; -o insecure is the tests' way in),
 # every safetensors/zTensor fixture (the shared ones, else the project's
 # tests/fixtures/*/valid and data/sample.zt) equals its local mount over
-# HTTP/2, and nginx's own ETag/If-Match turns a changed file into ESTALE.
+# HTTP/2, a .keras and two .nemo (containers inside the container: slices of
+# the remote object) give every tensor's bytes as their local mount and
+# expected.json, and nginx's own ETag/If-Match turns a changed file into
+# ESTALE.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
@@ -106,6 +109,54 @@ done
 grep -q 'HTTP/2.0' "$WORK/access.log" && ok "over HTTP/2" ||
 	fail "not HTTP/2: $(tail -1 "$WORK/access.log")"
 grep -q ' 206 bytes=' "$WORK/access.log" && ok "by range" || fail "no range"
+
+# containers inside containers: the HDF5 weights of a .keras zip and the
+# members of a .nemo tar (one nested in another) are slices of the remote
+# object; every tensor's sha256 equals the local mount's and expected.json's
+mkdir -p "$ROOT/nested"
+FX=$TFS_SOURCE_ROOT/tests/fixtures
+cp "$FX/hdf5/valid/keras3_model.keras" "$FX/nemo/torch_written/mlp.nemo" \
+	"$FX/nemo/valid/nested.nemo" "$ROOT/nested/"
+nested_same() { # FILE EXPECTED.JSON KEY: local vs https, and vs expected
+	local lm rm_
+	lm=$(mount_container "$ROOT/nested/$1") || { fail "$1: local"; return; }
+	rm_=$(mount_container "$BASE/nested/$1") || {
+		fail "$1: remote mount"
+		unmount "$lm"
+		return
+	}
+	if diff -r "$lm" "$rm_" >"$WORK/diff" 2>&1 &&
+		python3 - "$lm" "$rm_" "$2" "$3" >"$WORK/sums" 2>&1 <<'PY'; then
+import hashlib, json, os, sys
+lm, rm, exp, key = sys.argv[1:]
+man = json.load(open(os.path.join(rm, ".tensorfs/manifest.json")))
+sums = {}
+for t in man["tensors"]:
+    a, b = (hashlib.sha256(open(os.path.join(m, t["path"]), "rb").read())
+            .hexdigest() for m in (lm, rm))
+    assert a == b, t["path"]
+    sums[t["name"]] = sums[t["path"]] = b
+want = json.load(open(exp)) if exp != "-" else {}
+want = want.get("valid", want).get(key, {})
+rows = (want.get("member", {}).get("datasets", [])
+        + want.get("model_weights_tensors", []))
+for w in rows:
+    name = w.get("path", w.get("name"))
+    assert sums.get(name) == w["sha256"], name
+assert len(sums) and (exp == "-" or rows), "nothing compared"
+print(len(man["tensors"]), "tensors,", len(rows), "in expected.json")
+PY
+		ok "$1 over https: $(cat "$WORK/sums")"
+	else
+		fail "$1 over https: $(head -3 "$WORK/diff" "$WORK/sums")"
+	fi
+	unmount "$lm"
+	unmount "$rm_"
+}
+nested_same keras3_model.keras "$FX/hdf5/valid/expected.json" \
+	keras3_model.keras
+nested_same mlp.nemo "$FX/nemo/torch_written/expected.json" mlp.nemo
+nested_same nested.nemo - -
 
 # nginx's ETag changes with the file's mtime: If-Match fails the read
 f=$ROOT/big.safetensors

@@ -2,10 +2,11 @@
 /*
  * What a tensor's stored bytes may be besides one extent of its container
  * (src/core/companions.c, stored.c): an extent of a companion file, bytes
- * in memory, several pieces, a slice; and the containment of companion
- * names.  A test reader (struct tfs_format) describes a container in a
- * temporary directory; the bytes come back through the image's read path
- * and verify.
+ * in memory, several pieces, a slice (under a directory or at the root,
+ * nested at most TFS_MAX_SLICE_DEPTH deep); and the containment of
+ * companion names.  A test reader (struct tfs_format) describes a container in
+ * a temporary directory; the bytes come back through the image's read path and
+ * verify.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -370,6 +371,25 @@ static int load_outer(const struct tfs_source *src, struct tfs_builder *b,
 static const struct tfs_format outer_format = {
 	.name = "outer", .description = "test", .load = load_outer};
 
+/* outer.bin: @in at an odd offset (a slice's mapping starts mid-page),
+ * loaded by @fmt into *@img; its path in @f */
+static void load_outer_file(const uint8_t *in, const struct tfs_format *fmt,
+			    struct tfs_image **img, char *f, size_t cap)
+{
+	struct tfs_source src;
+	struct tfs_diag d;
+
+	inner_at = 4099;
+	outer_len = inner_at + inner_len + 10;
+	outer = calloc(1, outer_len);
+	memcpy(outer + inner_at, in, inner_len);
+	put("outer.bin", outer, outer_len);
+	snprintf(f, cap, "%s/outer.bin", dir);
+	ck_assert_int_eq(tfs_source_open(&src, f, &d), 0);
+	ck_assert_msg(tfs_image_load_format(img, &src, fmt, NULL, &d) == 0,
+		      "load: %s", d.msg);
+}
+
 START_TEST(slice_of_a_file)
 {
 	uint8_t *in = inner_file(&inner_len);
@@ -381,17 +401,7 @@ START_TEST(slice_of_a_file)
 	size_t len;
 	char f[256];
 
-	/* an odd offset: the slice's mapping starts mid-page */
-	inner_at = 4099;
-	outer_len = inner_at + inner_len + 10;
-	outer = calloc(1, outer_len);
-	memcpy(outer + inner_at, in, inner_len);
-	put("outer.bin", outer, outer_len);
-	snprintf(f, sizeof(f), "%s/outer.bin", dir);
-	ck_assert_int_eq(tfs_source_open(&src, f, &d), 0);
-	ck_assert_msg(
-		tfs_image_load_format(&img, &src, &outer_format, NULL, &d) == 0,
-		"load: %s", d.msg);
+	load_outer_file(in, &outer_format, &img, f, sizeof(f));
 	x = tu_tensor(img, "w");
 	ck_assert_ptr_nonnull(x);
 	ck_assert_str_eq(x->path, "inner/w");
@@ -429,6 +439,110 @@ START_TEST(slice_of_a_file)
 }
 END_TEST
 
+/* the same inner file loaded at the root: the container's own content */
+static int load_at_root(const struct tfs_source *src, struct tfs_builder *b,
+			struct tfs_diag *d)
+{
+	(void)src;
+	return tfs_builder_load_slice(b, inner_at, inner_len, "inner.st", "",
+				      NULL, d);
+}
+
+static const struct tfs_format root_format = {
+	.name = "atroot", .description = "test", .load = load_at_root};
+
+/* load @f with @fmt; the refusal's offset and format in *@at, @shown */
+static int load_refused(const char *f, const struct tfs_format *fmt,
+			uint64_t *at, const char **shown)
+{
+	struct tfs_image *img = NULL;
+	struct tfs_source src;
+	struct tfs_diag d;
+	int ret;
+
+	ck_assert_int_eq(tfs_source_open(&src, f, &d), 0);
+	ret = tfs_image_load_format(&img, &src, fmt, NULL, &d);
+	ck_assert(d.has_offset);
+	*at = d.offset;
+	*shown = d.format;
+	return ret;
+}
+
+START_TEST(slice_at_the_root)
+{
+	uint8_t *in = inner_file(&inner_len);
+	size_t data_at = inner_len - 6, len;
+	struct tfs_image *img = NULL;
+	const struct tfs_tensor *x;
+	const char *shown;
+	uint64_t at, at_dir;
+	uint8_t *got;
+	char f[256];
+
+	load_outer_file(in, &root_format, &img, f, sizeof(f));
+	x = tu_tensor(img, "w");
+	ck_assert_ptr_nonnull(x);
+	ck_assert_str_eq(x->path, "w");
+	/* its offset is the container's, read through the container */
+	ck_assert_uint_eq(x->offset, inner_at + data_at);
+	ck_assert_uint_eq(img->nsrcs, 1);
+	ck_assert_uint_eq(x->source, 0);
+	got = tu_read_node(img, x->node, &len);
+	ck_assert_uint_eq(len, 6);
+	ck_assert_mem_eq(got, "\x01\x02\x03\x04\x05\x06", 6);
+	free(got);
+	snprintf(f + 200, 40, "%zu", inner_at + data_at);
+	tu_expect_xattr(img, "w", "offset", f + 200);
+	tfs_image_close(img);
+	/* a refusal: in the container's bytes and named by its reader */
+	*(uint8_t *)memmem(in, inner_len, "[6]", 3) = '{';
+	memcpy(outer + inner_at, in, inner_len);
+	put("outer.bin", outer, outer_len);
+	ck_assert_int_eq(load_refused(f, &outer_format, &at_dir, &shown),
+			 -EBADMSG);
+	ck_assert_str_eq(shown, "safetensors");
+	ck_assert_int_eq(load_refused(f, &root_format, &at, &shown), -EBADMSG);
+	ck_assert_str_eq(shown, "atroot");
+	ck_assert_uint_eq(at, inner_at + at_dir);
+	free(in);
+	free(outer);
+}
+END_TEST
+
+/* a container holding itself: each level loads its whole bytes again */
+static unsigned deepest;
+static const struct tfs_format self_format;
+
+static int load_self(const struct tfs_source *src, struct tfs_builder *b,
+		     struct tfs_diag *d)
+{
+	if (tfs_builder_slice_depth(b) > deepest)
+		deepest = tfs_builder_slice_depth(b);
+	return tfs_builder_load_slice(b, 1, src->size - 1, "again", "again",
+				      &self_format, d);
+}
+
+static const struct tfs_format self_format = {
+	.name = "self", .description = "test", .load = load_self};
+
+START_TEST(slices_nest_at_most_8_deep)
+{
+	static const uint8_t bytes[32];
+	struct tfs_image *img = NULL;
+	struct tfs_source src;
+	struct tfs_diag d;
+
+	tfs_source_init_memory(&src, bytes, sizeof(bytes));
+	deepest = 0;
+	ck_assert_int_eq(
+		tfs_image_load_format(&img, &src, &self_format, NULL, &d),
+		-E2BIG);
+	ck_assert_str_eq(d.msg, "again: containers nested deeper than 8");
+	ck_assert_uint_eq(deepest, TFS_MAX_SLICE_DEPTH);
+	ck_assert_uint_eq(TFS_MAX_SLICE_DEPTH, 8);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("companions");
@@ -440,6 +554,8 @@ int main(void)
 	tcase_add_test(tc, companion_truncated);
 	tcase_add_test(tc, containment);
 	tcase_add_test(tc, slice_of_a_file);
+	tcase_add_test(tc, slice_at_the_root);
+	tcase_add_test(tc, slices_nest_at_most_8_deep);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
 }

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * Sources: read-only mapping, live range checks, and the SIGBUS guard that
+ * Sources: read-only mapping, live range checks, the SIGBUS guard that
  * keeps a container truncated under us from killing the process (zstd
- * decoding and digests run under it).
+ * decoding and digests run under it), and slices of memory, of a file and
+ * of a source with ops (a remote one), slices of slices among them.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -144,6 +145,163 @@ START_TEST(zstd_and_digest_survive_truncation)
 }
 END_TEST
 
+/* ---- slices ---------------------------------------------------------------
+ */
+
+/* a source with ops, as a remote one: every call it gets, logged */
+struct fake {
+	char log[512];
+	int closed;
+};
+
+static void logf_(struct fake *f, const char *what, uint64_t a, uint64_t b,
+		  uint64_t c, uint64_t e)
+{
+	size_t n = strlen(f->log);
+
+	snprintf(f->log + n, sizeof(f->log) - n, "%s %llu %llu %llu %llu;",
+		 what, (unsigned long long)a, (unsigned long long)b,
+		 (unsigned long long)c, (unsigned long long)e);
+}
+
+static int fake_fetch(void *impl, uint64_t off, uint64_t len)
+{
+	logf_(impl, "fetch", off, len, 0, 0);
+	return 0;
+}
+
+static void fake_drop(void *impl, uint64_t off, uint64_t len)
+{
+	logf_(impl, "drop", off, len, 0, 0);
+}
+
+static int fake_fetch_in(void *impl, uint64_t off, uint64_t len,
+			 uint64_t ext_off, uint64_t ext_len)
+{
+	logf_(impl, "in", off, len, ext_off, ext_len);
+	return 0;
+}
+
+static void fake_unpin(void *impl, uint64_t off, uint64_t len)
+{
+	logf_(impl, "unpin", off, len, 0, 0);
+}
+
+static void fake_close(void *impl)
+{
+	((struct fake *)impl)->closed++;
+}
+
+static const struct tfs_source_ops fake_ops = {
+	.fetch = fake_fetch,
+	.drop = fake_drop,
+	.fetch_in = fake_fetch_in,
+	.close = fake_close,
+	.unpin = fake_unpin,
+};
+
+START_TEST(slice_of_a_slice_of_memory)
+{
+	uint8_t data[64];
+	struct tfs_source m, a, b;
+	struct tfs_diag d;
+
+	for (int i = 0; i < 64; i++)
+		data[i] = (uint8_t)i;
+	tfs_source_init_memory(&m, data, sizeof(data));
+	ck_assert_int_eq(tfs_source_slice(&a, &m, 10, 40, "a", &d), 0);
+	ck_assert_int_eq(tfs_source_slice(&b, &a, 5, 20, "b", &d), 0);
+	/* bytes 15.. of the memory: a window, no copy */
+	ck_assert_ptr_eq(b.data, data + 15);
+	ck_assert_uint_eq(b.size, 20);
+	ck_assert_uint_eq(b.base, 15);
+	ck_assert_str_eq(b.path, "/a/b");
+	ck_assert(tfs_source_live_range_ok(&b, 0, 20));
+	ck_assert(!tfs_source_live_range_ok(&b, 1, 20));
+	tfs_source_close(&b);
+	/* past the end of the parent slice (inside the memory): refused */
+	ck_assert_int_eq(tfs_source_slice(&b, &a, 30, 11, "c", &d), -EBADMSG);
+	ck_assert_str_eq(d.msg, "c: bytes [30, +11) are not inside the file");
+	tfs_source_close(&a);
+	tfs_source_close(&m);
+}
+END_TEST
+
+START_TEST(slice_of_a_remote_forwards_to_the_root)
+{
+	static uint8_t data[1000];
+	struct fake f = {0};
+	struct tfs_source r, a, b;
+	struct tfs_diag d;
+
+	tfs_source_init_memory(&r, data, sizeof(data));
+	r.ops = &fake_ops;
+	r.impl = &f;
+	ck_assert_int_eq(tfs_source_slice(&a, &r, 100, 500, "a", &d), 0);
+	ck_assert_int_eq(tfs_source_slice(&b, &a, 50, 200, "b", &d), 0);
+	ck_assert_ptr_eq(b.data, data + 150);
+	ck_assert_uint_eq(b.base, 150);
+	ck_assert_ptr_nonnull(b.ops);
+	/* the slice of a slice goes to the root, both offsets added */
+	ck_assert_int_eq(tfs_source_fetch(&b, 10, 20), 0);
+	ck_assert(tfs_source_live_range_ok(&b, 0, 200));
+	ck_assert_int_eq(tfs_source_fetch_in(&b, 30, 5, 20, 100), 0);
+	tfs_source_unpin(&b, 30, 5);
+	tfs_source_drop_cache(&b, 0, 200);
+	tfs_source_drop_cache(&a, 1, 2);
+	ck_assert_str_eq(f.log, "fetch 160 20 0 0;fetch 150 200 0 0;"
+				"in 180 5 170 100;unpin 180 5 0 0;"
+				"drop 150 200 0 0;drop 101 2 0 0;");
+	/* outside the slice: refused here, never asked of the root */
+	f.log[0] = 0;
+	ck_assert_int_eq(tfs_source_fetch(&b, 190, 11), -EIO);
+	ck_assert_int_eq(tfs_source_fetch_in(&b, 201, 0, 0, 1), -EIO);
+	tfs_source_drop_cache(&b, 199, 2);
+	tfs_source_unpin(&b, 199, 2);
+	ck_assert_str_eq(f.log, "");
+	/* slices borrow the root: closing them leaves it open */
+	tfs_source_close(&b);
+	tfs_source_close(&a);
+	ck_assert_int_eq(f.closed, 0);
+	tfs_source_close(&r);
+	ck_assert_int_eq(f.closed, 1);
+}
+END_TEST
+
+START_TEST(slice_of_a_slice_of_a_file)
+{
+	size_t len = (size_t)page * 3;
+	uint8_t *data = malloc(len);
+	struct tfs_source s, a, b;
+	struct tfs_diag d;
+
+	for (size_t i = 0; i < len; i++)
+		data[i] = (uint8_t)(i * 7);
+	make_file(data, len);
+	ck_assert_int_eq(tfs_source_open(&s, path, &d), 0);
+	ck_assert_int_eq(
+		tfs_source_slice(&a, &s, 3, (uint64_t)page * 2, "a", &d), 0);
+	ck_assert_int_eq(
+		tfs_source_slice(&b, &a, (uint64_t)page - 1, 100, "b", &d), 0);
+	/* its own mapping, from the file page holding its first byte */
+	ck_assert_uint_eq(b.base, (uint64_t)page + 2);
+	ck_assert_uint_eq(b.map_off, (uint64_t)page);
+	ck_assert_ptr_ne(b.data, a.data + page - 1);
+	ck_assert_mem_eq(b.data, data + page + 2, 100);
+	/* the parents closed first: the slice still reads */
+	tfs_source_close(&s);
+	tfs_source_close(&a);
+	ck_assert(tfs_source_live_range_ok(&b, 0, 100));
+	ck_assert_mem_eq(tfs_source_serve(&b, 10, 50, 100), data + page + 12,
+			 50);
+	ck_assert_int_eq(truncate(path, page + 50), 0);
+	ck_assert(!tfs_source_live_range_ok(&b, 0, 100));
+	ck_assert(tfs_source_live_range_ok(&b, 0, 48));
+	tfs_source_close(&b);
+	free(data);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("source");
@@ -153,6 +311,9 @@ int main(void)
 	tcase_add_test(tc, open_is_read_only_and_checks_ranges);
 	tcase_add_test(tc, guard_turns_sigbus_into_efault);
 	tcase_add_test(tc, zstd_and_digest_survive_truncation);
+	tcase_add_test(tc, slice_of_a_slice_of_memory);
+	tcase_add_test(tc, slice_of_a_remote_forwards_to_the_root);
+	tcase_add_test(tc, slice_of_a_slice_of_a_file);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
 }

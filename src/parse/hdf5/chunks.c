@@ -235,7 +235,7 @@ static int ck_farray_paged(struct ck_ctx *z, uint64_t dblk, uint64_t n,
 			ret = h5_span(f, pos, plen + 4, "fixed array page", at,
 				      &pc);
 			if (!ret)
-				ret = h5_checksum(f, pc.base - f->origin, plen,
+				ret = h5_checksum(f, pc.base, plen,
 						  "fixed array page");
 			for (e = 0; !ret && e < cnt; e++) {
 				bool in = ck_unlinear(z, z->grid, NULL,
@@ -350,8 +350,7 @@ static int ck_ea_dblock(struct ck_ctx *z, const struct ck_ea *ea, uint64_t addr,
 			ret = h5_span(f, pos, page * ea->esize + 4,
 				      "extensible array page", at, &c);
 			if (!ret)
-				ret = h5_checksum(f, c.base - f->origin,
-						  page * ea->esize,
+				ret = h5_checksum(f, c.base, page * ea->esize,
 						  "extensible array page");
 			if (ret)
 				return ret;

@@ -57,7 +57,7 @@ int h5_fheap_open(struct h5_file *f, uint64_t addr, struct h5_fheap *h)
 				   "fractal heap %llu: filtered heaps are not "
 				   "supported",
 				   (unsigned long long)addr);
-	ret = h5_checksum(f, c.base - f->origin, hlen, "fractal heap header");
+	ret = h5_checksum(f, c.base, hlen, "fractal heap header");
 	if (ret)
 		return ret;
 	/* max managed size, next huge ID, huge B-tree, ... */

@@ -50,9 +50,8 @@ struct tfs_diag;
 #define H5_MAX_CHUNK (1ull << 32) /* bytes of one unfiltered chunk */
 
 struct h5_file {
-	const uint8_t *p; /* the HDF5 file's bytes (a slice for a member) */
+	const uint8_t *p; /* the HDF5 file's bytes */
 	uint64_t size;	  /* bytes at p */
-	uint64_t origin;  /* container offset of p[0] (diagnostics) */
 	uint64_t base;	  /* offset of the superblock in p */
 	unsigned so, sl;  /* size of offsets, of lengths */
 	unsigned sb_version;
@@ -74,7 +73,7 @@ int h5_checksum(struct h5_file *f, uint64_t at, uint64_t n, const char *what);
  * 2^30) or -ENOENT
  */
 int64_t h5_find_signature(const uint8_t *p, uint64_t size, uint64_t max);
-/* the superblock at its signature; fills @f (p, size, origin, d preset) */
+/* the superblock at its signature; fills @f (p, size, d preset) */
 int h5_superblock(struct h5_file *f);
 
 /* ---- helpers (superblock.c) */

@@ -61,14 +61,14 @@ int h5_checksum(struct h5_file *f, uint64_t at, uint64_t n, const char *what)
 
 	if (!tfs_add_u64(at, n, &end) || !tfs_range_ok(at, n + 4, f->size) ||
 	    n + 4 < n)
-		return tfs_diag_at(f->d, -EBADMSG, f->origin + at,
+		return tfs_diag_at(f->d, -EBADMSG, at,
 				   "%s: %llu bytes and the checksum run past "
 				   "the end of the file",
 				   what, (unsigned long long)n);
 	want = (uint32_t)tfs_load_le(f->p + end, 4);
 	got = h5_lookup3(f->p + at, (size_t)n, 0);
 	if (want != got)
-		return tfs_diag_at(f->d, -EBADMSG, f->origin + end,
+		return tfs_diag_at(f->d, -EBADMSG, end,
 				   "%s: checksum 0x%08x, but the bytes give "
 				   "0x%08x (lookup3)",
 				   what, want, got);

@@ -121,7 +121,7 @@ static int oh_cont(struct oh_ctx *z, const struct h5_msg *m)
 	ret = h5_span(f, addr, len, "continuation block", m->at, &b);
 	if (ret)
 		return ret;
-	start = b.base - f->origin;
+	start = b.base;
 	if (z->oh->version == 2) {
 		if (len < 8 || !tfs_cursor_match(&b, "OCHK", 4))
 			return tfs_diag_at(f->d, -EBADMSG, b.base,
@@ -144,8 +144,7 @@ static int oh_block(struct oh_ctx *z, const struct oh_block *bl)
 	unsigned hdr = z->oh->version == 1 ? 8 : 4 + z->crt;
 	int ret;
 
-	tfs_cursor_init(&c, f->p + bl->start, bl->end - bl->start,
-			f->origin + bl->start);
+	tfs_cursor_init(&c, f->p + bl->start, bl->end - bl->start, bl->start);
 	while (tfs_cursor_remaining(&c) >= hdr) {
 		struct h5_msg m = {0};
 		uint64_t t = 0, sz = 0, fl = 0;
@@ -206,13 +205,12 @@ static int oh_v1(struct oh_ctx *z, struct tfs_cursor *c, uint64_t start)
 	    tfs_cursor_skip(c, 4))
 		return h5_short(f, c, "object header");
 	if (!tfs_range_ok(start + 16, size, f->size))
-		return tfs_diag_at(f->d, -EBADMSG, f->origin + start + 8,
+		return tfs_diag_at(f->d, -EBADMSG, start + 8,
 				   "object header %llu: %llu bytes of "
 				   "messages run past the end of the file",
 				   (unsigned long long)z->oh->addr,
 				   (unsigned long long)size);
-	ret = oh_add_block(z, start, start + 16, start + 16 + size,
-			   f->origin + start);
+	ret = oh_add_block(z, start, start + 16, start + 16 + size, start);
 	return ret;
 }
 
@@ -253,8 +251,7 @@ static int oh_v2(struct oh_ctx *z, struct tfs_cursor *c, uint64_t start)
 	ret = h5_checksum(f, start, hdr + size, "object header");
 	if (ret)
 		return ret;
-	return oh_add_block(z, start, start + hdr, start + hdr + size,
-			    f->origin + start);
+	return oh_add_block(z, start, start + hdr, start + hdr + size, start);
 }
 
 int h5_ohdr_read(struct h5_file *f, uint64_t addr, struct h5_ohdr *oh)

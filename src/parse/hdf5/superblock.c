@@ -28,7 +28,7 @@ int64_t h5_find_signature(const uint8_t *p, uint64_t size, uint64_t max)
 
 uint64_t h5_abs(const struct h5_file *f, uint64_t addr)
 {
-	return f->origin + f->base + addr;
+	return f->base + addr;
 }
 
 unsigned h5_enc_size(uint64_t v)
@@ -69,7 +69,7 @@ int h5_span(struct h5_file *f, uint64_t addr, uint64_t len, const char *what,
 				   what, (unsigned long long)addr,
 				   (unsigned long long)len,
 				   (unsigned long long)(f->size - f->base));
-	tfs_cursor_init(c, f->p + off, len, f->origin + off);
+	tfs_cursor_init(c, f->p + off, len, off);
 	return 0;
 }
 
@@ -85,7 +85,7 @@ int h5_struct(struct h5_file *f, uint64_t addr, uint64_t len, const char *sig,
 				   "%s %llu: no %s signature", what,
 				   (unsigned long long)addr, sig);
 	c->len = len;
-	return sum ? h5_checksum(f, c->base - f->origin, len, what) : 0;
+	return sum ? h5_checksum(f, c->base, len, what) : 0;
 }
 
 int h5_short(struct h5_file *f, const struct tfs_cursor *c, const char *what)
@@ -125,12 +125,11 @@ int h5_superblock(struct h5_file *f)
 	int ret;
 
 	if (found < 0)
-		return tfs_diag_at(f->d, -EBADMSG, f->origin,
+		return tfs_diag_at(f->d, -EBADMSG, 0,
 				   "superblock: no HDF5 signature at byte 0, "
 				   "512, 1024, ...");
 	f->base = (uint64_t)found;
-	tfs_cursor_init(&c, f->p + f->base, f->size - f->base,
-			f->origin + f->base);
+	tfs_cursor_init(&c, f->p + f->base, f->size - f->base, f->base);
 	tfs_cursor_skip(&c, 8);
 	if (tfs_cursor_u8(&c, &v))
 		return h5_short(f, &c, "superblock");
@@ -223,9 +222,8 @@ int h5_superblock(struct h5_file *f)
 	if (f->eof == H5_UNDEF || f->eof > fs)
 		return tfs_diag_at(
 			f->d, -EBADMSG,
-			f->origin + f->base +
-				(v <= 1 ? 24 + (v == 1 ? 4 : 0) + 2 * f->so
-					: 12 + 2 * f->so),
+			f->base + (v <= 1 ? 24 + (v == 1 ? 4 : 0) + 2 * f->so
+					  : 12 + 2 * f->so),
 			"superblock: end-of-file address %llu, but "
 			"the file is %llu bytes (truncated)",
 			(unsigned long long)f->eof, (unsigned long long)fs);
