@@ -388,7 +388,6 @@ static int ox_make_name(struct ox *z, struct ox_name *n, uint64_t at)
 {
 	size_t i, j, len = 0, nc = 0, start, k, plen;
 	char *q, *p, *key = NULL, *key2 = NULL;
-	char nb[TFS_PRINTABLE_MAX];
 	uint32_t tries, next;
 	char sfx[16];
 	int ret;
@@ -443,8 +442,7 @@ static int ox_make_name(struct ox *z, struct ox_name *n, uint64_t at)
 					    "tensor '%s': the qualified name "
 					    "is given twice; this one is "
 					    "renamed",
-					    tfs_name_printable(nb, sizeof(nb), q,
-							       n->qlen)))
+					    TFS_SHOWN(q, n->qlen)))
 			goto oom;
 	}
 	/* keep the name for the ~N rule */
@@ -510,7 +508,6 @@ static int ox_ext_entry(struct ox *z, struct ox_tensor *t,
 	struct tfs_cursor c;
 	struct tfs_pb_field g;
 	struct ox_str key = {0}, val = {0}, *dst = NULL;
-	char nb[TFS_PRINTABLE_MAX];
 	int ret;
 
 	ret = ox_enter(z, f, "StringStringEntryProto");
@@ -538,11 +535,9 @@ static int ox_ext_entry(struct ox *z, struct ox_tensor *t,
 	else if (ox_eq(&key, "checksum") || ox_eq(&key, "basepath"))
 		return 0;
 	if (!dst)
-		return tfs_builder_warn(
-			       z->b, f->at,
-			       "external_data: key '%s' ignored",
-			       tfs_name_printable(nb, sizeof(nb), key.p,
-						  key.set ? key.len : 0))
+		return tfs_builder_warn(z->b, f->at,
+					"external_data: key '%s' ignored",
+					TFS_SHOWN(key.p, key.set ? key.len : 0))
 			       ? tfs_diag_oom(z->d)
 			       : 0;
 	if (dst->set)
@@ -970,16 +965,13 @@ static int ox_external(struct ox *z, struct ox_tensor *t, const char *who,
 		return tfs_diag_oom(z->d);
 	rule = ox_location_rule(&t->ext_location, e->loc);
 	if (rule) {
-		char nb[TFS_PRINTABLE_MAX];
 
-		return tfs_diag_at(z->d, -EBADMSG, t->ext_location.at,
-				   "tensor '%s': external_data location "
-				   "'%s': %s, refused",
-				   who,
-				   tfs_name_printable(nb, sizeof(nb),
-						      t->ext_location.p,
-						      t->ext_location.len),
-				   rule);
+		return tfs_diag_at(
+			z->d, -EBADMSG, t->ext_location.at,
+			"tensor '%s': external_data location "
+			"'%s': %s, refused",
+			who, TFS_SHOWN(t->ext_location.p, t->ext_location.len),
+			rule);
 	}
 	if (t->ext_offset.set && ox_decimal(&t->ext_offset, &e->offset))
 		return tfs_diag_at(z->d, -EBADMSG, t->ext_offset.at,
@@ -1010,24 +1002,20 @@ static int ox_external(struct ox *z, struct ox_tensor *t, const char *who,
 		return 0;
 	}
 	/* the core opens it beneath the model's directory, no way out */
-	ret = tfs_builder_open_companion(z->b, e->loc, &e->source, z->d);
-	if (ret == -ENOMEM)
-		return ret;
-	if (ret) {
+	ret = tfs_builder_open_companion_at(
+		z->b, e->loc, t->ext_location.at, TFS_MISSING_UNREADABLE,
+		&e->source, z->d, "tensor '%s': external_data", who);
+	if (ret == -ENOENT) {
 		/* missing: that tensor unreadable; refused: said at the field */
-		char why[TFS_DIAG_MSG_MAX];
-
-		snprintf(why, sizeof(why), "%s", z->d->msg);
+		snprintf(e->why, sizeof(e->why), "external data: %.140s",
+			 z->d->msg);
 		tfs_diag_clear(z->d);
-		if (ret != -ENOENT)
-			return tfs_diag_at(z->d, ret, t->ext_location.at,
-					   "tensor '%s': external_data: %s",
-					   who, why);
-		snprintf(e->why, sizeof(e->why), "external data: %.140s", why);
 		e->unreadable = e->why;
 		e->length = t->nbytes;
 		return 0;
 	}
+	if (ret)
+		return ret;
 	size = tfs_builder_source(z->b, e->source)->size;
 	if (!have_length)
 		e->length = size >= e->offset ? size - e->offset : 0;
@@ -2053,7 +2041,6 @@ static int ox_prop(struct ox *z, const struct tfs_pb_field *f, json_t *obj)
 
 static int ox_named_dups(struct ox *z, struct ox_named *v, uint32_t n)
 {
-	char nb[TFS_PRINTABLE_MAX];
 	uint32_t i;
 
 	if (n < 2)
@@ -2066,9 +2053,7 @@ static int ox_named_dups(struct ox *z, struct ox_named *v, uint32_t n)
 								 : v[i - 1].at,
 					   "initializer '%s': the name is "
 					   "given twice in one graph",
-					   tfs_name_printable(nb, sizeof(nb),
-							      v[i].p,
-							      v[i].len));
+					   TFS_SHOWN(v[i].p, v[i].len));
 	return 0;
 }
 
@@ -2454,16 +2439,6 @@ static bool ox_model_field(uint32_t number, unsigned wire)
 	}
 }
 
-static bool ox_has_ext(const struct tfs_source *src, const char *ext)
-{
-	size_t n, e = strlen(ext);
-
-	if (!src->path)
-		return false;
-	n = strlen(src->path);
-	return n > e && strcmp(src->path + n - e, ext) == 0;
-}
-
 /* a bare TensorProto: only with the .pb extension */
 static int ox_probe_tensor(const struct tfs_source *src)
 {
@@ -2473,7 +2448,7 @@ static int ox_probe_tensor(const struct tfs_source *src)
 	unsigned n = 0;
 	int r;
 
-	if (!ox_has_ext(src, ".pb"))
+	if (!tfs_source_name_ends(src, ".pb"))
 		return 0;
 	tfs_cursor_init(&c, src->data, src->size, 0);
 	while (n < 64 && (r = tfs_pb_next(&c, "TensorProto", &f, NULL)) == 1) {
@@ -2506,7 +2481,7 @@ static int ox_probe_model(const struct tfs_source *src)
 	c.pos = 0;
 	if (tfs_pb_next(&c, "ModelProto", &f, NULL) != 1)
 		/* a ModelProto key, a broken value: claimed to say why */
-		return ox_has_ext(src, ".onnx") ? 20 : 0;
+		return tfs_source_name_ends(src, ".onnx") ? 20 : 0;
 	if (f.number == 1 && (f.v < 1 || f.v > 100))
 		return 0;
 	graph = f.number == 7;
@@ -2515,7 +2490,7 @@ static int ox_probe_model(const struct tfs_source *src)
 		if (r == 0)
 			break;
 		if (r < 0)
-			return ox_has_ext(src, ".onnx") ? 20 : 0;
+			return tfs_source_name_ends(src, ".onnx") ? 20 : 0;
 		if (f.number <= 26 && !ox_model_field(f.number, f.wire))
 			return 0;
 		if (f.number == 7)
