@@ -239,26 +239,6 @@ static void ox_take(struct ox_str *s, const struct tfs_pb_field *f)
 	s->set = true;
 }
 
-/* a string field: LEN, else refused (we read it) */
-static int ox_want_len(struct ox *z, const struct tfs_pb_field *f,
-		       const char *what)
-{
-	if (f->wire == TFS_PB_LEN)
-		return 0;
-	return tfs_diag_at(z->d, -EBADMSG, f->at, "%s: wire type %s, not LEN",
-			   what, tfs_pb_wire_name(f->wire));
-}
-
-static int ox_want_varint(struct ox *z, const struct tfs_pb_field *f,
-			  const char *what)
-{
-	if (f->wire == TFS_PB_VARINT)
-		return 0;
-	return tfs_diag_at(z->d, -EBADMSG, f->at,
-			   "%s: wire type %s, not VARINT", what,
-			   tfs_pb_wire_name(f->wire));
-}
-
 static int ox_enter(struct ox *z, const struct tfs_pb_field *f,
 		    const char *what)
 {
@@ -517,8 +497,10 @@ static int ox_ext_entry(struct ox *z, struct ox_tensor *t,
 	while ((ret = tfs_pb_next(&c, "external_data", &g, z->d)) == 1) {
 		if (g.number != 1 && g.number != 2)
 			continue;
-		ret = ox_want_len(z, &g, g.number == 1 ? "external_data.key"
-						       : "external_data.value");
+		ret = tfs_pb_want(&g, TFS_PB_LEN,
+				  g.number == 1 ? "external_data.key"
+						: "external_data.value",
+				  z->d);
 		if (ret)
 			break;
 		ox_take(g.number == 1 ? &key : &val, &g);
@@ -583,7 +565,8 @@ static int ox_tensor_field(struct ox *z, struct ox_tensor *t,
 		}
 		return 0;
 	case TP_DATA_TYPE:
-		ret = ox_want_varint(z, g, "TensorProto.data_type");
+		ret = tfs_pb_want(g, TFS_PB_VARINT, "TensorProto.data_type",
+				  z->d);
 		t->data_type = (int64_t)(int32_t)(uint32_t)g->v;
 		if ((int64_t)g->v != t->data_type)
 			t->data_type = INT64_MAX; /* not an int32: unknown */
@@ -611,13 +594,14 @@ static int ox_tensor_field(struct ox *z, struct ox_tensor *t,
 		t->typed_count[g->number] += it.count; /* < file size */
 		return 0;
 	case TP_STRING:
-		ret = ox_want_len(z, g, "TensorProto.string_data");
+		ret = tfs_pb_want(g, TFS_PB_LEN, "TensorProto.string_data",
+				  z->d);
 		if (!ret && !t->typed_fields[TP_STRING]++)
 			t->typed_first[TP_STRING] = *g;
 		t->typed_count[TP_STRING]++;
 		return ret;
 	case TP_NAME:
-		ret = ox_want_len(z, g, "TensorProto.name");
+		ret = tfs_pb_want(g, TFS_PB_LEN, "TensorProto.name", z->d);
 		if (!ret && g->len > OX_NAME_MAX)
 			ret = tfs_diag_at(z->d, -E2BIG, g->at,
 					  "TensorProto.name: %llu bytes, "
@@ -628,20 +612,22 @@ static int ox_tensor_field(struct ox *z, struct ox_tensor *t,
 			ox_take(&t->name, g);
 		return ret;
 	case TP_RAW:
-		ret = ox_want_len(z, g, "TensorProto.raw_data");
+		ret = tfs_pb_want(g, TFS_PB_LEN, "TensorProto.raw_data", z->d);
 		t->has_raw = true;
 		t->raw = g->data;
 		t->raw_at = g->value_at;
 		t->raw_len = g->len;
 		return ret;
 	case TP_EXTERNAL:
-		ret = ox_want_len(z, g, "TensorProto.external_data");
+		ret = tfs_pb_want(g, TFS_PB_LEN, "TensorProto.external_data",
+				  z->d);
 		if (!t->has_external)
 			t->external_at = g->at;
 		t->has_external = true;
 		return ret ? ret : ox_ext_entry(z, t, g);
 	case TP_LOCATION:
-		ret = ox_want_varint(z, g, "TensorProto.data_location");
+		ret = tfs_pb_want(g, TFS_PB_VARINT, "TensorProto.data_location",
+				  z->d);
 		t->data_location = (int64_t)g->v;
 		t->location_at = g->at;
 		return ret;
@@ -1300,7 +1286,8 @@ static int ox_sparse(struct ox *z, const struct tfs_pb_field *f,
 						  g.number == 1 ? "values"
 								: "indices");
 			else
-				ret = ox_want_len(z, &g, "SparseTensorProto");
+				ret = tfs_pb_want(&g, TFS_PB_LEN,
+						  "SparseTensorProto", z->d);
 			if (!ret)
 				ret = ox_tensor_read(z, &g,
 						     g.number == 1 ? v : ix);
@@ -1534,7 +1521,8 @@ static int ox_attr_scan(struct ox *z, const struct tfs_pb_field *f,
 		ret = 0;
 		switch (g.number) {
 		case 1:
-			ret = ox_want_len(z, &g, "AttributeProto.name");
+			ret = tfs_pb_want(&g, TFS_PB_LEN, "AttributeProto.name",
+					  z->d);
 			ox_take(&a->name, &g);
 			break;
 		case 20:

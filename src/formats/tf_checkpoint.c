@@ -157,11 +157,80 @@ static int tc_probe(const struct tfs_source *src)
 
 /* ---- messages ----------------------------------------------------------- */
 
+#define WANTED(rows) (rows), sizeof(rows) / sizeof(*(rows))
+
+/*
+ * The fields read, by the wire type of their declared type: another one is
+ * refused (tfs_pb_want).  The header's field 1 is not here: any other wire
+ * type there is a V1 checkpoint; bad_consumers is read packed or not.
+ */
+static const struct tfs_pb_wanted header_fields[] = {
+	{2, TFS_PB_VARINT, "BundleHeaderProto.endianness"},
+	{3, TFS_PB_LEN, "BundleHeaderProto.version"},
+};
+static const struct tfs_pb_wanted version_fields[] = {
+	{1, TFS_PB_VARINT, "VersionDef.producer"},
+	{2, TFS_PB_VARINT, "VersionDef.min_consumer"},
+};
+static const struct tfs_pb_wanted shape_fields[] = {
+	{2, TFS_PB_LEN, "TensorShapeProto.dim"},
+	{3, TFS_PB_VARINT, "TensorShapeProto.unknown_rank"},
+};
+static const struct tfs_pb_wanted dim_fields[] = {
+	{1, TFS_PB_VARINT, "TensorShapeProto.Dim.size"},
+};
+static const struct tfs_pb_wanted entry_fields[] = {
+	{1, TFS_PB_VARINT, "BundleEntryProto.dtype"},
+	{2, TFS_PB_LEN, "BundleEntryProto.shape"},
+	{3, TFS_PB_VARINT, "BundleEntryProto.shard_id"},
+	{4, TFS_PB_VARINT, "BundleEntryProto.offset"},
+	{5, TFS_PB_VARINT, "BundleEntryProto.size"},
+	{6, TFS_PB_I32, "BundleEntryProto.crc32c"},
+	{7, TFS_PB_LEN, "BundleEntryProto.slices"},
+};
+
+/* VersionDef: producer, min_consumer; refused when we are a bad consumer */
+static int read_version(struct tc *z, const struct tfs_pb_field *vf,
+			uint64_t *min_consumer)
+{
+	struct tfs_pb_values bad;
+	struct tfs_pb_field g;
+	struct tfs_cursor v;
+	uint64_t x;
+	int ret;
+
+	tfs_pb_sub(vf, &v);
+	while ((ret = tfs_pb_next(&v, "VersionDef", &g, z->d)) == 1) {
+		ret = tfs_pb_want_in(&g, WANTED(version_fields), z->d);
+		if (ret)
+			return ret;
+		if (g.number == 1) {
+			z->producer = g.v;
+		} else if (g.number == 2) {
+			*min_consumer = g.v;
+		} else if (g.number == 3) {
+			/* repeated int32: packed or not */
+			ret = tfs_pb_values_init(&bad, &g, TFS_PB_SCALAR_VARINT,
+						 "VersionDef", "bad_consumers",
+						 z->d);
+			if (ret)
+				return ret;
+			while (tfs_pb_values_next(&bad, &x))
+				if (x == 1)
+					return tfs_diag_at(
+						z->d, -ENOTSUP, g.value_at,
+						"header: version: consumer 1 "
+						"is a bad consumer");
+		}
+	}
+	return ret;
+}
+
 static int read_header(struct tc *z, const uint8_t *p, uint64_t len,
 		       uint64_t at)
 {
-	struct tfs_pb_field f, g;
-	struct tfs_cursor c, v;
+	struct tfs_pb_field f;
+	struct tfs_cursor c;
 	uint64_t min_consumer = 0;
 	int ret;
 
@@ -174,6 +243,9 @@ static int read_header(struct tc *z, const uint8_t *p, uint64_t len,
 				   "header: TensorFlow V1 checkpoint "
 				   "(TensorSlice format) not supported");
 	while ((ret = tfs_pb_next(&c, "BundleHeaderProto", &f, z->d)) == 1) {
+		ret = tfs_pb_want_in(&f, WANTED(header_fields), z->d);
+		if (ret)
+			return ret;
 		if (f.number == 1 && f.wire == TFS_PB_VARINT) {
 			z->nshards = f.v;
 		} else if (f.number == 1) {
@@ -181,29 +253,15 @@ static int read_header(struct tc *z, const uint8_t *p, uint64_t len,
 					   "header: TensorFlow V1 checkpoint "
 					   "(TensorSlice format) not "
 					   "supported");
-		} else if (f.number == 2 && f.wire == TFS_PB_VARINT) {
+		} else if (f.number == 2) {
 			if (f.v != 0)
 				return tfs_diag_at(
 					z->d, -ENOTSUP, f.value_at,
 					"header: endianness %" PRIu64
 					": big-endian bundle not supported",
 					f.v);
-		} else if (f.number == 3 && f.wire == TFS_PB_LEN) {
-			tfs_pb_sub(&f, &v);
-			while ((ret = tfs_pb_next(&v, "VersionDef", &g,
-						  z->d)) == 1) {
-				if (g.wire != TFS_PB_VARINT)
-					continue;
-				if (g.number == 1)
-					z->producer = g.v;
-				else if (g.number == 2)
-					min_consumer = g.v;
-				else if (g.number == 3 && g.v == 1)
-					return tfs_diag_at(
-						z->d, -ENOTSUP, g.value_at,
-						"header: version: consumer 1 "
-						"is a bad consumer");
-			}
+		} else if (f.number == 3) {
+			ret = read_version(z, &f, &min_consumer);
 			if (ret)
 				return ret;
 			if (min_consumer > 1 && min_consumer < (1ull << 31))
@@ -233,11 +291,14 @@ static int read_shape(struct tc *z, struct tc_entry *e,
 
 	tfs_pb_sub(sf, &c);
 	while ((ret = tfs_pb_next(&c, "TensorShapeProto", &f, z->d)) == 1) {
-		if (f.number == 3 && f.wire == TFS_PB_VARINT && f.v)
+		ret = tfs_pb_want_in(&f, WANTED(shape_fields), z->d);
+		if (ret)
+			return ret;
+		if (f.number == 3 && f.v)
 			return tfs_diag_at(z->d, -EBADMSG, f.at,
 					   "tensor '%s': shape: unknown rank",
 					   TFS_SHOWN(e->key, e->key_len));
-		if (f.number != 2 || f.wire != TFS_PB_LEN)
+		if (f.number != 2)
 			continue;
 		if (e->ndim == TC_MAX_DIMS)
 			return tfs_diag_at(z->d, -E2BIG, f.at,
@@ -249,7 +310,10 @@ static int read_shape(struct tc *z, struct tc_entry *e,
 		tfs_pb_sub(&f, &v);
 		while ((ret = tfs_pb_next(&v, "TensorShapeProto.Dim", &g,
 					  z->d)) == 1) {
-			if (g.number != 1 || g.wire != TFS_PB_VARINT)
+			ret = tfs_pb_want_in(&g, WANTED(dim_fields), z->d);
+			if (ret)
+				return ret;
+			if (g.number != 1)
 				continue;
 			if (g.v > (uint64_t)INT64_MAX)
 				return tfs_diag_at(
@@ -276,10 +340,11 @@ static int read_entry(struct tc *z, struct tc_entry *e, const uint8_t *p,
 
 	tfs_cursor_init(&c, p, len, at);
 	while ((ret = tfs_pb_next(&c, "BundleEntryProto", &f, z->d)) == 1) {
+		ret = tfs_pb_want_in(&f, WANTED(entry_fields), z->d);
+		if (ret)
+			return ret;
 		switch (f.number) {
 		case 1:
-			if (f.wire != TFS_PB_VARINT)
-				break;
 			if (f.v >= sizeof(tc_dtypes) / sizeof(*tc_dtypes) ||
 			    !tc_dtypes[f.v].tf)
 				return tfs_diag_at(
@@ -291,23 +356,18 @@ static int read_entry(struct tc *z, struct tc_entry *e, const uint8_t *p,
 			e->dt = &tc_dtypes[f.v];
 			break;
 		case 2:
-			if (f.wire == TFS_PB_LEN) {
-				ret = tfs_pb_enter(&z->lim, f.value_at,
-						   "TensorShapeProto", z->d);
-				ret = ret ? ret : read_shape(z, e, &f);
-				tfs_pb_leave(&z->lim);
-				if (ret)
-					return ret;
-			}
+			ret = tfs_pb_enter(&z->lim, f.value_at,
+					   "TensorShapeProto", z->d);
+			ret = ret ? ret : read_shape(z, e, &f);
+			tfs_pb_leave(&z->lim);
+			if (ret)
+				return ret;
 			break;
 		case 3:
-			if (f.wire == TFS_PB_VARINT)
-				e->shard = f.v;
+			e->shard = f.v;
 			break;
 		case 4:
 		case 5:
-			if (f.wire != TFS_PB_VARINT)
-				break;
 			if (f.v > (uint64_t)INT64_MAX)
 				return tfs_diag_at(
 					z->d, -EBADMSG, f.value_at,
@@ -320,10 +380,8 @@ static int read_entry(struct tc *z, struct tc_entry *e, const uint8_t *p,
 				e->size = f.v;
 			break;
 		case 6:
-			if (f.wire == TFS_PB_I32) {
-				e->crc = tfs_sst_unmask((uint32_t)f.v);
-				e->has_crc = true;
-			}
+			e->crc = tfs_sst_unmask((uint32_t)f.v);
+			e->has_crc = true;
 			break;
 		case 7:
 			e->sliced = true;
