@@ -669,20 +669,6 @@ static uint64_t ox_typed_want(const struct ox_tensor *t, unsigned field)
 	return t->count;
 }
 
-static int ox_dims_str(const struct ox_tensor *t, char *buf, size_t len)
-{
-	size_t n = 0;
-	uint32_t i;
-
-	n += (size_t)snprintf(buf, len, "[");
-	for (i = 0; i < t->ndim && n < len; i++)
-		n += (size_t)snprintf(buf + n, len - n, "%s%llu", i ? "," : "",
-				      (unsigned long long)t->dims[i]);
-	if (n < len)
-		snprintf(buf + n, len - n, "]");
-	return 0;
-}
-
 /* section 9: every rule of one TensorProto; @who names it in messages */
 static int ox_tensor_check(struct ox *z, struct ox_tensor *t, const char *who)
 {
@@ -701,7 +687,7 @@ static int ox_tensor_check(struct ox *z, struct ox_tensor *t, const char *who)
 				   "%" PRId64,
 				   who, t->data_type);
 	t->dtype = ox_types[t->data_type].dtype;
-	ox_dims_str(t, dims, sizeof(dims));
+	tfs_shape_text(dims, sizeof(dims), t->dims, t->ndim);
 	if (!tfs_shape_product(t->dims, t->ndim, &t->count) ||
 	    t->count > INT64_MAX)
 		return tfs_diag_at(z->d, -EBADMSG, t->dims_at,
