@@ -464,6 +464,24 @@ START_TEST(dtype_table)
 }
 END_TEST
 
+START_TEST(shape_texts)
+{
+	const uint64_t shape[] = {2, 3, 18446744073709551615ull};
+	char buf[32], small[6];
+
+	ck_assert_int_eq(tfs_shape_text(buf, sizeof(buf), shape, 0), 0);
+	ck_assert_str_eq(buf, "[]");
+	ck_assert_int_eq(tfs_shape_text(buf, sizeof(buf), shape, 2), 0);
+	ck_assert_str_eq(buf, "[2,3]");
+	ck_assert_int_eq(tfs_shape_text(buf, sizeof(buf), shape, 3), 0);
+	ck_assert_str_eq(buf, "[2,3,18446744073709551615]");
+	/* cut: said, and still a string */
+	ck_assert_int_eq(tfs_shape_text(small, sizeof(small), shape, 3),
+			 -E2BIG);
+	ck_assert_str_eq(small, "[2,3,");
+}
+END_TEST
+
 START_TEST(printable_names)
 {
 	char buf[16];
@@ -767,6 +785,7 @@ int main(void)
 	tcase_add_test(tc, warnings_are_data);
 	tcase_add_test(tc, block_dtypes);
 	tcase_add_test(tc, dtype_table);
+	tcase_add_test(tc, shape_texts);
 	tcase_add_test(tc, printable_names);
 	tcase_add_test(tc, shown_names_in_diagnostics);
 	tcase_add_test(tc, manifest_json);
