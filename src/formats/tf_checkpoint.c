@@ -200,10 +200,8 @@ static int read_version(struct tc *z, const struct tfs_pb_field *vf,
 	int ret;
 
 	tfs_pb_sub(vf, &v);
-	while ((ret = tfs_pb_next(&v, "VersionDef", &g, z->d)) == 1) {
-		ret = tfs_pb_want_in(&g, WANTED(version_fields), z->d);
-		if (ret)
-			return ret;
+	while ((ret = tfs_pb_next_in(&v, "VersionDef", WANTED(version_fields),
+				     &g, z->d)) == 1) {
 		if (g.number == 1) {
 			z->producer = g.v;
 		} else if (g.number == 2) {
@@ -242,10 +240,8 @@ static int read_header(struct tc *z, const uint8_t *p, uint64_t len,
 		return tfs_diag_at(z->d, -ENOTSUP, at,
 				   "header: TensorFlow V1 checkpoint "
 				   "(TensorSlice format) not supported");
-	while ((ret = tfs_pb_next(&c, "BundleHeaderProto", &f, z->d)) == 1) {
-		ret = tfs_pb_want_in(&f, WANTED(header_fields), z->d);
-		if (ret)
-			return ret;
+	while ((ret = tfs_pb_next_in(&c, "BundleHeaderProto",
+				     WANTED(header_fields), &f, z->d)) == 1) {
 		if (f.number == 1 && f.wire == TFS_PB_VARINT) {
 			z->nshards = f.v;
 		} else if (f.number == 1) {
@@ -290,10 +286,8 @@ static int read_shape(struct tc *z, struct tc_entry *e,
 	int ret;
 
 	tfs_pb_sub(sf, &c);
-	while ((ret = tfs_pb_next(&c, "TensorShapeProto", &f, z->d)) == 1) {
-		ret = tfs_pb_want_in(&f, WANTED(shape_fields), z->d);
-		if (ret)
-			return ret;
+	while ((ret = tfs_pb_next_in(&c, "TensorShapeProto",
+				     WANTED(shape_fields), &f, z->d)) == 1) {
 		if (f.number == 3 && f.v)
 			return tfs_diag_at(z->d, -EBADMSG, f.at,
 					   "tensor '%s': shape: unknown rank",
@@ -308,11 +302,9 @@ static int read_shape(struct tc *z, struct tc_entry *e,
 					   TC_MAX_DIMS);
 		e->shape[e->ndim] = 0;
 		tfs_pb_sub(&f, &v);
-		while ((ret = tfs_pb_next(&v, "TensorShapeProto.Dim", &g,
-					  z->d)) == 1) {
-			ret = tfs_pb_want_in(&g, WANTED(dim_fields), z->d);
-			if (ret)
-				return ret;
+		while ((ret = tfs_pb_next_in(&v, "TensorShapeProto.Dim",
+					     WANTED(dim_fields), &g, z->d)) ==
+		       1) {
 			if (g.number != 1)
 				continue;
 			if (g.v > (uint64_t)INT64_MAX)
@@ -339,10 +331,8 @@ static int read_entry(struct tc *z, struct tc_entry *e, const uint8_t *p,
 	int ret;
 
 	tfs_cursor_init(&c, p, len, at);
-	while ((ret = tfs_pb_next(&c, "BundleEntryProto", &f, z->d)) == 1) {
-		ret = tfs_pb_want_in(&f, WANTED(entry_fields), z->d);
-		if (ret)
-			return ret;
+	while ((ret = tfs_pb_next_in(&c, "BundleEntryProto",
+				     WANTED(entry_fields), &f, z->d)) == 1) {
 		switch (f.number) {
 		case 1:
 			if (f.v >= sizeof(tc_dtypes) / sizeof(*tc_dtypes) ||

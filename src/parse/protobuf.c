@@ -36,6 +36,17 @@ int tfs_pb_want_in(const struct tfs_pb_field *f,
 	return 0;
 }
 
+int tfs_pb_next_in(struct tfs_cursor *c, const char *what,
+		   const struct tfs_pb_wanted *rows, size_t n,
+		   struct tfs_pb_field *f, struct tfs_diag *d)
+{
+	int ret = tfs_pb_next(c, what, f, d);
+
+	if (ret == 1 && tfs_pb_want_in(f, rows, n, d))
+		return -EBADMSG;
+	return ret;
+}
+
 static int pb_varint(struct tfs_cursor *c, uint64_t *v, const char *what,
 		     const char *part, uint32_t number, struct tfs_diag *d)
 {

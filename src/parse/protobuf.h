@@ -95,6 +95,11 @@ int tfs_pb_want_in(const struct tfs_pb_field *f,
 		   const struct tfs_pb_wanted *rows, size_t n,
 		   struct tfs_diag *d);
 
+/* tfs_pb_next(), then tfs_pb_want_in() of the field it read */
+int tfs_pb_next_in(struct tfs_cursor *c, const char *what,
+		   const struct tfs_pb_wanted *rows, size_t n,
+		   struct tfs_pb_field *f, struct tfs_diag *d);
+
 /* nesting: depth now and at most, messages entered and at most */
 struct tfs_pb_limits {
 	uint32_t depth, max_depth;

@@ -156,6 +156,21 @@ START_TEST(wanted_table)
 	ck_assert_int_eq(tfs_pb_want_in(&f[0], rows, 1, &d), 0);
 	ck_assert_int_eq(tfs_pb_want_in(&f[0], rows, 2, &d), -EBADMSG);
 	ck_assert_str_eq(d.msg, "M.type: wire type I32, not VARINT");
+	/* the same while reading: field 2 passes, field 1 refused */
+	{
+		struct tfs_cursor c;
+		struct tfs_pb_field g;
+
+		tfs_cursor_init(&c, b, sizeof(b), 10);
+		tfs_diag_clear(&d);
+		ck_assert_int_eq(tfs_pb_next_in(&c, "M", rows, 1, &g, &d), 1);
+		ck_assert_int_eq(tfs_pb_next_in(&c, "M", rows, 1, &g, &d), 1);
+		ck_assert_int_eq(tfs_pb_next_in(&c, "M", rows, 1, &g, &d), 0);
+		tfs_cursor_init(&c, b, sizeof(b), 10);
+		ck_assert_int_eq(tfs_pb_next_in(&c, "M", rows, 2, &g, &d),
+				 -EBADMSG);
+		ck_assert_str_eq(d.msg, "M.type: wire type I32, not VARINT");
+	}
 }
 END_TEST
 
