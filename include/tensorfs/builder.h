@@ -244,6 +244,19 @@ int tfs_builder_add_meta_file(struct tfs_builder *b, const char *name,
 int tfs_builder_open_companion(struct tfs_builder *b, const char *name,
 			       uint32_t *source, struct tfs_diag *d);
 
+/*
+ * The same for the field at @at that names the file: a failure is said
+ * again there as "FMT: <why>" (tfs_diag_refer), a missing file as
+ * malformed (-EBADMSG: the container names a file that is not there) or,
+ * with TFS_MISSING_UNREADABLE, returned as -ENOENT with @d holding why
+ * (for a reader that makes the tensors in it unreadable, then clears @d).
+ */
+#define TFS_MISSING_UNREADABLE 1u
+int tfs_builder_open_companion_at(struct tfs_builder *b, const char *name,
+				  uint64_t at, unsigned flags, uint32_t *source,
+				  struct tfs_diag *d, const char *fmt, ...)
+	__attribute__((format(printf, 7, 8)));
+
 /* the bytes of a handle tfs_builder_open_companion() gave (0: the
  * container), for a reader that must parse a companion; NULL if none */
 const struct tfs_source *tfs_builder_source(struct tfs_builder *b,

@@ -51,6 +51,18 @@ int tfs_diag_at(struct tfs_diag *d, int err, uint64_t offset, const char *fmt,
 int tfs_diag_set(struct tfs_diag *d, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/*
+ * Say again, at @offset and after "FMT: ", the failure @d holds: what a
+ * reader does when something it opened for a field (a companion file)
+ * failed, so the message names that field.  Returns @err; -ENOMEM passes
+ * as it is ("out of memory" stays the message).
+ */
+int tfs_diag_refer(struct tfs_diag *d, int err, uint64_t offset,
+		   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+int tfs_diag_vrefer(struct tfs_diag *d, int err, uint64_t offset,
+		    const char *fmt, va_list ap)
+	__attribute__((format(printf, 4, 0)));
+
 /* Record "out of memory" and return -ENOMEM: the one OOM diagnostic. */
 int tfs_diag_oom(struct tfs_diag *d);
 

@@ -160,4 +160,11 @@ TFS_PRIVATE int tfs_dtype_bytes(enum tfs_dtype t, uint64_t count,
 /* the dtype with canonical name @name, or TFS_DTYPE_INVALID */
 TFS_PRIVATE enum tfs_dtype tfs_dtype_from_name(const char *name);
 
+/*
+ * A shape as text, "[2,3]" ("[]" for a scalar), into @buf (@len bytes,
+ * always NUL-terminated when @len > 0): 0, or -E2BIG when it was cut.
+ */
+TFS_PRIVATE int tfs_shape_text(char *buf, size_t len, const uint64_t *shape,
+			       uint32_t ndim);
+
 #endif

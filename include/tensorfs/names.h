@@ -27,13 +27,25 @@ char *tfs_name_escape(const char *s, size_t len, size_t max);
 void tfs_name_cut(char *comp, size_t max);
 
 /*
- * A stored name as it may appear in a one-line message: escaped like a path
- * component (control bytes, invalid UTF-8 as %XX), cut to fit @buf with
- * "..." when longer.  Always NUL-terminates; returns @buf.
+ * A stored name as a message names it: escaped like a path component
+ * (tfs_name_escape's bytes: '%' as "%25", '/', control bytes and invalid
+ * UTF-8 as %XX, "" as "%"), so every "%XX" in a quoted name is an escape
+ * and a name prints the same through every reader and the builder; cut to
+ * fit @buf with "..." when longer.  Writes nothing but @buf (no
+ * allocation); always NUL-terminates; returns @buf.
  */
 #define TFS_PRINTABLE_MAX 160
 char *tfs_name_printable(char *buf, size_t len, const char *name,
 			 size_t name_len);
+
+/*
+ * The same into a buffer of its own that lives until the end of the
+ * enclosing block: the way a message quotes a name,
+ * tfs_diag_at(d, -EBADMSG, off, "tensor '%s': ...", TFS_SHOWN(p, len)).
+ */
+#define TFS_SHOWN(name, len)                                                   \
+	tfs_name_printable((char[TFS_PRINTABLE_MAX]){0}, TFS_PRINTABLE_MAX,    \
+			   (name), (len))
 
 /* bytewise order of two stored names (memcmp, the shorter first on a tie) */
 TFS_PRIVATE int tfs_name_cmp(const char *a, size_t alen, const char *b,

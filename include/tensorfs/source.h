@@ -100,6 +100,13 @@ int tfs_source_url_index(const char *url, char **dir, char **index,
 bool tfs_source_is_url(const char *path);
 
 /*
+ * Does @src have a path (a file or a URL) ending with @suffix (".onnx",
+ * "model.json")?  What a probe asks of a container's name; false for a
+ * container read from memory.
+ */
+bool tfs_source_name_ends(const struct tfs_source *src, const char *suffix);
+
+/*
  * Open and map @path read-only (a URL through the URL opener).  On failure
  * fills @d and returns -errno.
  */

@@ -22,7 +22,10 @@
  * Copy @n bytes of @s into @buf (@len bytes, always NUL-terminated) as
  * printable text: C0 control bytes, DEL, C1 controls (U+0080..U+009F) and
  * bytes that are not part of valid UTF-8 become "%XX" (one per byte); valid
- * UTF-8 and every other byte ('%' and '/' included) stay as they are.  When
+ * UTF-8 and every other byte ('%' and '/' included) stay as they are: the
+ * text it prints holds paths of the mount, whose "%XX" must not become
+ * "%25XX".  A stored name inside a message is escaped before, by
+ * TFS_SHOWN() (names.h: '%' as "%25" like a path component).  When
  * @buf is too small the text is cut at a character boundary, never inside
  * a UTF-8 sequence or a "%XX".  Returns @buf.
  */

@@ -96,8 +96,6 @@ int tfs_cli_getopt(int argc, char **argv,
 bool tfs_cli_as_option(int argc, char **argv, int *i,
 		       struct tfs_build_options *o);
 
-/* "[2,3]" */
-void tfs_cli_shape_str(char *buf, size_t len, const struct tfs_tensor *t);
 /* the image's tensor records sorted by path (malloc'd), or NULL */
 const struct tfs_tensor **tfs_cli_sorted_tensors(const struct tfs_image *img);
 /* a node by mount path, else a tensor by its stored name; TFS_NO_NODE */

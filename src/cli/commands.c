@@ -250,19 +250,6 @@ int tfs_cli_open_cmd(int argc, char **argv, const struct tfs_cli_cmd *a,
 	return tfs_cli_open_inputs(argv + i, n, &p.o, img);
 }
 
-void tfs_cli_shape_str(char *buf, size_t len, const struct tfs_tensor *t)
-{
-	size_t o = 0;
-	uint32_t i;
-
-	o += (size_t)snprintf(buf, len, "[");
-	for (i = 0; i < t->ndim && o < len; i++)
-		o += (size_t)snprintf(buf + o, len - o, "%s%llu", i ? "," : "",
-				      (unsigned long long)t->shape[i]);
-	if (o < len)
-		snprintf(buf + o, len - o, "]");
-}
-
 static int cmp_path(const void *a, const void *b)
 {
 	return strcmp((*(const struct tfs_tensor *const *)a)->path,
@@ -362,7 +349,7 @@ static int ls_row(const struct tfs_tree *t, const struct tfs_tensor *x,
 	}
 	if (!r->name)
 		return -ENOMEM;
-	tfs_cli_shape_str(r->shape, sizeof(r->shape), x);
+	tfs_shape_text(r->shape, sizeof(r->shape), x->shape, x->ndim);
 	r->dtype = x->view ? tfs_dtype_name(x->view) : x->dtype;
 	r->bytes = x->view ? x->view_size : x->size;
 	return 0;

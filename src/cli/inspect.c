@@ -468,8 +468,8 @@ static void diff_line(const char *path, const struct tfs_tensor *x,
 
 	printf("%-7s %s", diff_word[r->kind], path);
 	if (r->kind == D_SHAPE) {
-		tfs_cli_shape_str(sa, sizeof(sa), x);
-		tfs_cli_shape_str(sb, sizeof(sb), y);
+		tfs_shape_text(sa, sizeof(sa), x->shape, x->ndim);
+		tfs_shape_text(sb, sizeof(sb), y->shape, y->ndim);
 		printf(": %s %s -> %s %s", x->dtype, sa, y->dtype, sb);
 	} else if (r->kind == D_DTYPE ||
 		   (r->kind == D_CLOSE && strcmp(x->dtype, y->dtype))) {

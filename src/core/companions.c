@@ -11,6 +11,7 @@
  * companions in the order they were opened (tfs_builder_take_companions).
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -284,6 +285,21 @@ int tfs_builder_take_companions(struct tfs_builder *b, struct tfs_source **out,
 	*out = v;
 	*n = b->ncompanions;
 	return 0;
+}
+
+int tfs_builder_open_companion_at(struct tfs_builder *b, const char *name,
+				  uint64_t at, unsigned flags, uint32_t *source,
+				  struct tfs_diag *d, const char *fmt, ...)
+{
+	va_list ap;
+	int ret = tfs_builder_open_companion(b, name, source, d);
+
+	if (!ret || (ret == -ENOENT && (flags & TFS_MISSING_UNREADABLE)))
+		return ret;
+	va_start(ap, fmt);
+	ret = tfs_diag_vrefer(d, ret == -ENOENT ? -EBADMSG : ret, at, fmt, ap);
+	va_end(ap);
+	return ret;
 }
 
 uint32_t tfs_builder_source_index(const struct tfs_builder *b,

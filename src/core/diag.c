@@ -74,6 +74,30 @@ void tfs_diag_format(const struct tfs_diag *d, char *buf, size_t len)
 			 d->format ? ": " : "", msg);
 }
 
+int tfs_diag_vrefer(struct tfs_diag *d, int err, uint64_t offset,
+		    const char *fmt, va_list ap)
+{
+	char why[TFS_DIAG_MSG_MAX], what[TFS_DIAG_MSG_MAX];
+
+	if (err == -ENOMEM || !d)
+		return err;
+	snprintf(why, sizeof(why), "%s", d->msg);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	tfs_diag_clear(d);
+	return tfs_diag_at(d, err, offset, "%s: %s", what, why);
+}
+
+int tfs_diag_refer(struct tfs_diag *d, int err, uint64_t offset,
+		   const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	err = tfs_diag_vrefer(d, err, offset, fmt, ap);
+	va_end(ap);
+	return err;
+}
+
 int tfs_diag_oom(struct tfs_diag *d)
 {
 	return tfs_diag_set(d, -ENOMEM, "out of memory");

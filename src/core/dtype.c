@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The dtype table: see include/tensorfs/dtype.h. */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "tensorfs/checked.h"
@@ -129,4 +130,20 @@ enum tfs_dtype tfs_dtype_from_name(const char *name)
 		if (strcmp(dtypes[i].name, name) == 0)
 			return (enum tfs_dtype)i;
 	return TFS_DTYPE_INVALID;
+}
+
+int tfs_shape_text(char *buf, size_t len, const uint64_t *shape, uint32_t ndim)
+{
+	size_t o = 0;
+	uint32_t i;
+
+	if (!len)
+		return -E2BIG;
+	o += (size_t)snprintf(buf, len, "[");
+	for (i = 0; i < ndim && o < len; i++)
+		o += (size_t)snprintf(buf + o, len - o, "%s%llu", i ? "," : "",
+				      (unsigned long long)shape[i]);
+	if (o < len)
+		o += (size_t)snprintf(buf + o, len - o, "]");
+	return o < len ? 0 : -E2BIG;
 }

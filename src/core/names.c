@@ -84,11 +84,49 @@ void tfs_name_cut(char *comp, size_t max)
 	comp[keep] = '\0';
 }
 
+/*
+ * The escaped form of the character at @u (@len > 0 bytes) into @piece
+ * (up to 4 bytes, not terminated): its length; *@used: the bytes it took
+ */
+static size_t escape_char(const unsigned char *u, size_t len, char *piece,
+			  size_t *used)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = needs_escape(u[0]) ? 0 : tfs_utf8_seq(u, len);
+
+	/* C1 controls (U+0080..U+009F): control characters too */
+	if (n == 2 && u[0] == 0xc2 && u[1] < 0xa0)
+		n = 0;
+	if (n == 0) {
+		piece[0] = '%';
+		piece[1] = hex[u[0] >> 4];
+		piece[2] = hex[u[0] & 15];
+		*used = 1;
+		return 3;
+	}
+	memcpy(piece, u, n);
+	*used = n;
+	return n;
+}
+
+/* the whole escape of a name that is "", "." or "..", else NULL */
+static const char *escape_dots(const char *s, size_t len)
+{
+	if (len == 0)
+		return "%";
+	if (len == 1 && s[0] == '.')
+		return "%2E";
+	if (len == 2 && s[0] == '.' && s[1] == '.')
+		return "%2E%2E";
+	return NULL;
+}
+
 char *tfs_name_escape(const char *s, size_t len, size_t max)
 {
 	const unsigned char *u = (const unsigned char *)s;
-	size_t i = 0, o = 0, n, k;
+	size_t i = 0, o = 0, used;
 	uint64_t h = 0xcbf29ce484222325ull;
+	const char *dots = escape_dots(s, len);
 	char *out;
 
 	if (len > (SIZE_MAX - 32) / 3)
@@ -96,23 +134,13 @@ char *tfs_name_escape(const char *s, size_t len, size_t max)
 	out = malloc(len * 3 + 32);
 	if (!out)
 		return NULL;
-	if (len == 0 || (len == 1 && s[0] == '.') ||
-	    (len == 2 && s[0] == '.' && s[1] == '.')) {
-		strcpy(out, len == 0 ? "%" : len == 1 ? "%2E" : "%2E%2E");
+	if (dots) {
+		strcpy(out, dots);
 		return out;
 	}
 	while (i < len) {
-		n = needs_escape(u[i]) ? 0 : tfs_utf8_seq(u + i, len - i);
-		/* C1 controls (U+0080..U+009F): control characters too */
-		if (n == 2 && u[i] == 0xc2 && u[i + 1] < 0xa0)
-			n = 0;
-		if (n == 0) {
-			o += (size_t)sprintf(out + o, "%%%02X", u[i]);
-			i++;
-			continue;
-		}
-		for (k = 0; k < n; k++)
-			out[o++] = (char)u[i++];
+		o += escape_char(u + i, len - i, out + o, &used);
+		i += used;
 	}
 	out[o] = '\0';
 	if (o <= max)
@@ -129,26 +157,34 @@ char *tfs_name_escape(const char *s, size_t len, size_t max)
 char *tfs_name_printable(char *buf, size_t len, const char *name,
 			 size_t name_len)
 {
-	char *esc;
+	const unsigned char *u = (const unsigned char *)name;
+	const char *dots = escape_dots(name, name_len);
+	size_t i = 0, o = 0, cut = 0, k, used;
+	char piece[4];
 
 	if (!len)
 		return buf;
-	esc = tfs_name_escape(name, name_len, SIZE_MAX);
-	if (!esc) {
-		snprintf(buf, len, "?");
+	if (dots) {
+		snprintf(buf, len, "%s", dots);
 		return buf;
 	}
-	if (strlen(esc) < len) {
-		memcpy(buf, esc, strlen(esc) + 1);
-	} else {
-		size_t cut = len > 4 ? len - 4 : 0;
-
-		/* never in the middle of a UTF-8 sequence */
-		while (cut && ((unsigned char)esc[cut] & 0xc0) == 0x80)
-			cut--;
-		snprintf(buf, len, "%.*s...", (int)cut, esc);
+	/* escaped in place: what fits of len - 1 bytes; @cut: the last end
+	 * of a character (a UTF-8 sequence or a %XX) up to len - 4 */
+	while (i < name_len) {
+		k = escape_char(u + i, name_len - i, piece, &used);
+		if (o + k > len - 1)
+			break;
+		memcpy(buf + o, piece, k);
+		o += k;
+		i += used;
+		if (o + 3 < len)
+			cut = o;
 	}
-	free(esc);
+	buf[o] = '\0';
+	if (i == name_len)
+		return buf;
+	/* too long: cut at a character's end, then "..." */
+	snprintf(buf + cut, len - cut, "...");
 	return buf;
 }
 

@@ -55,6 +55,16 @@ bool tfs_source_is_url(const char *path)
 	return n && strncmp(path + n, "://", 3) == 0;
 }
 
+bool tfs_source_name_ends(const struct tfs_source *src, const char *suffix)
+{
+	size_t n, k = strlen(suffix);
+
+	if (!src->path)
+		return false;
+	n = strlen(src->path);
+	return n >= k && memcmp(src->path + n - k, suffix, k) == 0;
+}
+
 /*
  * The second, MADV_RANDOM mapping of what @s maps (struct tfs_source,
  * serve_map).  Without it reads are served from the first mapping, as

@@ -114,9 +114,6 @@ static int bpk_probe(const struct tfs_source *src)
 	return src->size >= 4 && memcmp(src->data, BPK_MAGIC, 4) == 0 ? 100 : 0;
 }
 
-#define TNAME(t)                                                               \
-	tfs_name_printable(namebuf, sizeof(namebuf), (t)->name, (t)->name_len)
-
 static int bpk_nomem(struct bpk_ctx *z)
 {
 	return tfs_diag_oom(z->d);
@@ -469,8 +466,7 @@ static void bpk_set_dtype(struct bpk_tensor *t, enum tfs_dtype dt,
 static int bpk_dtype_text(struct bpk_ctx *z, struct bpk_tensor *t,
 			  cbor_item_t *v, uint64_t off)
 {
-	char namebuf[BPK_NAME_PRINT_MAX + 4], vb[BPK_NAME_PRINT_MAX + 4];
-	char *s = NULL;
+	char vb[BPK_NAME_PRINT_MAX + 4], *s = NULL;
 	size_t i;
 	int ret;
 
@@ -485,10 +481,10 @@ static int bpk_dtype_text(struct bpk_ctx *z, struct bpk_tensor *t,
 	ret = tfs_cbor_text(v, &s, NULL);
 	if (ret == -ENOMEM)
 		return bpk_nomem(z);
-	ret = tfs_diag_at(z->d, -EBADMSG, off,
-			  "tensor '%s': dtype: unknown dtype '%s'", TNAME(t),
-			  s ? tfs_name_printable(vb, sizeof(vb), s, strlen(s))
-			    : "?");
+	ret = tfs_diag_at(
+		z->d, -EBADMSG, off, "tensor '%s': dtype: unknown dtype '%s'",
+		TFS_SHOWN(t->name, t->name_len),
+		s ? tfs_name_printable(vb, sizeof(vb), s, strlen(s)) : "?");
 	free(s);
 	return ret;
 }
@@ -526,7 +522,7 @@ static int bpk_scheme_check(cbor_item_t *item)
 static int bpk_dtype_map(struct bpk_ctx *z, struct bpk_tensor *t,
 			 cbor_item_t *v, uint64_t off)
 {
-	char namebuf[BPK_NAME_PRINT_MAX + 4], kb[BPK_NAME_PRINT_MAX + 4];
+	char kb[BPK_NAME_PRINT_MAX + 4];
 	struct cbor_pair *pair;
 	cbor_item_t *arg;
 	char *s = NULL;
@@ -537,7 +533,8 @@ static int bpk_dtype_map(struct bpk_ctx *z, struct bpk_tensor *t,
 		return tfs_diag_at(z->d, -EBADMSG, off,
 				   "tensor '%s': dtype: a map dtype has one "
 				   "entry, this one %zu",
-				   TNAME(t), cbor_map_size(v));
+				   TFS_SHOWN(t->name, t->name_len),
+				   cbor_map_size(v));
 	pair = &cbor_map_handle(v)[0];
 	arg = tfs_cbor_untag(pair->value);
 	if (bpk_key_is(pair->key, "QFloat")) {
@@ -550,7 +547,7 @@ static int bpk_dtype_map(struct bpk_ctx *z, struct bpk_tensor *t,
 					   "tensor '%s': dtype: QFloat scheme: "
 					   "a map key is not unique UTF-8 text "
 					   "(or holds a NUL byte)",
-					   TNAME(t));
+					   TFS_SHOWN(t->name, t->name_len));
 		t->dtype = TFS_DTYPE_QFLOAT;
 		t->elem_size = 0;
 		snprintf(t->native, sizeof(t->native), "QFloat");
@@ -576,15 +573,16 @@ static int bpk_dtype_map(struct bpk_ctx *z, struct bpk_tensor *t,
 		return tfs_diag_at(z->d, -EBADMSG, off,
 				   "tensor '%s': dtype: unknown Bool storage "
 				   "(Native, U8 or U32)",
-				   TNAME(t));
+				   TFS_SHOWN(t->name, t->name_len));
 	}
 	ret = tfs_cbor_text(pair->key, &s, NULL);
 	if (ret == -ENOMEM)
 		return bpk_nomem(z);
-	ret = tfs_diag_at(
-		z->d, -EBADMSG, off,
-		"tensor '%s': dtype: unknown dtype variant '%s'", TNAME(t),
-		s ? tfs_name_printable(kb, sizeof(kb), s, strlen(s)) : "?");
+	ret = tfs_diag_at(z->d, -EBADMSG, off,
+			  "tensor '%s': dtype: unknown dtype variant '%s'",
+			  TFS_SHOWN(t->name, t->name_len),
+			  s ? tfs_name_printable(kb, sizeof(kb), s, strlen(s))
+			    : "?");
 	free(s);
 	return ret;
 }
@@ -592,7 +590,6 @@ static int bpk_dtype_map(struct bpk_ctx *z, struct bpk_tensor *t,
 static int bpk_shape(struct bpk_ctx *z, struct bpk_tensor *t, cbor_item_t *v,
 		     uint64_t off)
 {
-	char namebuf[BPK_NAME_PRINT_MAX + 4];
 	cbor_item_t **dims;
 	size_t i, n;
 
@@ -600,7 +597,7 @@ static int bpk_shape(struct bpk_ctx *z, struct bpk_tensor *t, cbor_item_t *v,
 	if (!cbor_isa_array(v))
 		return tfs_diag_at(z->d, -EBADMSG, off,
 				   "tensor '%s': shape: not an array",
-				   TNAME(t));
+				   TFS_SHOWN(t->name, t->name_len));
 	n = cbor_array_size(v);
 	dims = cbor_array_handle(v);
 	/* n <= the CBOR bytes, already bounded by the metadata size */
@@ -612,7 +609,7 @@ static int bpk_shape(struct bpk_ctx *z, struct bpk_tensor *t, cbor_item_t *v,
 			return tfs_diag_at(z->d, -EBADMSG, off,
 					   "tensor '%s': shape: dim %zu is not "
 					   "an unsigned integer",
-					   TNAME(t), i);
+					   TFS_SHOWN(t->name, t->name_len), i);
 	t->ndim = n;
 	return 0;
 }
@@ -620,7 +617,6 @@ static int bpk_shape(struct bpk_ctx *z, struct bpk_tensor *t, cbor_item_t *v,
 static int bpk_data_offsets(struct bpk_ctx *z, struct bpk_tensor *t,
 			    cbor_item_t *v, uint64_t off)
 {
-	char namebuf[BPK_NAME_PRINT_MAX + 4];
 	cbor_item_t **items;
 
 	v = tfs_cbor_untag(v);
@@ -628,25 +624,26 @@ static int bpk_data_offsets(struct bpk_ctx *z, struct bpk_tensor *t,
 		return tfs_diag_at(z->d, -EBADMSG, off,
 				   "tensor '%s': data_offsets: not an array "
 				   "of 2 [start, end]",
-				   TNAME(t));
+				   TFS_SHOWN(t->name, t->name_len));
 	items = cbor_array_handle(v);
 	if (!tfs_cbor_uint(items[0], &t->start) ||
 	    !tfs_cbor_uint(items[1], &t->end))
 		return tfs_diag_at(z->d, -EBADMSG, off,
 				   "tensor '%s': data_offsets: start and end "
 				   "must be unsigned integers",
-				   TNAME(t));
+				   TFS_SHOWN(t->name, t->name_len));
 	if (t->end < t->start)
 		return tfs_diag_at(z->d, -EBADMSG, off,
 				   "tensor '%s': data_offsets: end %llu < "
 				   "start %llu",
-				   TNAME(t), (unsigned long long)t->end,
+				   TFS_SHOWN(t->name, t->name_len),
+				   (unsigned long long)t->end,
 				   (unsigned long long)t->start);
 	if (t->end - t->start > BPK_TENSOR_BYTES_MAX)
 		return tfs_diag_at(z->d, -E2BIG, off,
 				   "tensor '%s': data_offsets: %llu bytes "
 				   "exceed the 10 GiB limit for one tensor",
-				   TNAME(t),
+				   TFS_SHOWN(t->name, t->name_len),
 				   (unsigned long long)(t->end - t->start));
 	return 0;
 }
@@ -655,7 +652,6 @@ static int bpk_data_offsets(struct bpk_ctx *z, struct bpk_tensor *t,
 static int bpk_check_size(struct bpk_ctx *z, struct bpk_tensor *t,
 			  uint64_t shape_off)
 {
-	char namebuf[BPK_NAME_PRINT_MAX + 4];
 	uint64_t count, bytes;
 
 	if (!tfs_shape_product(t->shape, t->ndim, &count) ||
@@ -663,13 +659,13 @@ static int bpk_check_size(struct bpk_ctx *z, struct bpk_tensor *t,
 		return tfs_diag_at(z->d, -EBADMSG, shape_off,
 				   "tensor '%s': shape: the byte count "
 				   "overflows 64 bits",
-				   TNAME(t));
+				   TFS_SHOWN(t->name, t->name_len));
 	if (t->elem_size && bytes != t->end - t->start)
 		return tfs_diag_at(z->d, -EBADMSG, t->offsets_off,
 				   "tensor '%s': data_offsets: %llu bytes, "
 				   "but the shape needs %llu x %u-byte %s = "
 				   "%llu",
-				   TNAME(t),
+				   TFS_SHOWN(t->name, t->name_len),
 				   (unsigned long long)(t->end - t->start),
 				   (unsigned long long)count, t->elem_size,
 				   t->native, (unsigned long long)bytes);
@@ -680,7 +676,6 @@ static int bpk_check_size(struct bpk_ctx *z, struct bpk_tensor *t,
 static int bpk_descriptor(struct bpk_ctx *z, struct cbor_pair *pair,
 			  uint64_t key_off, uint64_t off, struct bpk_tensor *t)
 {
-	char namebuf[BPK_NAME_PRINT_MAX + 4];
 	cbor_item_t *desc, *v;
 	uint64_t foff, shape_off;
 	char what[BPK_NAME_PRINT_MAX + 40];
@@ -694,7 +689,8 @@ static int bpk_descriptor(struct bpk_ctx *z, struct cbor_pair *pair,
 						    "UTF-8 text");
 	t->desc_off = off;
 	desc = pair->value;
-	snprintf(what, sizeof(what), "tensor '%s': descriptor", TNAME(t));
+	snprintf(what, sizeof(what), "tensor '%s': descriptor",
+		 TFS_SHOWN(t->name, t->name_len));
 	ret = bpk_map(z, &desc, off, what, "field to value");
 	if (ret)
 		return ret;
@@ -702,7 +698,8 @@ static int bpk_descriptor(struct bpk_ctx *z, struct cbor_pair *pair,
 	v = tfs_cbor_untag(bpk_field(z, desc, off, "dtype", &foff));
 	if (!v)
 		return tfs_diag_at(z->d, -EBADMSG, off,
-				   "tensor '%s': dtype: missing", TNAME(t));
+				   "tensor '%s': dtype: missing",
+				   TFS_SHOWN(t->name, t->name_len));
 	if (cbor_isa_string(v))
 		ret = bpk_dtype_text(z, t, v, foff);
 	else if (cbor_isa_map(v))
@@ -711,14 +708,15 @@ static int bpk_descriptor(struct bpk_ctx *z, struct cbor_pair *pair,
 		ret = tfs_diag_at(z->d, -EBADMSG, foff,
 				  "tensor '%s': dtype: neither text nor a "
 				  "1-entry map",
-				  TNAME(t));
+				  TFS_SHOWN(t->name, t->name_len));
 	if (ret)
 		return ret;
 
 	v = bpk_field(z, desc, off, "shape", &shape_off);
 	if (!v)
 		return tfs_diag_at(z->d, -EBADMSG, off,
-				   "tensor '%s': shape: missing", TNAME(t));
+				   "tensor '%s': shape: missing",
+				   TFS_SHOWN(t->name, t->name_len));
 	ret = bpk_shape(z, t, v, shape_off);
 	if (ret)
 		return ret;
@@ -727,7 +725,7 @@ static int bpk_descriptor(struct bpk_ctx *z, struct cbor_pair *pair,
 	if (!v)
 		return tfs_diag_at(z->d, -EBADMSG, off,
 				   "tensor '%s': data_offsets: missing",
-				   TNAME(t));
+				   TFS_SHOWN(t->name, t->name_len));
 	ret = bpk_data_offsets(z, t, v, t->offsets_off);
 	if (ret)
 		return ret;
@@ -738,7 +736,7 @@ static int bpk_descriptor(struct bpk_ctx *z, struct cbor_pair *pair,
 			return tfs_diag_at(z->d, -EBADMSG, foff,
 					   "tensor '%s': param_id: not an "
 					   "unsigned integer",
-					   TNAME(t));
+					   TFS_SHOWN(t->name, t->name_len));
 		t->has_param_id = true;
 	}
 	return bpk_check_size(z, t, shape_off);
@@ -888,7 +886,6 @@ static const char *bpk_layout_name(enum bpk_layout l)
 static int bpk_check_extents(struct bpk_ctx *z, struct bpk_tensor **sorted,
 			     uint64_t max_end)
 {
-	char namebuf[BPK_NAME_PRINT_MAX + 4];
 	uint64_t size = z->src->size, a, abs_end, need_a, need_p;
 	size_t i, misaligned = 0;
 
@@ -909,7 +906,8 @@ static int bpk_check_extents(struct bpk_ctx *z, struct bpk_tensor **sorted,
 			"start %llu ends past the end of the file (%llu "
 			"bytes): the size fits neither layout (aligned needs "
 			"%llu bytes, packed %llu) and %s",
-			TNAME(t), (unsigned long long)t->start,
+			TFS_SHOWN(t->name, t->name_len),
+			(unsigned long long)t->start,
 			(unsigned long long)t->end,
 			(unsigned long long)z->data_start,
 			(unsigned long long)size, (unsigned long long)need_a,

@@ -53,8 +53,6 @@
 /* the smallest entry (empty name, rank 0) without base id */
 #define GPTRS_V1_ENTRY_MIN (4 + 4 + 4 + 1 + 8)
 #define GPTRS_V2_ENTRY_MIN (4 + 4 + 4 + 1 + 8 + 8)
-#define GPTRS_NAME_SHOW 80
-
 
 struct gptrs_ctx {
 	const struct tfs_source *src;
@@ -187,8 +185,6 @@ static int check_base_id(struct gptrs_ctx *z, const struct gptrs_entry *e)
 	static const uint8_t zero[GPTRS_BASE_ID_LEN];
 	uint8_t digest[TFS_BLAKE3_OUT_LEN];
 	char stored[2 * GPTRS_BASE_ID_LEN + 1], want[sizeof(stored)];
-	char *shown;
-	int ret;
 
 	if (memcmp(e->base_id, zero, GPTRS_BASE_ID_LEN) == 0) {
 		z->ids_absent++;
@@ -201,14 +197,11 @@ static int check_base_id(struct gptrs_ctx *z, const struct gptrs_entry *e)
 	}
 	hex(stored, e->base_id, GPTRS_BASE_ID_LEN);
 	hex(want, digest, GPTRS_BASE_ID_LEN);
-	shown = tfs_name_escape((const char *)e->name, e->name_len,
-				GPTRS_NAME_SHOW);
-	ret = tfs_diag_at(z->d, -EBADMSG, e->base_id_at,
-			  "entry %u: base_id: stored %s, but BLAKE3 of the "
-			  "name '%s' starts %s",
-			  e->index, stored, shown ? shown : "?", want);
-	free(shown);
-	return ret;
+	return tfs_diag_at(z->d, -EBADMSG, e->base_id_at,
+			   "entry %u: base_id: stored %s, but BLAKE3 of the "
+			   "name '%s' starts %s",
+			   e->index, stored,
+			   TFS_SHOWN((const char *)e->name, e->name_len), want);
 }
 
 /* rank, dims: @z->dims holds them afterwards */

@@ -1281,7 +1281,6 @@ static int hx_group(struct hx_ctx *z, const struct h5_ohdr *oh)
 		qsort(x.v, x.n, sizeof(*x.v), hx_link_cmp);
 	for (i = 0; !ret && i < x.n; i++) {
 		struct hx_link *k = &x.v[i];
-		char nb[TFS_PRINTABLE_MAX];
 		char shown[TFS_PRINTABLE_MAX + 8];
 
 		if (i && !hx_link_cmp(k, &x.v[i - 1])) {
@@ -1289,18 +1288,15 @@ static int hx_group(struct hx_ctx *z, const struct h5_ohdr *oh)
 					  "group %s: the link '%s' is given "
 					  "twice",
 					  hx_path(z),
-					  tfs_name_printable(nb, sizeof(nb),
-							     k->name, k->len));
+					  TFS_SHOWN(k->name, k->len));
 			break;
 		}
 		if (!hx_name_ok(k)) {
-			ret = tfs_builder_warn(
-				      z->b, k->at,
-				      "group %s: link name '%s' is "
-				      "not a path component: skipped",
-				      hx_path(z),
-				      tfs_name_printable(nb, sizeof(nb),
-							 k->name, k->len))
+			ret = tfs_builder_warn(z->b, k->at,
+					       "group %s: link name '%s' is "
+					       "not a path component: skipped",
+					       hx_path(z),
+					       TFS_SHOWN(k->name, k->len))
 				      ? tfs_diag_oom(z->d)
 				      : 0;
 			continue;
@@ -1358,14 +1354,12 @@ static int hx_group_visit(struct hx_ctx *z, uint64_t addr)
 static int hx_object(struct hx_ctx *z, uint64_t addr, const char *shown)
 {
 	struct h5_ohdr oh;
-	char nb[TFS_PRINTABLE_MAX];
 	int ret;
 
 	if (z->depth >= HX_MAX_DEPTH)
 		return tfs_diag_at(z->d, -E2BIG, h5_abs(&z->f, addr),
 				   "group %s: deeper than %u levels",
-				   tfs_name_printable(nb, sizeof(nb), z->path,
-						      z->path_len),
+				   TFS_SHOWN(z->path, z->path_len),
 				   HX_MAX_DEPTH);
 	if (++z->objects > HX_MAX_OBJECTS)
 		return tfs_diag_at(z->d, -E2BIG, h5_abs(&z->f, addr),

@@ -239,26 +239,6 @@ static void ox_take(struct ox_str *s, const struct tfs_pb_field *f)
 	s->set = true;
 }
 
-/* a string field: LEN, else refused (we read it) */
-static int ox_want_len(struct ox *z, const struct tfs_pb_field *f,
-		       const char *what)
-{
-	if (f->wire == TFS_PB_LEN)
-		return 0;
-	return tfs_diag_at(z->d, -EBADMSG, f->at, "%s: wire type %s, not LEN",
-			   what, tfs_pb_wire_name(f->wire));
-}
-
-static int ox_want_varint(struct ox *z, const struct tfs_pb_field *f,
-			  const char *what)
-{
-	if (f->wire == TFS_PB_VARINT)
-		return 0;
-	return tfs_diag_at(z->d, -EBADMSG, f->at,
-			   "%s: wire type %s, not VARINT", what,
-			   tfs_pb_wire_name(f->wire));
-}
-
 static int ox_enter(struct ox *z, const struct tfs_pb_field *f,
 		    const char *what)
 {
@@ -388,7 +368,6 @@ static int ox_make_name(struct ox *z, struct ox_name *n, uint64_t at)
 {
 	size_t i, j, len = 0, nc = 0, start, k, plen;
 	char *q, *p, *key = NULL, *key2 = NULL;
-	char nb[TFS_PRINTABLE_MAX];
 	uint32_t tries, next;
 	char sfx[16];
 	int ret;
@@ -443,8 +422,7 @@ static int ox_make_name(struct ox *z, struct ox_name *n, uint64_t at)
 					    "tensor '%s': the qualified name "
 					    "is given twice; this one is "
 					    "renamed",
-					    tfs_name_printable(nb, sizeof(nb), q,
-							       n->qlen)))
+					    TFS_SHOWN(q, n->qlen)))
 			goto oom;
 	}
 	/* keep the name for the ~N rule */
@@ -510,7 +488,6 @@ static int ox_ext_entry(struct ox *z, struct ox_tensor *t,
 	struct tfs_cursor c;
 	struct tfs_pb_field g;
 	struct ox_str key = {0}, val = {0}, *dst = NULL;
-	char nb[TFS_PRINTABLE_MAX];
 	int ret;
 
 	ret = ox_enter(z, f, "StringStringEntryProto");
@@ -520,8 +497,10 @@ static int ox_ext_entry(struct ox *z, struct ox_tensor *t,
 	while ((ret = tfs_pb_next(&c, "external_data", &g, z->d)) == 1) {
 		if (g.number != 1 && g.number != 2)
 			continue;
-		ret = ox_want_len(z, &g, g.number == 1 ? "external_data.key"
-						       : "external_data.value");
+		ret = tfs_pb_want(&g, TFS_PB_LEN,
+				  g.number == 1 ? "external_data.key"
+						: "external_data.value",
+				  z->d);
 		if (ret)
 			break;
 		ox_take(g.number == 1 ? &key : &val, &g);
@@ -538,11 +517,9 @@ static int ox_ext_entry(struct ox *z, struct ox_tensor *t,
 	else if (ox_eq(&key, "checksum") || ox_eq(&key, "basepath"))
 		return 0;
 	if (!dst)
-		return tfs_builder_warn(
-			       z->b, f->at,
-			       "external_data: key '%s' ignored",
-			       tfs_name_printable(nb, sizeof(nb), key.p,
-						  key.set ? key.len : 0))
+		return tfs_builder_warn(z->b, f->at,
+					"external_data: key '%s' ignored",
+					TFS_SHOWN(key.p, key.set ? key.len : 0))
 			       ? tfs_diag_oom(z->d)
 			       : 0;
 	if (dst->set)
@@ -588,7 +565,8 @@ static int ox_tensor_field(struct ox *z, struct ox_tensor *t,
 		}
 		return 0;
 	case TP_DATA_TYPE:
-		ret = ox_want_varint(z, g, "TensorProto.data_type");
+		ret = tfs_pb_want(g, TFS_PB_VARINT, "TensorProto.data_type",
+				  z->d);
 		t->data_type = (int64_t)(int32_t)(uint32_t)g->v;
 		if ((int64_t)g->v != t->data_type)
 			t->data_type = INT64_MAX; /* not an int32: unknown */
@@ -616,13 +594,14 @@ static int ox_tensor_field(struct ox *z, struct ox_tensor *t,
 		t->typed_count[g->number] += it.count; /* < file size */
 		return 0;
 	case TP_STRING:
-		ret = ox_want_len(z, g, "TensorProto.string_data");
+		ret = tfs_pb_want(g, TFS_PB_LEN, "TensorProto.string_data",
+				  z->d);
 		if (!ret && !t->typed_fields[TP_STRING]++)
 			t->typed_first[TP_STRING] = *g;
 		t->typed_count[TP_STRING]++;
 		return ret;
 	case TP_NAME:
-		ret = ox_want_len(z, g, "TensorProto.name");
+		ret = tfs_pb_want(g, TFS_PB_LEN, "TensorProto.name", z->d);
 		if (!ret && g->len > OX_NAME_MAX)
 			ret = tfs_diag_at(z->d, -E2BIG, g->at,
 					  "TensorProto.name: %llu bytes, "
@@ -633,20 +612,22 @@ static int ox_tensor_field(struct ox *z, struct ox_tensor *t,
 			ox_take(&t->name, g);
 		return ret;
 	case TP_RAW:
-		ret = ox_want_len(z, g, "TensorProto.raw_data");
+		ret = tfs_pb_want(g, TFS_PB_LEN, "TensorProto.raw_data", z->d);
 		t->has_raw = true;
 		t->raw = g->data;
 		t->raw_at = g->value_at;
 		t->raw_len = g->len;
 		return ret;
 	case TP_EXTERNAL:
-		ret = ox_want_len(z, g, "TensorProto.external_data");
+		ret = tfs_pb_want(g, TFS_PB_LEN, "TensorProto.external_data",
+				  z->d);
 		if (!t->has_external)
 			t->external_at = g->at;
 		t->has_external = true;
 		return ret ? ret : ox_ext_entry(z, t, g);
 	case TP_LOCATION:
-		ret = ox_want_varint(z, g, "TensorProto.data_location");
+		ret = tfs_pb_want(g, TFS_PB_VARINT, "TensorProto.data_location",
+				  z->d);
 		t->data_location = (int64_t)g->v;
 		t->location_at = g->at;
 		return ret;
@@ -688,20 +669,6 @@ static uint64_t ox_typed_want(const struct ox_tensor *t, unsigned field)
 	return t->count;
 }
 
-static int ox_dims_str(const struct ox_tensor *t, char *buf, size_t len)
-{
-	size_t n = 0;
-	uint32_t i;
-
-	n += (size_t)snprintf(buf, len, "[");
-	for (i = 0; i < t->ndim && n < len; i++)
-		n += (size_t)snprintf(buf + n, len - n, "%s%llu", i ? "," : "",
-				      (unsigned long long)t->dims[i]);
-	if (n < len)
-		snprintf(buf + n, len - n, "]");
-	return 0;
-}
-
 /* section 9: every rule of one TensorProto; @who names it in messages */
 static int ox_tensor_check(struct ox *z, struct ox_tensor *t, const char *who)
 {
@@ -720,7 +687,7 @@ static int ox_tensor_check(struct ox *z, struct ox_tensor *t, const char *who)
 				   "%" PRId64,
 				   who, t->data_type);
 	t->dtype = ox_types[t->data_type].dtype;
-	ox_dims_str(t, dims, sizeof(dims));
+	tfs_shape_text(dims, sizeof(dims), t->dims, t->ndim);
 	if (!tfs_shape_product(t->dims, t->ndim, &t->count) ||
 	    t->count > INT64_MAX)
 		return tfs_diag_at(z->d, -EBADMSG, t->dims_at,
@@ -970,16 +937,13 @@ static int ox_external(struct ox *z, struct ox_tensor *t, const char *who,
 		return tfs_diag_oom(z->d);
 	rule = ox_location_rule(&t->ext_location, e->loc);
 	if (rule) {
-		char nb[TFS_PRINTABLE_MAX];
 
-		return tfs_diag_at(z->d, -EBADMSG, t->ext_location.at,
-				   "tensor '%s': external_data location "
-				   "'%s': %s, refused",
-				   who,
-				   tfs_name_printable(nb, sizeof(nb),
-						      t->ext_location.p,
-						      t->ext_location.len),
-				   rule);
+		return tfs_diag_at(
+			z->d, -EBADMSG, t->ext_location.at,
+			"tensor '%s': external_data location "
+			"'%s': %s, refused",
+			who, TFS_SHOWN(t->ext_location.p, t->ext_location.len),
+			rule);
 	}
 	if (t->ext_offset.set && ox_decimal(&t->ext_offset, &e->offset))
 		return tfs_diag_at(z->d, -EBADMSG, t->ext_offset.at,
@@ -1010,24 +974,20 @@ static int ox_external(struct ox *z, struct ox_tensor *t, const char *who,
 		return 0;
 	}
 	/* the core opens it beneath the model's directory, no way out */
-	ret = tfs_builder_open_companion(z->b, e->loc, &e->source, z->d);
-	if (ret == -ENOMEM)
-		return ret;
-	if (ret) {
+	ret = tfs_builder_open_companion_at(
+		z->b, e->loc, t->ext_location.at, TFS_MISSING_UNREADABLE,
+		&e->source, z->d, "tensor '%s': external_data", who);
+	if (ret == -ENOENT) {
 		/* missing: that tensor unreadable; refused: said at the field */
-		char why[TFS_DIAG_MSG_MAX];
-
-		snprintf(why, sizeof(why), "%s", z->d->msg);
+		snprintf(e->why, sizeof(e->why), "external data: %.140s",
+			 z->d->msg);
 		tfs_diag_clear(z->d);
-		if (ret != -ENOENT)
-			return tfs_diag_at(z->d, ret, t->ext_location.at,
-					   "tensor '%s': external_data: %s",
-					   who, why);
-		snprintf(e->why, sizeof(e->why), "external data: %.140s", why);
 		e->unreadable = e->why;
 		e->length = t->nbytes;
 		return 0;
 	}
+	if (ret)
+		return ret;
 	size = tfs_builder_source(z->b, e->source)->size;
 	if (!have_length)
 		e->length = size >= e->offset ? size - e->offset : 0;
@@ -1312,7 +1272,8 @@ static int ox_sparse(struct ox *z, const struct tfs_pb_field *f,
 						  g.number == 1 ? "values"
 								: "indices");
 			else
-				ret = ox_want_len(z, &g, "SparseTensorProto");
+				ret = tfs_pb_want(&g, TFS_PB_LEN,
+						  "SparseTensorProto", z->d);
 			if (!ret)
 				ret = ox_tensor_read(z, &g,
 						     g.number == 1 ? v : ix);
@@ -1546,7 +1507,8 @@ static int ox_attr_scan(struct ox *z, const struct tfs_pb_field *f,
 		ret = 0;
 		switch (g.number) {
 		case 1:
-			ret = ox_want_len(z, &g, "AttributeProto.name");
+			ret = tfs_pb_want(&g, TFS_PB_LEN, "AttributeProto.name",
+					  z->d);
 			ox_take(&a->name, &g);
 			break;
 		case 20:
@@ -2053,7 +2015,6 @@ static int ox_prop(struct ox *z, const struct tfs_pb_field *f, json_t *obj)
 
 static int ox_named_dups(struct ox *z, struct ox_named *v, uint32_t n)
 {
-	char nb[TFS_PRINTABLE_MAX];
 	uint32_t i;
 
 	if (n < 2)
@@ -2066,9 +2027,7 @@ static int ox_named_dups(struct ox *z, struct ox_named *v, uint32_t n)
 								 : v[i - 1].at,
 					   "initializer '%s': the name is "
 					   "given twice in one graph",
-					   tfs_name_printable(nb, sizeof(nb),
-							      v[i].p,
-							      v[i].len));
+					   TFS_SHOWN(v[i].p, v[i].len));
 	return 0;
 }
 
@@ -2454,16 +2413,6 @@ static bool ox_model_field(uint32_t number, unsigned wire)
 	}
 }
 
-static bool ox_has_ext(const struct tfs_source *src, const char *ext)
-{
-	size_t n, e = strlen(ext);
-
-	if (!src->path)
-		return false;
-	n = strlen(src->path);
-	return n > e && strcmp(src->path + n - e, ext) == 0;
-}
-
 /* a bare TensorProto: only with the .pb extension */
 static int ox_probe_tensor(const struct tfs_source *src)
 {
@@ -2473,7 +2422,7 @@ static int ox_probe_tensor(const struct tfs_source *src)
 	unsigned n = 0;
 	int r;
 
-	if (!ox_has_ext(src, ".pb"))
+	if (!tfs_source_name_ends(src, ".pb"))
 		return 0;
 	tfs_cursor_init(&c, src->data, src->size, 0);
 	while (n < 64 && (r = tfs_pb_next(&c, "TensorProto", &f, NULL)) == 1) {
@@ -2506,7 +2455,7 @@ static int ox_probe_model(const struct tfs_source *src)
 	c.pos = 0;
 	if (tfs_pb_next(&c, "ModelProto", &f, NULL) != 1)
 		/* a ModelProto key, a broken value: claimed to say why */
-		return ox_has_ext(src, ".onnx") ? 20 : 0;
+		return tfs_source_name_ends(src, ".onnx") ? 20 : 0;
 	if (f.number == 1 && (f.v < 1 || f.v > 100))
 		return 0;
 	graph = f.number == 7;
@@ -2515,7 +2464,7 @@ static int ox_probe_model(const struct tfs_source *src)
 		if (r == 0)
 			break;
 		if (r < 0)
-			return ox_has_ext(src, ".onnx") ? 20 : 0;
+			return tfs_source_name_ends(src, ".onnx") ? 20 : 0;
 		if (f.number <= 26 && !ox_model_field(f.number, f.wire))
 			return 0;
 		if (f.number == 7)

@@ -284,7 +284,8 @@ static int ov_need(struct ov *z, uint64_t at, const struct tfs_xml_attr *a,
 		return 0;
 	return tfs_diag_at(z->d, -EBADMSG, at,
 			   "layer '%s' (id %llu): data: no '%s' attribute",
-			   z->layers[z->nlayers - 1].name,
+			   TFS_SHOWN(z->layers[z->nlayers - 1].name,
+				     strlen(z->layers[z->nlayers - 1].name)),
 			   (unsigned long long)z->layers[z->nlayers - 1].id,
 			   name);
 }
@@ -321,14 +322,14 @@ static int ov_data(struct ov *z, uint64_t at, const struct tfs_xml_attr *a,
 		return tfs_diag_at(z->d, -EBADMSG, off->at,
 				   "layer '%s' (id %llu): data offset '%s': "
 				   "not a decimal number below 2^64",
-				   l->name, (unsigned long long)l->id,
-				   off->value);
+				   TFS_SHOWN(l->name, strlen(l->name)),
+				   (unsigned long long)l->id, off->value);
 	if (!ov_u64(sz->value, &l->size))
 		return tfs_diag_at(z->d, -EBADMSG, sz->at,
 				   "layer '%s' (id %llu): data size '%s': not "
 				   "a decimal number below 2^64",
-				   l->name, (unsigned long long)l->id,
-				   sz->value);
+				   TFS_SHOWN(l->name, strlen(l->name)),
+				   (unsigned long long)l->id, sz->value);
 	l->offset_at = off->at;
 	l->size_at = sz->at;
 	l->etype_at = et->at;
@@ -423,7 +424,7 @@ static int ov_start(void *arg, const char *name, unsigned depth, uint64_t at,
 			return tfs_diag_at(z->d, -ENOTSUP, at,
 					   "layer '%s': <blobs>: IR v7 and "
 					   "older not supported",
-					   l->name);
+					   TFS_SHOWN(l->name, strlen(l->name)));
 		return 0;
 	}
 	if (depth == 5 && z->where == OV_OUTPUT && strcmp(name, "port") == 0 &&
@@ -777,23 +778,26 @@ static int ov_shape(struct ov *z, const struct ov_layer *l, uint64_t *dims,
 			return tfs_diag_at(z->d, -E2BIG, l->shape_at,
 					   "layer '%s' (id %llu): shape: more "
 					   "than %u dimensions",
-					   l->name, (unsigned long long)l->id,
+					   TFS_SHOWN(l->name, strlen(l->name)),
+					   (unsigned long long)l->id,
 					   OV_MAX_DIMS);
 		if (tok[0] == '-' || tok[0] == '?')
 			return tfs_diag_at(z->d, -EBADMSG, l->shape_at,
 					   "layer '%s' (id %llu): shape '%s': "
 					   "dimension '%s' is negative or "
 					   "dynamic, not allowed in a Const",
-					   l->name, (unsigned long long)l->id,
-					   l->shape, tok);
+					   TFS_SHOWN(l->name, strlen(l->name)),
+					   (unsigned long long)l->id, l->shape,
+					   tok);
 		if ((size_t)(e - s) >= sizeof(tok) ||
 		    !ov_u64(tok, &dims[*ndim]))
 			return tfs_diag_at(z->d, -EBADMSG, l->shape_at,
 					   "layer '%s' (id %llu): shape '%s': "
 					   "dimension '%s' is not a decimal "
 					   "number",
-					   l->name, (unsigned long long)l->id,
-					   l->shape, tok);
+					   TFS_SHOWN(l->name, strlen(l->name)),
+					   (unsigned long long)l->id, l->shape,
+					   tok);
 		(*ndim)++;
 		if (!*p)
 			return 0;
@@ -828,8 +832,8 @@ static int ov_name(struct ov *z, struct ov_layer *l)
 			return tfs_diag_at(z->d, -EBADMSG, l->at,
 					   "layer '%s' (id %llu): name '%s' "
 					   "given twice",
-					   l->name, (unsigned long long)l->id,
-					   n);
+					   TFS_SHOWN(l->name, strlen(l->name)),
+					   (unsigned long long)l->id, n);
 	}
 	l->tensor = n;
 	return tfs_strmap_put(&z->names, n, 0) ? tfs_diag_oom(z->d) : 0;
@@ -859,7 +863,8 @@ static int ov_const(struct ov *z, struct ov_layer *l, json_t *consts)
 		return tfs_diag_at(z->d, -EBADMSG, l->at,
 				   "layer '%s' (id %llu): Const without "
 				   "<data>",
-				   l->name, (unsigned long long)l->id);
+				   TFS_SHOWN(l->name, strlen(l->name)),
+				   (unsigned long long)l->id);
 	t = ov_type(l->etype);
 	if (!t) {
 		bool str = strcmp(l->etype, "string") == 0;
@@ -870,7 +875,8 @@ static int ov_const(struct ov *z, struct ov_layer *l, json_t *consts)
 				   l->etype_at,
 				   "layer '%s' (id %llu): element_type '%s': "
 				   "%s",
-				   l->name, (unsigned long long)l->id, l->etype,
+				   TFS_SHOWN(l->name, strlen(l->name)),
+				   (unsigned long long)l->id, l->etype,
 				   str	 ? "string Consts (a variable-length "
 					   "layout) not supported"
 				   : dyn ? "not a stored type"
@@ -885,14 +891,15 @@ static int ov_const(struct ov *z, struct ov_layer *l, json_t *consts)
 		return tfs_diag_at(z->d, -EOVERFLOW, l->shape_at,
 				   "layer '%s' (id %llu): shape '%s': too "
 				   "many elements",
-				   l->name, (unsigned long long)l->id,
-				   l->shape);
+				   TFS_SHOWN(l->name, strlen(l->name)),
+				   (unsigned long long)l->id, l->shape);
 	need /= 8;
 	if (need != l->size)
 		return tfs_diag_at(z->d, -EBADMSG, l->size_at,
 				   "layer '%s' (id %llu): data size %llu, but "
 				   "%s [%s] takes %llu bytes",
-				   l->name, (unsigned long long)l->id,
+				   TFS_SHOWN(l->name, strlen(l->name)),
+				   (unsigned long long)l->id,
 				   (unsigned long long)l->size, l->etype,
 				   l->shape, (unsigned long long)need);
 	if (!z->unreadable && !tfs_range_ok(l->offset, l->size, z->bin_size))
@@ -900,7 +907,8 @@ static int ov_const(struct ov *z, struct ov_layer *l, json_t *consts)
 				   "layer '%s' (id %llu): data offset %llu + "
 				   "size %llu is past the end of '%s' (%llu "
 				   "bytes)",
-				   l->name, (unsigned long long)l->id,
+				   TFS_SHOWN(l->name, strlen(l->name)),
+				   (unsigned long long)l->id,
 				   (unsigned long long)l->offset,
 				   (unsigned long long)l->size, z->bin_name,
 				   (unsigned long long)z->bin_size);

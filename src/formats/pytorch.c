@@ -56,7 +56,6 @@ static const uint8_t legacy_magic[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c,
 				       0xfc, 0x9c, 0x46, 0xf9, 0x20,
 				       0x6a, 0xa8, 0x50, 0x19};
 
-#define PNAME(p, l) tfs_name_printable(nb, sizeof(nb), (p), (l))
 #define V(z, i) tfs_pkl_at(&(z)->pk, (i))
 
 /* ---- zip --------------------------------------------------------------- */
@@ -191,7 +190,6 @@ static int legacy_storages(struct tfs_torch *z, struct tfs_pkl *keys,
 			   uint64_t pos)
 {
 	const struct tfs_pkl_value *list = tfs_pkl_at(keys, keys->root), *k;
-	char nb[TFS_PRINTABLE_MAX];
 	struct tfs_torch_storage *s;
 	uint64_t numel, bytes;
 	uint32_t i;
@@ -216,20 +214,20 @@ static int legacy_storages(struct tfs_torch *z, struct tfs_pkl *keys,
 			return tfs_diag_at(z->d, -EBADMSG, k->offset,
 					   "legacy: storage '%s' is listed "
 					   "twice",
-					   PNAME(s->key, s->key_len));
+					   TFS_SHOWN(s->key, s->key_len));
 		if (!tfs_range_ok(pos, 8, z->src->size))
 			return tfs_diag_at(z->d, -EBADMSG, pos,
 					   "legacy: storage '%s': the element "
 					   "count runs past the end of the "
 					   "file",
-					   PNAME(s->key, s->key_len));
+					   TFS_SHOWN(s->key, s->key_len));
 		numel = tfs_load_le(z->src->data + pos, 8);
 		if (numel != s->numel)
 			return tfs_diag_at(z->d, -EBADMSG, pos,
 					   "legacy: storage '%s' holds %llu "
 					   "elements, its persistent id says "
 					   "%llu",
-					   PNAME(s->key, s->key_len),
+					   TFS_SHOWN(s->key, s->key_len),
 					   (unsigned long long)numel,
 					   (unsigned long long)s->numel);
 		if (!tfs_mul_u64(numel, tfs_dtype_size(s->dtype), &bytes) ||
@@ -238,7 +236,7 @@ static int legacy_storages(struct tfs_torch *z, struct tfs_pkl *keys,
 					   "legacy: storage '%s' (%llu x %u "
 					   "bytes) runs past the end of the "
 					   "file",
-					   PNAME(s->key, s->key_len),
+					   TFS_SHOWN(s->key, s->key_len),
 					   (unsigned long long)numel,
 					   tfs_dtype_size(s->dtype));
 		s->located = true;

@@ -120,18 +120,16 @@ static int st_next(struct st_ctx *z, struct tfs_json_token *t)
 }
 
 /* a printable tensor name for messages */
-#define TNAME(x) tfs_name_printable(nb, sizeof(nb), (x)->name, (x)->name_len)
 
 static int st_dtype(struct st_ctx *z, struct st_tensor *x,
 		    const struct tfs_json_token *v)
 {
-	char nb[TFS_PRINTABLE_MAX];
 	size_t i;
 
 	if (v->kind != TFS_JSON_STRING)
 		return tfs_diag_at(z->d, -EBADMSG, v->offset,
 				   "tensor '%s': dtype: not a string",
-				   TNAME(x));
+				   TFS_SHOWN(x->name, x->name_len));
 	for (i = 0; i < sizeof(st_dtypes) / sizeof(st_dtypes[0]); i++)
 		if (tfs_json_eq(v, st_dtypes[i].name)) {
 			x->dtype = st_dtypes[i].dtype;
@@ -139,7 +137,8 @@ static int st_dtype(struct st_ctx *z, struct st_tensor *x,
 			return 0;
 		}
 	return tfs_diag_at(z->d, -EBADMSG, v->offset,
-			   "tensor '%s': dtype: unknown dtype '%.*s'", TNAME(x),
+			   "tensor '%s': dtype: unknown dtype '%.*s'",
+			   TFS_SHOWN(x->name, x->name_len),
 			   (int)(v->len < 24 ? v->len : 24), v->p);
 }
 
@@ -149,14 +148,13 @@ static int st_uints(struct st_ctx *z, struct st_tensor *x,
 		    uint64_t *out, uint32_t max, uint32_t want, uint32_t *count)
 {
 	struct tfs_json_token v;
-	char nb[TFS_PRINTABLE_MAX];
 	uint32_t n = 0;
 	int ret;
 
 	if (open->kind != TFS_JSON_ARRAY)
 		return tfs_diag_at(z->d, -EBADMSG, open->offset,
-				   "tensor '%s': %s: not an array", TNAME(x),
-				   field);
+				   "tensor '%s': %s: not an array",
+				   TFS_SHOWN(x->name, x->name_len), field);
 	for (;;) {
 		ret = st_next(z, &v);
 		if (ret)
@@ -167,24 +165,28 @@ static int st_uints(struct st_ctx *z, struct st_tensor *x,
 			return tfs_diag_at(z->d, -EBADMSG, v.offset,
 					   "tensor '%s': %s: more than %u "
 					   "entries",
-					   TNAME(x), field, max);
+					   TFS_SHOWN(x->name, x->name_len),
+					   field, max);
 		ret = tfs_json_u64(&v, &out[n]);
 		if (ret == -ERANGE)
 			return tfs_diag_at(z->d, -EBADMSG, v.offset,
 					   "tensor '%s': %s: %.*s is above "
 					   "2^64-1",
-					   TNAME(x), field, (int)v.len, v.p);
+					   TFS_SHOWN(x->name, x->name_len),
+					   field, (int)v.len, v.p);
 		if (ret)
 			return tfs_diag_at(z->d, -EBADMSG, v.offset,
 					   "tensor '%s': %s: not a "
 					   "non-negative integer",
-					   TNAME(x), field);
+					   TFS_SHOWN(x->name, x->name_len),
+					   field);
 		n++;
 	}
 	if (want && n != want)
 		return tfs_diag_at(z->d, -EBADMSG, open->offset,
 				   "tensor '%s': %s: %u entries, not %u",
-				   TNAME(x), field, n, want);
+				   TFS_SHOWN(x->name, x->name_len), field, n,
+				   want);
 	*count = n;
 	return 0;
 }
@@ -194,7 +196,6 @@ static int st_tensor(struct st_ctx *z, struct st_tensor *x,
 		     const struct tfs_json_token *open)
 {
 	struct tfs_json_token k, v;
-	char nb[TFS_PRINTABLE_MAX];
 	bool have_dtype = false, have_shape = false, have_offsets = false;
 	uint64_t offs[2];
 	uint32_t n;
@@ -202,7 +203,8 @@ static int st_tensor(struct st_ctx *z, struct st_tensor *x,
 
 	if (open->kind != TFS_JSON_OBJECT)
 		return tfs_diag_at(z->d, -EBADMSG, open->offset,
-				   "tensor '%s': not an object", TNAME(x));
+				   "tensor '%s': not an object",
+				   TFS_SHOWN(x->name, x->name_len));
 	for (;;) {
 		ret = st_next(z, &k);
 		if (ret)
@@ -240,7 +242,8 @@ static int st_tensor(struct st_ctx *z, struct st_tensor *x,
 	}
 	if (!have_dtype || !have_shape || !have_offsets)
 		return tfs_diag_at(z->d, -EBADMSG, open->offset,
-				   "tensor '%s': %s: missing", TNAME(x),
+				   "tensor '%s': %s: missing",
+				   TFS_SHOWN(x->name, x->name_len),
 				   !have_dtype	 ? "dtype"
 				   : !have_shape ? "shape"
 						 : "data_offsets");
@@ -248,13 +251,14 @@ static int st_tensor(struct st_ctx *z, struct st_tensor *x,
 		return tfs_diag_at(z->d, -EBADMSG, x->offsets_at,
 				   "tensor '%s': data_offsets: end %llu is "
 				   "before begin %llu",
-				   TNAME(x), (unsigned long long)x->end,
+				   TFS_SHOWN(x->name, x->name_len),
+				   (unsigned long long)x->end,
 				   (unsigned long long)x->begin);
 	return 0;
 twice:
 	return tfs_diag_at(z->d, -EBADMSG, k.offset,
 			   "tensor '%s': the key '%.*s' is given twice",
-			   TNAME(x), (int)k.len, k.p);
+			   TFS_SHOWN(x->name, x->name_len), (int)k.len, k.p);
 }
 
 /* "__metadata__": an object of strings (or null), into metadata.json */
@@ -392,7 +396,6 @@ static int cmp_extent(const void *pa, const void *pb)
 static int st_layout(struct st_ctx *z)
 {
 	struct st_tensor **v;
-	char nb[TFS_PRINTABLE_MAX];
 	uint64_t prev = 0, size = z->src->size - z->buf_start;
 	size_t i;
 	int ret = 0;
@@ -409,8 +412,7 @@ static int st_layout(struct st_ctx *z)
 				z->d, -EBADMSG, v[i]->offsets_at,
 				"tensor '%s': data_offsets: begins at %llu, "
 				"but the previous tensor ends at %llu (%s)",
-				tfs_name_printable(nb, sizeof(nb), v[i]->name,
-						   v[i]->name_len),
+				TFS_SHOWN(v[i]->name, v[i]->name_len),
 				(unsigned long long)v[i]->begin,
 				(unsigned long long)prev,
 				v[i]->begin > prev ? "a gap" : "an overlap");
@@ -455,7 +457,6 @@ static int st_load(const struct tfs_source *src, struct tfs_builder *b,
 		   struct tfs_diag *d)
 {
 	struct st_ctx z = {.src = src, .b = b, .d = d};
-	char nb[TFS_PRINTABLE_MAX];
 	size_t i;
 	int ret;
 
@@ -484,9 +485,10 @@ static int st_load(const struct tfs_source *src, struct tfs_builder *b,
 	for (i = 0; !ret && i < z.nt; i++) {
 		if (z.t[i].name_len == strlen("__metadata__") &&
 		    memcmp(z.t[i].name, "__metadata__", 12) == 0)
-			ret = tfs_diag_at(d, -EBADMSG, z.t[i].at,
-					  "tensor '%s': the name is reserved",
-					  TNAME(&z.t[i]));
+			ret = tfs_diag_at(
+				d, -EBADMSG, z.t[i].at,
+				"tensor '%s': the name is reserved",
+				TFS_SHOWN(z.t[i].name, z.t[i].name_len));
 		else
 			ret = st_add(&z, &z.t[i]);
 	}

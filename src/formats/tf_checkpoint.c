@@ -120,16 +120,7 @@ static int oom(struct tc *z)
 	return tfs_diag_oom(z->d);
 }
 
-#define KNAME(x) tfs_name_printable(nb, sizeof(nb), (x)->key, (x)->key_len)
-
 /* ---- probe -------------------------------------------------------------- */
-
-static bool ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), k = strlen(suffix);
-
-	return n >= k && memcmp(s + n - k, suffix, k) == 0;
-}
 
 /* a SavedModel's graph or a TF1 .meta: no tensors, refused by name */
 static bool graph_only(const struct tfs_source *src)
@@ -140,7 +131,8 @@ static bool graph_only(const struct tfs_source *src)
 		return false;
 	base = strrchr(src->path, '/');
 	base = base ? base + 1 : src->path;
-	return strcmp(base, "saved_model.pb") == 0 || ends_with(base, ".meta");
+	return strcmp(base, "saved_model.pb") == 0 ||
+	       tfs_source_name_ends(src, ".meta");
 }
 
 static int tc_probe(const struct tfs_source *src)
@@ -151,25 +143,92 @@ static int tc_probe(const struct tfs_source *src)
 	 * container)
 	 */
 	bool look = !src->path || !tfs_source_is_url(src->path) ||
-		    ends_with(src->path, ".index");
+		    tfs_source_name_ends(src, ".index");
 
 	if (look && tfs_sst_has_magic(src->data, src->size))
 		return 100;
 	if (graph_only(src))
 		return 95;
 	/* a damaged .index: refused by this reader, naming why */
-	if (src->path && ends_with(src->path, ".index"))
+	if (tfs_source_name_ends(src, ".index"))
 		return 50;
 	return 0;
 }
 
 /* ---- messages ----------------------------------------------------------- */
 
+#define WANTED(rows) (rows), sizeof(rows) / sizeof(*(rows))
+
+/*
+ * The fields read, by the wire type of their declared type: another one is
+ * refused (tfs_pb_want).  The header's field 1 is not here: any other wire
+ * type there is a V1 checkpoint; bad_consumers is read packed or not.
+ */
+static const struct tfs_pb_wanted header_fields[] = {
+	{2, TFS_PB_VARINT, "BundleHeaderProto.endianness"},
+	{3, TFS_PB_LEN, "BundleHeaderProto.version"},
+};
+static const struct tfs_pb_wanted version_fields[] = {
+	{1, TFS_PB_VARINT, "VersionDef.producer"},
+	{2, TFS_PB_VARINT, "VersionDef.min_consumer"},
+};
+static const struct tfs_pb_wanted shape_fields[] = {
+	{2, TFS_PB_LEN, "TensorShapeProto.dim"},
+	{3, TFS_PB_VARINT, "TensorShapeProto.unknown_rank"},
+};
+static const struct tfs_pb_wanted dim_fields[] = {
+	{1, TFS_PB_VARINT, "TensorShapeProto.Dim.size"},
+};
+static const struct tfs_pb_wanted entry_fields[] = {
+	{1, TFS_PB_VARINT, "BundleEntryProto.dtype"},
+	{2, TFS_PB_LEN, "BundleEntryProto.shape"},
+	{3, TFS_PB_VARINT, "BundleEntryProto.shard_id"},
+	{4, TFS_PB_VARINT, "BundleEntryProto.offset"},
+	{5, TFS_PB_VARINT, "BundleEntryProto.size"},
+	{6, TFS_PB_I32, "BundleEntryProto.crc32c"},
+	{7, TFS_PB_LEN, "BundleEntryProto.slices"},
+};
+
+/* VersionDef: producer, min_consumer; refused when we are a bad consumer */
+static int read_version(struct tc *z, const struct tfs_pb_field *vf,
+			uint64_t *min_consumer)
+{
+	struct tfs_pb_values bad;
+	struct tfs_pb_field g;
+	struct tfs_cursor v;
+	uint64_t x;
+	int ret;
+
+	tfs_pb_sub(vf, &v);
+	while ((ret = tfs_pb_next_in(&v, "VersionDef", WANTED(version_fields),
+				     &g, z->d)) == 1) {
+		if (g.number == 1) {
+			z->producer = g.v;
+		} else if (g.number == 2) {
+			*min_consumer = g.v;
+		} else if (g.number == 3) {
+			/* repeated int32: packed or not */
+			ret = tfs_pb_values_init(&bad, &g, TFS_PB_SCALAR_VARINT,
+						 "VersionDef", "bad_consumers",
+						 z->d);
+			if (ret)
+				return ret;
+			while (tfs_pb_values_next(&bad, &x))
+				if (x == 1)
+					return tfs_diag_at(
+						z->d, -ENOTSUP, g.value_at,
+						"header: version: consumer 1 "
+						"is a bad consumer");
+		}
+	}
+	return ret;
+}
+
 static int read_header(struct tc *z, const uint8_t *p, uint64_t len,
 		       uint64_t at)
 {
-	struct tfs_pb_field f, g;
-	struct tfs_cursor c, v;
+	struct tfs_pb_field f;
+	struct tfs_cursor c;
 	uint64_t min_consumer = 0;
 	int ret;
 
@@ -181,7 +240,8 @@ static int read_header(struct tc *z, const uint8_t *p, uint64_t len,
 		return tfs_diag_at(z->d, -ENOTSUP, at,
 				   "header: TensorFlow V1 checkpoint "
 				   "(TensorSlice format) not supported");
-	while ((ret = tfs_pb_next(&c, "BundleHeaderProto", &f, z->d)) == 1) {
+	while ((ret = tfs_pb_next_in(&c, "BundleHeaderProto",
+				     WANTED(header_fields), &f, z->d)) == 1) {
 		if (f.number == 1 && f.wire == TFS_PB_VARINT) {
 			z->nshards = f.v;
 		} else if (f.number == 1) {
@@ -189,29 +249,15 @@ static int read_header(struct tc *z, const uint8_t *p, uint64_t len,
 					   "header: TensorFlow V1 checkpoint "
 					   "(TensorSlice format) not "
 					   "supported");
-		} else if (f.number == 2 && f.wire == TFS_PB_VARINT) {
+		} else if (f.number == 2) {
 			if (f.v != 0)
 				return tfs_diag_at(
 					z->d, -ENOTSUP, f.value_at,
 					"header: endianness %" PRIu64
 					": big-endian bundle not supported",
 					f.v);
-		} else if (f.number == 3 && f.wire == TFS_PB_LEN) {
-			tfs_pb_sub(&f, &v);
-			while ((ret = tfs_pb_next(&v, "VersionDef", &g,
-						  z->d)) == 1) {
-				if (g.wire != TFS_PB_VARINT)
-					continue;
-				if (g.number == 1)
-					z->producer = g.v;
-				else if (g.number == 2)
-					min_consumer = g.v;
-				else if (g.number == 3 && g.v == 1)
-					return tfs_diag_at(
-						z->d, -ENOTSUP, g.value_at,
-						"header: version: consumer 1 "
-						"is a bad consumer");
-			}
+		} else if (f.number == 3) {
+			ret = read_version(z, &f, &min_consumer);
 			if (ret)
 				return ret;
 			if (min_consumer > 1 && min_consumer < (1ull << 31))
@@ -235,36 +281,39 @@ static int read_header(struct tc *z, const uint8_t *p, uint64_t len,
 static int read_shape(struct tc *z, struct tc_entry *e,
 		      const struct tfs_pb_field *sf)
 {
-	char nb[TFS_PRINTABLE_MAX];
 	struct tfs_pb_field f, g;
 	struct tfs_cursor c, v;
 	int ret;
 
 	tfs_pb_sub(sf, &c);
-	while ((ret = tfs_pb_next(&c, "TensorShapeProto", &f, z->d)) == 1) {
-		if (f.number == 3 && f.wire == TFS_PB_VARINT && f.v)
+	while ((ret = tfs_pb_next_in(&c, "TensorShapeProto",
+				     WANTED(shape_fields), &f, z->d)) == 1) {
+		if (f.number == 3 && f.v)
 			return tfs_diag_at(z->d, -EBADMSG, f.at,
 					   "tensor '%s': shape: unknown rank",
-					   KNAME(e));
-		if (f.number != 2 || f.wire != TFS_PB_LEN)
+					   TFS_SHOWN(e->key, e->key_len));
+		if (f.number != 2)
 			continue;
 		if (e->ndim == TC_MAX_DIMS)
 			return tfs_diag_at(z->d, -E2BIG, f.at,
 					   "tensor '%s': shape: more than %d "
 					   "dimensions",
-					   KNAME(e), TC_MAX_DIMS);
+					   TFS_SHOWN(e->key, e->key_len),
+					   TC_MAX_DIMS);
 		e->shape[e->ndim] = 0;
 		tfs_pb_sub(&f, &v);
-		while ((ret = tfs_pb_next(&v, "TensorShapeProto.Dim", &g,
-					  z->d)) == 1) {
-			if (g.number != 1 || g.wire != TFS_PB_VARINT)
+		while ((ret = tfs_pb_next_in(&v, "TensorShapeProto.Dim",
+					     WANTED(dim_fields), &g, z->d)) ==
+		       1) {
+			if (g.number != 1)
 				continue;
 			if (g.v > (uint64_t)INT64_MAX)
 				return tfs_diag_at(
 					z->d, -EBADMSG, g.value_at,
 					"tensor '%s': shape: negative "
 					"dimension %" PRId64,
-					KNAME(e), (int64_t)g.v);
+					TFS_SHOWN(e->key, e->key_len),
+					(int64_t)g.v);
 			e->shape[e->ndim] = g.v;
 		}
 		if (ret)
@@ -277,47 +326,43 @@ static int read_shape(struct tc *z, struct tc_entry *e,
 static int read_entry(struct tc *z, struct tc_entry *e, const uint8_t *p,
 		      uint64_t len, uint64_t at)
 {
-	char nb[TFS_PRINTABLE_MAX];
 	struct tfs_pb_field f;
 	struct tfs_cursor c;
 	int ret;
 
 	tfs_cursor_init(&c, p, len, at);
-	while ((ret = tfs_pb_next(&c, "BundleEntryProto", &f, z->d)) == 1) {
+	while ((ret = tfs_pb_next_in(&c, "BundleEntryProto",
+				     WANTED(entry_fields), &f, z->d)) == 1) {
 		switch (f.number) {
 		case 1:
-			if (f.wire != TFS_PB_VARINT)
-				break;
 			if (f.v >= sizeof(tc_dtypes) / sizeof(*tc_dtypes) ||
 			    !tc_dtypes[f.v].tf)
-				return tfs_diag_at(z->d, -EBADMSG, f.value_at,
-						   "tensor '%s': unknown dtype "
-						   "%" PRId64,
-						   KNAME(e), (int64_t)f.v);
+				return tfs_diag_at(
+					z->d, -EBADMSG, f.value_at,
+					"tensor '%s': unknown dtype "
+					"%" PRId64,
+					TFS_SHOWN(e->key, e->key_len),
+					(int64_t)f.v);
 			e->dt = &tc_dtypes[f.v];
 			break;
 		case 2:
-			if (f.wire == TFS_PB_LEN) {
-				ret = tfs_pb_enter(&z->lim, f.value_at,
-						   "TensorShapeProto", z->d);
-				ret = ret ? ret : read_shape(z, e, &f);
-				tfs_pb_leave(&z->lim);
-				if (ret)
-					return ret;
-			}
+			ret = tfs_pb_enter(&z->lim, f.value_at,
+					   "TensorShapeProto", z->d);
+			ret = ret ? ret : read_shape(z, e, &f);
+			tfs_pb_leave(&z->lim);
+			if (ret)
+				return ret;
 			break;
 		case 3:
-			if (f.wire == TFS_PB_VARINT)
-				e->shard = f.v;
+			e->shard = f.v;
 			break;
 		case 4:
 		case 5:
-			if (f.wire != TFS_PB_VARINT)
-				break;
 			if (f.v > (uint64_t)INT64_MAX)
 				return tfs_diag_at(
 					z->d, -EBADMSG, f.value_at,
-					"tensor '%s': negative %s", KNAME(e),
+					"tensor '%s': negative %s",
+					TFS_SHOWN(e->key, e->key_len),
 					f.number == 4 ? "offset" : "size");
 			if (f.number == 4)
 				e->offset = f.v;
@@ -325,10 +370,8 @@ static int read_entry(struct tc *z, struct tc_entry *e, const uint8_t *p,
 				e->size = f.v;
 			break;
 		case 6:
-			if (f.wire == TFS_PB_I32) {
-				e->crc = tfs_sst_unmask((uint32_t)f.v);
-				e->has_crc = true;
-			}
+			e->crc = tfs_sst_unmask((uint32_t)f.v);
+			e->has_crc = true;
 			break;
 		case 7:
 			e->sliced = true;
@@ -342,7 +385,7 @@ static int read_entry(struct tc *z, struct tc_entry *e, const uint8_t *p,
 	if (!e->dt)
 		return tfs_diag_at(z->d, -EBADMSG, at,
 				   "tensor '%s': unknown dtype 0 (DT_INVALID)",
-				   KNAME(e));
+				   TFS_SHOWN(e->key, e->key_len));
 	return 0;
 }
 
@@ -350,7 +393,6 @@ static int read_entry(struct tc *z, struct tc_entry *e, const uint8_t *p,
 
 static int entry(struct tc *z, const struct tfs_sst_iter *it)
 {
-	char nb[TFS_PRINTABLE_MAX];
 	struct tc_entry *e;
 	size_t n = (size_t)it->key_len;
 	int cmp;
@@ -361,12 +403,10 @@ static int entry(struct tc *z, const struct tfs_sst_iter *it)
 
 		cmp = m ? memcmp(z->prev, it->key, m) : 0;
 		if (cmp > 0 || (cmp == 0 && n <= z->prev_len))
-			return tfs_diag_at(
-				z->d, -EBADMSG, it->at,
-				"data block: key '%s': keys not "
-				"strictly increasing",
-				tfs_name_printable(nb, sizeof(nb),
-						   (const char *)it->key, n));
+			return tfs_diag_at(z->d, -EBADMSG, it->at,
+					   "data block: key '%s': keys not "
+					   "strictly increasing",
+					   TFS_SHOWN((const char *)it->key, n));
 	} else if (n != 0) {
 		return tfs_diag_at(z->d, -EBADMSG, it->at,
 				   "data block: first key is not the empty "
@@ -466,22 +506,13 @@ static int open_shards(struct tc *z)
 		snprintf(name, sizeof(name),
 			 "%s.data-%05" PRIu64 "-of-%05" PRIu64, z->prefix, i,
 			 z->nshards);
-		ret = tfs_builder_open_companion(z->b, name, &z->shard_src[i],
-						 z->d);
-		if (ret == -ENOMEM)
+		ret = tfs_builder_open_companion_at(
+			z->b, name, z->header_at, 0, &z->shard_src[i], z->d,
+			"header: num_shards %" PRIu64
+			": missing shard %" PRIu64,
+			z->nshards, i);
+		if (ret)
 			return ret;
-		if (ret) {
-			char why[TFS_DIAG_MSG_MAX];
-
-			snprintf(why, sizeof(why), "%s", z->d->msg);
-			tfs_diag_clear(z->d);
-			return tfs_diag_at(z->d,
-					   ret == -ENOENT ? -EBADMSG : ret,
-					   z->header_at,
-					   "header: num_shards %" PRIu64
-					   ": missing shard %" PRIu64 ": %s",
-					   z->nshards, i, why);
-		}
 	}
 	return 0;
 }
@@ -519,7 +550,6 @@ static int check_strings(struct tc *z, struct tc_entry *e, uint64_t count,
 {
 	const struct tfs_source *s = tfs_builder_source(z->b, e->source);
 	const uint8_t *p = s->data + e->offset;
-	char nb[TFS_PRINTABLE_MAX];
 	struct tfs_cursor c;
 	uint64_t i, total = 0, len, at;
 	uint32_t lcrc = 0, crc, stored;
@@ -533,16 +563,16 @@ static int check_strings(struct tc *z, struct tc_entry *e, uint64_t count,
 		uint8_t b8[8];
 
 		if (tfs_cursor_varint(&c, &len))
-			return tfs_diag_at(z->d, -EBADMSG, e->at,
-					   "tensor '%s': string %" PRIu64
-					   ": bad length varint in its %" PRIu64
-					   " bytes",
-					   KNAME(e), i, e->size);
+			return tfs_diag_at(
+				z->d, -EBADMSG, e->at,
+				"tensor '%s': string %" PRIu64
+				": bad length varint in its %" PRIu64 " bytes",
+				TFS_SHOWN(e->key, e->key_len), i, e->size);
 		if (!tfs_add_u64(total, len, &total))
 			return tfs_diag_at(z->d, -EBADMSG, e->at,
 					   "tensor '%s': string lengths "
 					   "overflow",
-					   KNAME(e));
+					   TFS_SHOWN(e->key, e->key_len));
 		memcpy(b8, &len, 8); /* little-endian hosts only */
 		lcrc = tfs_crc32c(lcrc, b8, len > 0xffffffffu ? 8 : 4);
 	}
@@ -552,19 +582,19 @@ static int check_strings(struct tc *z, struct tc_entry *e, uint64_t count,
 		return tfs_diag_at(z->d, -EBADMSG, e->at,
 				   "tensor '%s': no length checksum in its "
 				   "%" PRIu64 " bytes",
-				   KNAME(e), e->size);
+				   TFS_SHOWN(e->key, e->key_len), e->size);
 	stored = (uint32_t)tfs_load_le(bytes, 4);
 	if (tfs_sst_unmask(stored) != lcrc)
 		return tfs_diag_at(z->d, -EBADMSG, e->at,
 				   "tensor '%s': string length checksum "
 				   "mismatch",
-				   KNAME(e));
+				   TFS_SHOWN(e->key, e->key_len));
 	if (tfs_cursor_remaining(&c) != total)
-		return tfs_diag_at(z->d, -EBADMSG, e->at,
-				   "tensor '%s': size %" PRIu64 " != %" PRIu64
-				   " bytes of lengths + 4 + %" PRIu64
-				   " string bytes",
-				   KNAME(e), e->size, at, total);
+		return tfs_diag_at(
+			z->d, -EBADMSG, e->at,
+			"tensor '%s': size %" PRIu64 " != %" PRIu64
+			" bytes of lengths + 4 + %" PRIu64 " string bytes",
+			TFS_SHOWN(e->key, e->key_len), e->size, at, total);
 	/* the entry's CRC: the lengths again, the checksum, the bytes */
 	crc = lcrc;
 	crc = tfs_crc32c(crc, bytes, 4);
@@ -573,7 +603,7 @@ static int check_strings(struct tc *z, struct tc_entry *e, uint64_t count,
 		return tfs_diag_at(z->d, -EBADMSG, e->at,
 				   "tensor '%s': tensor crc32c mismatch "
 				   "(0x%08x, entry says 0x%08x)",
-				   KNAME(e), crc, e->crc);
+				   TFS_SHOWN(e->key, e->key_len), crc, e->crc);
 	/* the values, for metadata.json */
 	tfs_cursor_init(&c, lp, at, 0);
 	bytes = p + at + 4;
@@ -645,7 +675,7 @@ static int collect_dirs(struct tc *z)
 
 static int add_tensor(struct tc *z, struct tc_entry *e)
 {
-	char nb[TFS_PRINTABLE_MAX], digest[32];
+	char digest[32];
 	struct tfs_tensor_spec s = {0};
 	const char **comp = NULL;
 	char *disp = NULL, *c;
@@ -676,12 +706,13 @@ static int add_tensor(struct tc *z, struct tc_entry *e)
 	    count > (uint64_t)INT64_MAX)
 		return tfs_diag_at(z->d, -EBADMSG, e->at,
 				   "tensor '%s': element count overflows",
-				   KNAME(e));
+				   TFS_SHOWN(e->key, e->key_len));
 	if (e->shard >= z->nshards)
 		return tfs_diag_at(z->d, -EBADMSG, e->at,
 				   "tensor '%s': shard_id %" PRIu64
 				   " out of range (%" PRIu64 " shards)",
-				   KNAME(e), e->shard, z->nshards);
+				   TFS_SHOWN(e->key, e->key_len), e->shard,
+				   z->nshards);
 	if (!e->dt->string) {
 		if (tfs_dtype_bytes(e->dt->dtype, count, &want) ||
 		    want != e->size)
@@ -689,7 +720,8 @@ static int add_tensor(struct tc *z, struct tc_entry *e)
 					   "tensor '%s': size %" PRIu64
 					   " != %" PRIu64 " elements x %u "
 					   "bytes",
-					   KNAME(e), e->size, count,
+					   TFS_SHOWN(e->key, e->key_len),
+					   e->size, count,
 					   tfs_dtype_size(e->dt->dtype));
 	}
 	s.name = e->key;
@@ -703,12 +735,13 @@ static int add_tensor(struct tc *z, struct tc_entry *e)
 		e->source = z->shard_src[e->shard];
 		ssize = tfs_builder_source(z->b, e->source)->size;
 		if (!tfs_range_ok(e->offset, e->size, ssize))
-			return tfs_diag_at(
-				z->d, -EBADMSG, e->at,
-				"tensor '%s': bytes %" PRIu64 "..+%" PRIu64
-				" past the end of its "
-				"shard %" PRIu64 " (%" PRIu64 " bytes)",
-				KNAME(e), e->offset, e->size, e->shard, ssize);
+			return tfs_diag_at(z->d, -EBADMSG, e->at,
+					   "tensor '%s': bytes %" PRIu64
+					   "..+%" PRIu64 " past the end of its "
+					   "shard %" PRIu64 " (%" PRIu64
+					   " bytes)",
+					   TFS_SHOWN(e->key, e->key_len),
+					   e->offset, e->size, e->shard, ssize);
 		s.source = e->source;
 		s.offset = e->offset;
 		s.length = e->size;
@@ -906,7 +939,7 @@ static int tc_load(const struct tfs_source *src, struct tfs_builder *b,
 		const char *base = strrchr(src->path, '/');
 
 		base = base ? base + 1 : src->path;
-		if (ends_with(base, ".index")) {
+		if (tfs_source_name_ends(src, ".index")) {
 			z.prefix = strndup(base, strlen(base) - 6);
 			if (!z.prefix) {
 				ret = oom(&z);

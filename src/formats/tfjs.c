@@ -105,16 +105,7 @@ static int next(struct tj *z, struct tfs_json_token *t)
 	return tfs_json_next(&z->j, t, z->d);
 }
 
-#define TNAME(x) tfs_name_printable(nb, sizeof(nb), (x)->name, (x)->name_len)
-
 /* ---- probe -------------------------------------------------------------- */
-
-static bool ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), k = strlen(suffix);
-
-	return n >= k && memcmp(s + n - k, suffix, k) == 0;
-}
 
 static int tj_probe(const struct tfs_source *src)
 {
@@ -139,7 +130,7 @@ static int tj_probe(const struct tfs_source *src)
 	    memmem(src->data, scan, "\"weights\"", 9))
 		return 60;
 	/* by name: a damaged model.json is still refused by this reader */
-	if (src->path && ends_with(src->path, "model.json"))
+	if (tfs_source_name_ends(src, "model.json"))
 		return 50;
 	return 0;
 }
@@ -180,14 +171,13 @@ static int read_quant(struct tj *z, struct tj_weight *w,
 		      const struct tfs_json_token *open)
 {
 	struct tfs_json_token t, v;
-	char nb[TFS_PRINTABLE_MAX];
 	bool have_dtype = false;
 	int ret;
 
 	if (open->kind != TFS_JSON_OBJECT)
 		return tfs_diag_at(z->d, -EBADMSG, open->offset,
 				   "weight '%s': quantization: not an object",
-				   TNAME(w));
+				   TFS_SHOWN(w->name, w->name_len));
 	w->quant_at = open->offset;
 	for (;;) {
 		ret = next(z, &t);
@@ -200,10 +190,11 @@ static int read_quant(struct tj *z, struct tj_weight *w,
 			return ret;
 		if (tfs_json_eq(&t, "dtype")) {
 			if (v.kind != TFS_JSON_STRING)
-				return tfs_diag_at(z->d, -EBADMSG, v.offset,
-						   "weight '%s': quantization."
-						   "dtype: not a string",
-						   TNAME(w));
+				return tfs_diag_at(
+					z->d, -EBADMSG, v.offset,
+					"weight '%s': quantization."
+					"dtype: not a string",
+					TFS_SHOWN(w->name, w->name_len));
 			if (tfs_json_eq(&v, "uint8"))
 				w->quant = TJ_Q_UINT8;
 			else if (tfs_json_eq(&v, "uint16"))
@@ -216,7 +207,7 @@ static int read_quant(struct tj *z, struct tj_weight *w,
 					"weight '%s': quantization.dtype "
 					"'%.*s': unknown quantization dtype "
 					"(uint8, uint16 or float16)",
-					TNAME(w),
+					TFS_SHOWN(w->name, w->name_len),
 					(int)(v.len < 32 ? v.len : 32), v.p);
 			have_dtype = true;
 		} else if (tfs_json_eq(&t, "scale")) {
@@ -234,7 +225,7 @@ static int read_quant(struct tj *z, struct tj_weight *w,
 	if (!have_dtype)
 		return tfs_diag_at(z->d, -EBADMSG, open->offset,
 				   "weight '%s': quantization: no dtype",
-				   TNAME(w));
+				   TFS_SHOWN(w->name, w->name_len));
 	return 0;
 }
 
@@ -242,13 +233,12 @@ static int read_shape(struct tj *z, struct tj_weight *w,
 		      const struct tfs_json_token *open)
 {
 	struct tfs_json_token t;
-	char nb[TFS_PRINTABLE_MAX];
 	int ret;
 
 	if (open->kind != TFS_JSON_ARRAY)
 		return tfs_diag_at(z->d, -EBADMSG, open->offset,
 				   "weight '%s': shape: not an array",
-				   TNAME(w));
+				   TFS_SHOWN(w->name, w->name_len));
 	for (;;) {
 		ret = next(z, &t);
 		if (ret)
@@ -259,14 +249,15 @@ static int read_shape(struct tj *z, struct tj_weight *w,
 			return tfs_diag_at(z->d, -EBADMSG, t.offset,
 					   "weight '%s': shape: more than %d "
 					   "dimensions",
-					   TNAME(w), TJ_MAX_DIMS);
+					   TFS_SHOWN(w->name, w->name_len),
+					   TJ_MAX_DIMS);
 		if (t.kind != TFS_JSON_NUMBER ||
 		    tfs_json_u64(&t, &w->shape[w->ndim]))
 			return tfs_diag_at(
 				z->d, -EBADMSG, t.offset,
 				"weight '%s': shape[%zu] '%.*s': bad "
 				"dimension (not an integer >= 0)",
-				TNAME(w), w->ndim,
+				TFS_SHOWN(w->name, w->name_len), w->ndim,
 				(int)(t.len < 24 ? t.len : 24), t.p ? t.p : "");
 		w->ndim++;
 	}
@@ -286,7 +277,6 @@ static const struct {
 static int read_weight(struct tj *z, const struct tfs_json_token *open)
 {
 	struct tfs_json_token t, v;
-	char nb[TFS_PRINTABLE_MAX];
 	struct tj_weight *w;
 	size_t i;
 	int ret;
@@ -360,29 +350,32 @@ static int read_weight(struct tj *z, const struct tfs_json_token *open)
 				   "weight: no name");
 	if (!w->logical)
 		return tfs_diag_at(z->d, -EBADMSG, open->offset,
-				   "weight '%s': no dtype", TNAME(w));
+				   "weight '%s': no dtype",
+				   TFS_SHOWN(w->name, w->name_len));
 	if (!w->have_shape)
 		return tfs_diag_at(z->d, -EBADMSG, open->offset,
-				   "weight '%s': no shape", TNAME(w));
+				   "weight '%s': no shape",
+				   TFS_SHOWN(w->name, w->name_len));
 	if (w->quant && w->logical != TFS_DTYPE_FLOAT32 &&
 	    (w->quant == TJ_Q_FLOAT16 || w->logical != TFS_DTYPE_INT32))
 		return tfs_diag_at(z->d, -EBADMSG, w->quant_at,
 				   "weight '%s': quantization of a %s weight "
 				   "(only float32, or int32 as uint8/uint16)",
-				   TNAME(w), tfs_dtype_name(w->logical));
+				   TFS_SHOWN(w->name, w->name_len),
+				   tfs_dtype_name(w->logical));
 	if ((w->quant == TJ_Q_UINT8 || w->quant == TJ_Q_UINT16) &&
 	    (!w->have_scale || !w->have_min))
 		return tfs_diag_at(z->d, -EBADMSG, w->quant_at,
 				   "weight '%s': quantization %s without "
 				   "scale/min",
-				   TNAME(w),
+				   TFS_SHOWN(w->name, w->name_len),
 				   w->quant == TJ_Q_UINT8 ? "uint8" : "uint16");
 	if (tfs_strmap_get(&z->names, w->name, NULL) ||
 	    strlen(w->name) != w->name_len)
 		return tfs_diag_at(z->d, -EBADMSG, open->offset,
 				   "weight '%s': duplicate weight name (or a "
 				   "NUL in it)",
-				   TNAME(w));
+				   TFS_SHOWN(w->name, w->name_len));
 	if (tfs_strmap_put(&z->names, w->name, (uint32_t)(z->nw - 1)))
 		return oom(z);
 	return 0;
@@ -618,22 +611,14 @@ static int open_files(struct tj *z)
 
 			ret = tfs_builder_open_companion(z->b, f->path,
 							 &f->source, z->d);
-			if (ret == -ENOMEM)
-				return ret;
-			if (ret) {
-				char why[TFS_DIAG_MSG_MAX];
-
-				snprintf(why, sizeof(why), "%s", z->d->msg);
-				tfs_diag_clear(z->d);
-				return tfs_diag_at(
+			if (ret)
+				return tfs_diag_refer(
 					z->d, ret == -ENOENT ? -EBADMSG : ret,
 					f->at,
 					"weightsManifest[%zu]: paths[%zu]: "
-					"%s shard file: %s",
+					"%s shard file",
 					gi, i,
-					ret == -ENOENT ? "missing" : "bad",
-					why);
-			}
+					ret == -ENOENT ? "missing" : "bad");
 			f->size = tfs_builder_source(z->b, f->source)->size;
 			f->start = g->total;
 			if (!tfs_add_u64(g->total, f->size, &g->total))
@@ -649,7 +634,6 @@ static int string_size(struct tj *z, struct tj_weight *w, uint64_t pos,
 		       uint64_t count, uint64_t *size, json_t **strings)
 {
 	const struct tj_group *g = &z->g[w->group];
-	char nb[TFS_PRINTABLE_MAX];
 	uint64_t i, p = pos;
 	json_t *arr = json_array();
 
@@ -661,12 +645,12 @@ static int string_size(struct tj *z, struct tj_weight *w, uint64_t pos,
 
 		if (!tfs_range_ok(p, 4, g->total)) {
 			json_decref(arr);
-			return tfs_diag_at(z->d, -EBADMSG, w->at,
-					   "weight '%s': string %" PRIu64
-					   ": its length runs past the end of "
-					   "the group's files (%" PRIu64
-					   " bytes)",
-					   TNAME(w), i, g->total);
+			return tfs_diag_at(
+				z->d, -EBADMSG, w->at,
+				"weight '%s': string %" PRIu64
+				": its length runs past the end of "
+				"the group's files (%" PRIu64 " bytes)",
+				TFS_SHOWN(w->name, w->name_len), i, g->total);
 		}
 		group_bytes(z, g, p, lb, 4);
 		len = tfs_load_le(lb, 4);
@@ -678,7 +662,8 @@ static int string_size(struct tj *z, struct tj_weight *w, uint64_t pos,
 					   " at group byte %" PRIu64
 					   ": string bytes past end of the "
 					   "group's files (%" PRIu64 " bytes)",
-					   TNAME(w), i, len, p, g->total);
+					   TFS_SHOWN(w->name, w->name_len), i,
+					   len, p, g->total);
 		}
 		if (i < TJ_MAX_STRINGS && len <= (1u << 20)) {
 			char *s = malloc(len ? (size_t)len : 1);
@@ -848,7 +833,6 @@ out:
 
 static int place_weights(struct tj *z)
 {
-	char nb[TFS_PRINTABLE_MAX];
 	size_t gi, i;
 	int ret;
 
@@ -862,10 +846,11 @@ static int place_weights(struct tj *z)
 			uint64_t count, size;
 
 			if (!tfs_shape_product(w->shape, w->ndim, &count))
-				return tfs_diag_at(z->d, -EOVERFLOW, w->at,
-						   "weight '%s': shape: "
-						   "element count overflows",
-						   TNAME(w));
+				return tfs_diag_at(
+					z->d, -EOVERFLOW, w->at,
+					"weight '%s': shape: "
+					"element count overflows",
+					TFS_SHOWN(w->name, w->name_len));
 			if (w->logical == TFS_DTYPE_STRING && !z->from_memory) {
 				ret = string_size(z, w, pos, count, &size,
 						  &strs);
@@ -878,10 +863,11 @@ static int place_weights(struct tj *z)
 				size = 0;
 			} else if (tfs_dtype_bytes(stored_dtype(w), count,
 						   &size)) {
-				return tfs_diag_at(z->d, -EOVERFLOW, w->at,
-						   "weight '%s': byte size "
-						   "overflows",
-						   TNAME(w));
+				return tfs_diag_at(
+					z->d, -EOVERFLOW, w->at,
+					"weight '%s': byte size "
+					"overflows",
+					TFS_SHOWN(w->name, w->name_len));
 			}
 			if (!z->from_memory &&
 			    !tfs_range_ok(pos, size, g->total))
@@ -891,7 +877,8 @@ static int place_weights(struct tj *z)
 					"..+%" PRIu64 " of group %zu run "
 					"past the end of its files (%" PRIu64
 					" bytes)",
-					TNAME(w), pos, size, gi, g->total);
+					TFS_SHOWN(w->name, w->name_len), pos,
+					size, gi, g->total);
 			ret = add_weight(z, w, pos, size);
 			if (ret)
 				return ret;

@@ -1004,7 +1004,6 @@ static int tfl_load(const struct tfs_source *src, struct tfs_builder *b,
 		    struct tfs_diag *d)
 {
 	struct tfl z = {.src = src, .b = b, .d = d};
-	char id[TFS_PRINTABLE_MAX];
 	struct tfs_fb_vec sv, ext;
 	struct tfs_fb_str desc;
 	uint64_t version, pos = 0;
@@ -1018,12 +1017,10 @@ static int tfl_load(const struct tfs_source *src, struct tfs_builder *b,
 				   "needs at least 8",
 				   src->size);
 	if (memcmp(src->data + 4, "TFL3", 4) != 0)
-		return tfs_diag_at(
-			d, -EBADMSG, 4,
-			"file identifier: \"%s\" at byte 4, not "
-			"\"TFL3\"",
-			tfs_name_printable(id, sizeof(id),
-					   (const char *)src->data + 4, 4));
+		return tfs_diag_at(d, -EBADMSG, 4,
+				   "file identifier: \"%s\" at byte 4, not "
+				   "\"TFL3\"",
+				   TFS_SHOWN((const char *)src->data + 4, 4));
 	tfs_fb_init(&z.fb, src->data,
 		    src->size < TFL_FB_MAX ? src->size : TFL_FB_MAX);
 	z.meta = tfs_builder_metadata(b);

@@ -49,6 +49,7 @@
 #include "tensorfs/digest.h"
 #include "tensorfs/dtype.h"
 #include "tensorfs/format.h"
+#include "tensorfs/names.h"
 #include "tensorfs/source.h"
 #include "tensorfs/codec.h"
 
@@ -189,9 +190,8 @@ static int zt_err(struct zt_ctx *z, int err, uint64_t off,
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
 	if (o && o->name)
-		return tfs_diag_at(z->d, err, off,
-				   "manifest: tensor '%.80s': %s", o->name,
-				   what);
+		return tfs_diag_at(z->d, err, off, "manifest: tensor '%s': %s",
+				   TFS_SHOWN(o->name, o->name_len), what);
 	return tfs_diag_at(z->d, err, off, "manifest: %s", what);
 }
 
@@ -577,9 +577,9 @@ static int zt_entry_v01(struct zt_ctx *z, cbor_item_t *m, struct zt_obj *o,
 		c->zstd = true;
 	else if (!ret && strcmp(enc, "raw") != 0)
 		zt_warn(z,
-			"tensor '%.80s': encoding '%.40s' read as raw, as the "
+			"tensor '%s': encoding '%.40s' read as raw, as the "
 			"reference does",
-			o->name, enc);
+			TFS_SHOWN(o->name, o->name_len), enc);
 	if (!ret)
 		ret = zt_text(z, m, "data_endianness", false, o, &endian);
 	if (!ret && endian && strcmp(endian, "big") == 0)
@@ -873,22 +873,22 @@ static void zt_csr_warnings(struct zt_ctx *z, const struct zt_obj *o,
 	uint64_t n;
 
 	if (o->ndim != 2) {
-		zt_warn(z, "tensor '%.80s': sparse_csr with %zu dims, not 2",
-			o->name, o->ndim);
+		zt_warn(z, "tensor '%s': sparse_csr with %zu dims, not 2",
+			TFS_SHOWN(o->name, o->name_len), o->ndim);
 		return;
 	}
 	if (ind && (n = ind->size / tfs_dtype_size(ind->dtype)) != nnz)
 		zt_warn(z,
-			"tensor '%.80s': sparse_csr: indices has %llu "
+			"tensor '%s': sparse_csr: indices has %llu "
 			"entries, values %llu",
-			o->name, (unsigned long long)n,
+			TFS_SHOWN(o->name, o->name_len), (unsigned long long)n,
 			(unsigned long long)nnz);
 	if (ptr &&
 	    (n = ptr->size / tfs_dtype_size(ptr->dtype)) != o->shape[0] + 1)
 		zt_warn(z,
-			"tensor '%.80s': sparse_csr: indptr has %llu "
+			"tensor '%s': sparse_csr: indptr has %llu "
 			"entries, rows + 1 = %llu",
-			o->name, (unsigned long long)n,
+			TFS_SHOWN(o->name, o->name_len), (unsigned long long)n,
 			(unsigned long long)o->shape[0] + 1);
 }
 
@@ -1471,7 +1471,8 @@ static int zt_v01_unique(struct zt_ctx *z, cbor_item_t *root)
 	for (i = 1; i < k && !ret; i++)
 		if (strcmp(names[i - 1], names[i]) == 0)
 			ret = zt_err(z, -EBADMSG, z->man_off, NULL,
-				     "tensor '%.80s' given twice", names[i]);
+				     "tensor '%s' given twice",
+				     TFS_SHOWN(names[i], strlen(names[i])));
 	for (i = 0; i < k; i++)
 		free(names[i]);
 	free(names);
@@ -1491,9 +1492,9 @@ static int zt_load_v01(struct zt_ctx *z, cbor_item_t *root)
 		if (!ret && layout && *layout && strcmp(layout, "dense") != 0) {
 			/* the reference skips these silently; we say so */
 			zt_warn(z,
-				"tensor '%.80s': v0.1 layout '%.40s' skipped, "
+				"tensor '%s': v0.1 layout '%.40s' skipped, "
 				"as by the reference reader",
-				o.name, layout);
+				TFS_SHOWN(o.name, strlen(o.name)), layout);
 			if (!skipped)
 				skipped = json_array();
 			json_array_append_new(

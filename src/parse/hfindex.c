@@ -152,7 +152,6 @@ static int cmp_names(const void *pa, const void *pb)
 static int unique_names(struct tfs_hf_index *x, struct tfs_diag *d)
 {
 	struct tfs_hf_entry **v = calloc(x->n ? x->n : 1, sizeof(*v));
-	char nb[TFS_PRINTABLE_MAX];
 	size_t i;
 	int ret = 0;
 
@@ -164,12 +163,11 @@ static int unique_names(struct tfs_hf_index *x, struct tfs_diag *d)
 	for (i = 1; i < x->n && !ret; i++)
 		if (v[i]->name_len == v[i - 1]->name_len &&
 		    memcmp(v[i]->name, v[i - 1]->name, v[i]->name_len) == 0)
-			ret = tfs_diag_at(d, -EBADMSG, v[i]->at,
-					  "weight_map: tensor '%s' is listed "
-					  "twice",
-					  tfs_name_printable(nb, sizeof(nb),
-							     v[i]->name,
-							     v[i]->name_len));
+			ret = tfs_diag_at(
+				d, -EBADMSG, v[i]->at,
+				"weight_map: tensor '%s' is listed "
+				"twice",
+				TFS_SHOWN(v[i]->name, v[i]->name_len));
 	free(v);
 	return ret;
 }

@@ -15,6 +15,38 @@ const char *tfs_pb_wire_name(unsigned wire)
 	return names[wire & 7];
 }
 
+int tfs_pb_want(const struct tfs_pb_field *f, enum tfs_pb_wire wire,
+		const char *what, struct tfs_diag *d)
+{
+	if (f->wire == wire)
+		return 0;
+	return tfs_diag_at(d, -EBADMSG, f->at, "%s: wire type %s, not %s", what,
+			   tfs_pb_wire_name(f->wire), tfs_pb_wire_name(wire));
+}
+
+int tfs_pb_want_in(const struct tfs_pb_field *f,
+		   const struct tfs_pb_wanted *rows, size_t n,
+		   struct tfs_diag *d)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (rows[i].number == f->number)
+			return tfs_pb_want(f, rows[i].wire, rows[i].what, d);
+	return 0;
+}
+
+int tfs_pb_next_in(struct tfs_cursor *c, const char *what,
+		   const struct tfs_pb_wanted *rows, size_t n,
+		   struct tfs_pb_field *f, struct tfs_diag *d)
+{
+	int ret = tfs_pb_next(c, what, f, d);
+
+	if (ret == 1 && tfs_pb_want_in(f, rows, n, d))
+		return -EBADMSG;
+	return ret;
+}
+
 static int pb_varint(struct tfs_cursor *c, uint64_t *v, const char *what,
 		     const char *part, uint32_t number, struct tfs_diag *d)
 {

@@ -27,6 +27,7 @@
 #define TFS_PARSE_PROTOBUF_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "tensorfs/cursor.h"
@@ -67,6 +68,37 @@ void tfs_pb_sub(const struct tfs_pb_field *f, struct tfs_cursor *c);
 
 /* the wire type's name, for messages ("VARINT", "LEN", ...) */
 const char *tfs_pb_wire_name(unsigned wire);
+
+/*
+ * A field the reader reads must come with the wire type of its declared
+ * type: 0, or -EBADMSG at the field's key with @d saying "@what: wire type
+ * I64, not VARINT".  The one policy of the protobuf readers (ONNX,
+ * TensorFlow checkpoints; docs/formats/onnx.md, tf_checkpoint.md): such a
+ * field is refused, not skipped, as prost and the Go runtime do (the C++
+ * runtime keeps it as an unknown field, and the value the reader needed
+ * would then be silently missing).  A field the reader does not read is
+ * stepped over whatever its wire type; a repeated scalar, packed or not,
+ * goes through tfs_pb_values_init().
+ */
+int tfs_pb_want(const struct tfs_pb_field *f, enum tfs_pb_wire wire,
+		const char *what, struct tfs_diag *d);
+
+/* a message's fields the reader reads: number, wire type, name */
+struct tfs_pb_wanted {
+	uint32_t number;
+	enum tfs_pb_wire wire;
+	const char *what; /* "BundleEntryProto.offset" */
+};
+
+/* tfs_pb_want() for @f by its row of @rows (@n); a field without one passes */
+int tfs_pb_want_in(const struct tfs_pb_field *f,
+		   const struct tfs_pb_wanted *rows, size_t n,
+		   struct tfs_diag *d);
+
+/* tfs_pb_next(), then tfs_pb_want_in() of the field it read */
+int tfs_pb_next_in(struct tfs_cursor *c, const char *what,
+		   const struct tfs_pb_wanted *rows, size_t n,
+		   struct tfs_pb_field *f, struct tfs_diag *d);
 
 /* nesting: depth now and at most, messages entered and at most */
 struct tfs_pb_limits {

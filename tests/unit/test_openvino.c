@@ -411,6 +411,14 @@ START_TEST(refusals)
 	reject_doc(HEAD "<layers><layer id=\"1\" name=\"a\" type=\"Const\">"
 			"</layer></layers></net>",
 		   -EBADMSG, "Const without <data>", "<layer id");
+	/* a layer's name in a message: '%' as %25, '/' as %2F, a control
+	 * character as %XX (U+0085, one XML allows), as every reader names a
+	 * tensor */
+	reject_doc(HEAD "<layers><layer id=\"1\" name=\"m/a%\xc2\x85\" "
+			"type=\"Const\"></layer></layers></net>",
+		   -EBADMSG,
+		   "layer 'm%2Fa%25%C2%85' (id 1): Const without <data>",
+		   "<layer id");
 	reject_doc("<netx version=\"11\"/>", -ENOEXEC, "", NULL);
 }
 END_TEST

@@ -114,6 +114,66 @@ START_TEST(wire_types)
 }
 END_TEST
 
+/* a field read with the wrong wire type: refused at its key, named */
+START_TEST(wanted_wire)
+{
+	/* field 1 as I32 (key 0x0d at offset 10), field 2 as LEN */
+	static const uint8_t b[] = {0x0d, 1, 2, 3, 4, 0x12, 0x01, 'x'};
+	struct tfs_pb_field f[2];
+	struct tfs_diag d;
+
+	ck_assert_int_eq(fields(b, sizeof(b), 10, f, 2, &d), 2);
+	tfs_diag_clear(&d);
+	ck_assert_int_eq(tfs_pb_want(&f[1], TFS_PB_LEN, "M.name", &d), 0);
+	ck_assert_str_eq(d.msg, "");
+	ck_assert_int_eq(tfs_pb_want(&f[0], TFS_PB_VARINT, "M.type", &d),
+			 -EBADMSG);
+	ck_assert_str_eq(d.msg, "M.type: wire type I32, not VARINT");
+	ck_assert(d.has_offset);
+	ck_assert_uint_eq(d.offset, 10);
+	tfs_diag_clear(&d);
+	ck_assert_int_eq(tfs_pb_want(&f[1], TFS_PB_I64, "M.x", &d), -EBADMSG);
+	ck_assert_str_eq(d.msg, "M.x: wire type LEN, not I64");
+	ck_assert_uint_eq(d.offset, 15);
+}
+END_TEST
+
+/* a table of the fields read: each by its row, others pass */
+START_TEST(wanted_table)
+{
+	static const uint8_t b[] = {0x0d, 1, 2, 3, 4, 0x12, 0x01, 'x'};
+	static const struct tfs_pb_wanted rows[] = {
+		{2, TFS_PB_LEN, "M.name"},
+		{1, TFS_PB_VARINT, "M.type"},
+	};
+	struct tfs_pb_field f[2];
+	struct tfs_diag d;
+
+	ck_assert_int_eq(fields(b, sizeof(b), 10, f, 2, &d), 2);
+	tfs_diag_clear(&d);
+	ck_assert_int_eq(tfs_pb_want_in(&f[1], rows, 2, &d), 0);
+	/* field 1 without its row: not read, passes */
+	ck_assert_int_eq(tfs_pb_want_in(&f[0], rows, 1, &d), 0);
+	ck_assert_int_eq(tfs_pb_want_in(&f[0], rows, 2, &d), -EBADMSG);
+	ck_assert_str_eq(d.msg, "M.type: wire type I32, not VARINT");
+	/* the same while reading: field 2 passes, field 1 refused */
+	{
+		struct tfs_cursor c;
+		struct tfs_pb_field g;
+
+		tfs_cursor_init(&c, b, sizeof(b), 10);
+		tfs_diag_clear(&d);
+		ck_assert_int_eq(tfs_pb_next_in(&c, "M", rows, 1, &g, &d), 1);
+		ck_assert_int_eq(tfs_pb_next_in(&c, "M", rows, 1, &g, &d), 1);
+		ck_assert_int_eq(tfs_pb_next_in(&c, "M", rows, 1, &g, &d), 0);
+		tfs_cursor_init(&c, b, sizeof(b), 10);
+		ck_assert_int_eq(tfs_pb_next_in(&c, "M", rows, 2, &g, &d),
+				 -EBADMSG);
+		ck_assert_str_eq(d.msg, "M.type: wire type I32, not VARINT");
+	}
+}
+END_TEST
+
 static void refused(const void *b, size_t n, const char *word, uint64_t at)
 {
 	struct tfs_pb_field f[4];
@@ -263,6 +323,8 @@ int main(void)
 	tcase_add_test(tc, varints);
 	tcase_add_test(tc, wire_types);
 	tcase_add_test(tc, refusals);
+	tcase_add_test(tc, wanted_wire);
+	tcase_add_test(tc, wanted_table);
 	tcase_add_test(tc, repeated_mixed);
 	tcase_add_test(tc, nesting);
 	suite_add_tcase(s, tc);

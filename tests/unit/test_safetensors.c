@@ -387,6 +387,22 @@ static void st_file(const char *header, struct tu_buf *f)
 	tu_buf_put(f, "abcd", 4);
 }
 
+/* a name in a message: '%' as %25 and a control byte as %XX, as every
+ * reader shows it (tfs_name_printable) */
+START_TEST(name_in_message)
+{
+	struct tu_buf f = {0};
+
+	st_file("{\"w%\\u001b\":{\"dtype\":\"F31\",\"shape\":[4],"
+		"\"data_offsets\":[0,4]}}",
+		&f);
+	tu_expect_reject(f.p, f.len, -EBADMSG,
+			 "tensor 'w%25%1B': dtype: unknown dtype 'F31'",
+			 TU_ANY_OFFSET);
+	free(f.p);
+}
+END_TEST
+
 /* "__metadata__": null is no metadata, as the reference reader takes it */
 static void load_meta_null(const char *header)
 {
@@ -468,6 +484,7 @@ int main(void)
 	tcase_add_test(tc, every_reject_file_is_listed);
 	tcase_add_test(tc, many_tensors);
 	tcase_add_test(tc, metadata_null);
+	tcase_add_test(tc, name_in_message);
 	tcase_add_test(tc, real_mlx_adapter_metadata_null);
 	suite_add_tcase(s, tc);
 	return tu_run(s);

@@ -189,9 +189,13 @@ static const struct {
 	{"v1_checkpoint/model.ckpt-0", "TensorFlow V1 checkpoint"},
 	{"no_header_entry/ckpt.index", "first key is not the empty header"},
 	{"truncated_index/ckpt.index", "shorter than the 48-byte footer"},
+	/* newer than ../shared's copy of the fixtures: ours only */
+	{"offset_wire_type/ckpt.index",
+	 "BundleEntryProto.offset: wire type LEN, not VARINT"},
 };
+#define SHARED_REJECTS (sizeof(rejects) / sizeof(*rejects) - 1)
 
-static void every_reject_in(const char *dir)
+static void every_reject_in(const char *dir, size_t n)
 {
 	json_t *e = expected(dir);
 	size_t i;
@@ -201,8 +205,8 @@ static void every_reject_in(const char *dir)
 	ck_assert_uint_eq(
 		json_object_size(json_object_get(e, "reject")) +
 			json_object_size(json_object_get(e, "read_eio")),
-		sizeof(rejects) / sizeof(*rejects) + 1);
-	for (i = 0; i < sizeof(rejects) / sizeof(*rejects); i++) {
+		n + 1);
+	for (i = 0; i < n; i++) {
 		char rel[4096];
 		struct tfs_image *img = NULL;
 		struct tfs_diag d;
@@ -223,13 +227,13 @@ static void every_reject_in(const char *dir)
 START_TEST(every_shared_reject_refused)
 {
 	TU_NEED_SHARED("tf-checkpoint/expected.json");
-	every_reject_in(shared_dir());
+	every_reject_in(shared_dir(), SHARED_REJECTS);
 }
 END_TEST
 
 START_TEST(every_reject_of_ours_refused)
 {
-	every_reject_in(our_dir());
+	every_reject_in(our_dir(), sizeof(rejects) / sizeof(*rejects));
 }
 END_TEST
 

@@ -464,6 +464,24 @@ START_TEST(dtype_table)
 }
 END_TEST
 
+START_TEST(shape_texts)
+{
+	const uint64_t shape[] = {2, 3, 18446744073709551615ull};
+	char buf[32], small[6];
+
+	ck_assert_int_eq(tfs_shape_text(buf, sizeof(buf), shape, 0), 0);
+	ck_assert_str_eq(buf, "[]");
+	ck_assert_int_eq(tfs_shape_text(buf, sizeof(buf), shape, 2), 0);
+	ck_assert_str_eq(buf, "[2,3]");
+	ck_assert_int_eq(tfs_shape_text(buf, sizeof(buf), shape, 3), 0);
+	ck_assert_str_eq(buf, "[2,3,18446744073709551615]");
+	/* cut: said, and still a string */
+	ck_assert_int_eq(tfs_shape_text(small, sizeof(small), shape, 3),
+			 -E2BIG);
+	ck_assert_str_eq(small, "[2,3,");
+}
+END_TEST
+
 START_TEST(printable_names)
 {
 	char buf[16];
@@ -477,6 +495,28 @@ START_TEST(printable_names)
 	ck_assert_str_eq(tfs_name_printable(buf, sizeof(buf),
 					    "01234567890\xc3\xa9xyz", 16),
 			 "01234567890...");
+	/* '%' as the path escape writes it, so every %XX is an escape */
+	ck_assert_str_eq(tfs_name_printable(buf, sizeof(buf), "a%\n\xff/", 5),
+			 "a%25%0A%FF%2F");
+	ck_assert_str_eq(tfs_name_printable(buf, sizeof(buf), "..", 2),
+			 "%2E%2E");
+	/* nor a %XX */
+	ck_assert_str_eq(
+		tfs_name_printable(buf, sizeof(buf), "0123456789a\nbc", 14),
+		"0123456789a...");
+	ck_assert_str_eq(tfs_name_printable(buf, 4, "abcdef", 6), "...");
+}
+END_TEST
+
+/* a name in a recorded message: what tfs_name_printable made, kept */
+START_TEST(shown_names_in_diagnostics)
+{
+	struct tfs_diag dg;
+
+	tfs_diag_clear(&dg);
+	tfs_diag_at(&dg, -EBADMSG, 7, "tensor '%s': bad",
+		    TFS_SHOWN("w%\x1b\xc3", 4));
+	ck_assert_str_eq(dg.msg, "tensor 'w%25%1B%C3': bad");
 }
 END_TEST
 
@@ -745,7 +785,9 @@ int main(void)
 	tcase_add_test(tc, warnings_are_data);
 	tcase_add_test(tc, block_dtypes);
 	tcase_add_test(tc, dtype_table);
+	tcase_add_test(tc, shape_texts);
 	tcase_add_test(tc, printable_names);
+	tcase_add_test(tc, shown_names_in_diagnostics);
 	tcase_add_test(tc, manifest_json);
 	tcase_add_test(tc, shared_manifest_extra);
 	tcase_add_test(tc, manifest_text_is_jansson_dump);

@@ -25,7 +25,6 @@
  * (1,000,000 took 0.5 s, and over 10 s under ASan: a fuzzer timeout)
  */
 #define PT_MIN_VISITS 131072u
-#define PNAME(p, l) tfs_name_printable(nb, sizeof(nb), (p), (l))
 
 static const struct {
 	const char *cls;
@@ -122,7 +121,6 @@ bool tfs_torch_allow(void *arg, const char *m, size_t ml, const char *n,
 }
 
 const struct tfs_pkl_opts tfs_torch_opts = {.allow = tfs_torch_allow};
-#define PNAME(p, l) tfs_name_printable(nb, sizeof(nb), (p), (l))
 
 static const struct tfs_pkl_value *V(const struct tfs_torch *z, uint32_t idx)
 {
@@ -1000,7 +998,7 @@ static int emit(struct tfs_torch *z, const struct tfs_torch_tensor *x)
 	const struct tfs_torch_storage *s = &z->st[x->storage];
 	struct tfs_gather_params g = {0};
 	struct tfs_tensor_spec sp = {0};
-	char nb[TFS_PRINTABLE_MAX], digest[32];
+	char digest[32];
 	uint64_t span, size, start, end, have;
 	uint32_t h;
 	int ret;
@@ -1016,12 +1014,12 @@ static int emit(struct tfs_torch *z, const struct tfs_torch_tensor *x)
 		return tfs_diag_at(z->d, -EBADMSG, x->at,
 				   "tensor '%s': size x stride overflows 64 "
 				   "bits",
-				   PNAME(x->name, x->name_len));
+				   TFS_SHOWN(x->name, x->name_len));
 	if (span && end > have)
 		return tfs_diag_at(z->d, -EBADMSG, x->at,
 				   "tensor '%s': its elements reach byte %llu "
 				   "of storage '%s', which holds %llu",
-				   PNAME(x->name, x->name_len),
+				   TFS_SHOWN(x->name, x->name_len),
 				   (unsigned long long)end,
 				   tfs_name_printable((char[64]){0}, 64, s->key,
 						      s->key_len),
@@ -1111,7 +1109,6 @@ static int zip_storage(struct tfs_torch *z, const struct tfs_zip_entry *e,
 		       size_t plen)
 {
 	struct tfs_torch_storage *s;
-	char nb[TFS_PRINTABLE_MAX];
 	uint64_t need;
 	int i;
 
@@ -1120,19 +1117,19 @@ static int zip_storage(struct tfs_torch *z, const struct tfs_zip_entry *e,
 		return tfs_builder_warn(z->b, e->central_offset,
 					"zip: record '%s' is no tensor's "
 					"storage",
-					PNAME(e->name, e->name_len));
+					TFS_SHOWN(e->name, e->name_len));
 	s = &z->st[i];
 	if (e->method != TFS_ZIP_STORED)
 		return tfs_diag_at(z->d, -ENOTSUP, e->local_offset,
 				   "zip: storage record '%s' is compressed "
 				   "(method %u)",
-				   PNAME(e->name, e->name_len), e->method);
+				   TFS_SHOWN(e->name, e->name_len), e->method);
 	if (!tfs_mul_u64(s->numel, tfs_dtype_size(s->dtype), &need) ||
 	    need > e->comp_size)
 		return tfs_diag_at(z->d, -EBADMSG, e->data_offset,
 				   "zip: storage '%s' holds %llu bytes, but "
 				   "its persistent id declares %llu x %u",
-				   PNAME(s->key, s->key_len),
+				   TFS_SHOWN(s->key, s->key_len),
 				   (unsigned long long)e->comp_size,
 				   (unsigned long long)s->numel,
 				   tfs_dtype_size(s->dtype));
@@ -1168,7 +1165,6 @@ int tfs_torch_zip_records(struct tfs_torch *z, const struct tfs_zip *zip,
 {
 	struct tfs_zip_iter it;
 	struct tfs_zip_entry e;
-	char nb[TFS_PRINTABLE_MAX];
 	size_t dl = strlen(dir);
 	int ret = 0, more;
 
@@ -1182,7 +1178,7 @@ int tfs_torch_zip_records(struct tfs_torch *z, const struct tfs_zip *zip,
 						 z->b, e.central_offset,
 						 "zip: record '%s' is outside "
 						 "the folder '%.*s'",
-						 PNAME(e.name, e.name_len),
+						 TFS_SHOWN(e.name, e.name_len),
 						 (int)plen, prefix);
 		else if (e.name_len > plen + dl &&
 			 !memcmp(e.name + plen, dir, dl))
@@ -1213,7 +1209,6 @@ static int meta_merge(json_t *meta, const char *key, json_t *add)
 int tfs_torch_finish(struct tfs_torch *z, const char *info_key)
 {
 	json_t *meta = tfs_builder_metadata(z->b);
-	char nb[TFS_PRINTABLE_MAX];
 	size_t i;
 	int ret = 0;
 
@@ -1223,7 +1218,7 @@ int tfs_torch_finish(struct tfs_torch *z, const char *info_key)
 				z->d, -EBADMSG, z->st[i].at,
 				"storage '%s': its bytes are not "
 				"in the file",
-				PNAME(z->st[i].key, z->st[i].key_len));
+				TFS_SHOWN(z->st[i].key, z->st[i].key_len));
 	for (i = 0; !ret && i < z->nt; i++)
 		ret = emit(z, &z->t[i]);
 	if (!ret && info_key &&
