@@ -13,6 +13,7 @@
 #include <xxhash.h>
 
 #include "tensorfs/builder.h"
+#include "tensorfs/dtype.h"
 #include "tensorfs/names.h"
 #include "tensorfs/text.h"
 #include "as_view.h"
@@ -62,21 +63,6 @@ static int cmp_xattrs(const void *a, const void *b)
 {
 	return strcmp(((const struct tfs_xattr *)a)->name,
 		      ((const struct tfs_xattr *)b)->name);
-}
-
-static int shape_text(char *buf, size_t len, const uint64_t *shape,
-		      uint32_t ndim)
-{
-	size_t o = 0;
-	uint32_t i;
-
-	o += (size_t)snprintf(buf + o, len - o, "[");
-	for (i = 0; i < ndim && o < len; i++)
-		o += (size_t)snprintf(buf + o, len - o, "%s%llu", i ? "," : "",
-				      (unsigned long long)shape[i]);
-	if (o < len)
-		o += (size_t)snprintf(buf + o, len - o, "]");
-	return o < len ? 0 : -E2BIG;
 }
 
 /*
@@ -136,7 +122,7 @@ static int standard_xattrs(struct entry *e, const char *format,
 	shape = malloc(slen);
 	if (!shape)
 		return -ENOMEM;
-	shape_text(shape, slen, e->shape, e->ndim);
+	tfs_shape_text(shape, slen, e->shape, e->ndim);
 	ret = tfs_build_entry_set_xattr(e, "shape", shape, strlen(shape),
 					false);
 	free(shape);
