@@ -16,7 +16,9 @@
 struct tfs_builder;
 struct tfs_diag;
 struct tfs_source;
+struct json_t;
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,6 +35,33 @@ struct tfs_set_part {
 };
 
 void tfs_set_part_free(struct tfs_set_part *p);
+
+/*
+ * A shard index as a reader's read_index() gives it: which file of the
+ * directory holds each tensor (the core checks the shards against it).
+ * Everything it points to is the reader's, given back by @release.
+ */
+struct tfs_shard_entry {
+	const char *name; /* the tensor's stored name (may hold any bytes) */
+	size_t name_len;
+	const char *shard; /* one of tfs_shard_index.shards */
+	uint64_t at;	   /* offset of its entry in the index file */
+};
+
+struct tfs_shard_index {
+	const struct tfs_shard_entry *v; /* in file order */
+	size_t n;
+	char *const *shards; /* distinct shard file names, sorted */
+	size_t nshards;
+	struct json_t *metadata; /* the index's own metadata, or NULL */
+	bool has_total;		 /* it states the tensors' total bytes */
+	uint64_t total_size;
+	void *impl; /* the reader's */
+	void (*release)(struct tfs_shard_index *x);
+};
+
+/* @x's memory given back (release), @x zeroed */
+void tfs_shard_index_free(struct tfs_shard_index *x);
 
 struct tfs_format {
 	const char *name; /* short name: tfs_format_by_name, fuzz targets */
@@ -66,6 +95,13 @@ struct tfs_format {
 	 */
 	const char *index_suffix;
 	int index_rank;
+	/*
+	 * With @index_suffix: read the index file's @len bytes at @buf into
+	 * @x (shard names are plain file names, a tensor is listed once).
+	 * 0, or -EBADMSG / -ENOMEM with @d filled (offsets in the index).
+	 */
+	int (*read_index)(const void *buf, size_t len,
+			  struct tfs_shard_index *x, struct tfs_diag *d);
 };
 
 /* NULL-terminated table of every reader, in probe order */
@@ -85,6 +121,12 @@ static inline const char *tfs_format_shown(const struct tfs_format *f)
  * when no reader's index_suffix ends it.
  */
 int tfs_format_index_rank(const char *name);
+
+/*
+ * The reader whose shard index @name is (its index_suffix ends @name; the
+ * lowest index_rank of several), or NULL.
+ */
+const struct tfs_format *tfs_format_by_index(const char *name);
 
 /*
  * The best shard index among the @n names at @names (the lowest rank; the

@@ -162,7 +162,7 @@ const char *tfs_cli_shown(const char *path, char *buf, size_t n);
 int tfs_cli_say(FILE *f, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* the whole help text */
+/* the whole help text (usage.c) */
 void tfs_usage(FILE *f);
 
 extern const char *tfs_progname;

@@ -30,7 +30,6 @@
 #include "tensorfs/image.h"
 #include "tensorfs/names.h"
 #include "tensorfs/source.h"
-#include "parse/hfindex.h"
 #include "image_i.h"
 #include "open_i.h"
 
@@ -594,7 +593,7 @@ out:
 /* ---- a sharded model: the index says which tensor is in which file ---- */
 
 struct shard_check {
-	struct tfs_hf_index *x;
+	struct tfs_shard_index *x;
 	const char *index_name;
 	const struct walk *w; /* source k is w->v[k]: none is left out */
 	struct name_rec {
@@ -635,7 +634,7 @@ static int check_shards(void *arg, struct tfs_builder *b,
 			struct tfs_diag *d)
 {
 	struct shard_check *sc = arg;
-	struct tfs_hf_index *x = sc->x;
+	struct tfs_shard_index *x = sc->x;
 	char nb[TFS_PRINTABLE_MAX];
 	bool *listed = NULL;
 	uint64_t total;
@@ -743,9 +742,10 @@ static int open_sharded(struct tfs_image **out, const char *dir,
 			const struct tfs_build_options *opts,
 			struct tfs_diag *d)
 {
-	struct tfs_hf_index x = {0};
+	struct tfs_shard_index x = {0};
 	struct walk w = {.top = dir};
 	struct shard_check sc = {.x = &x, .index_name = index_name, .w = &w};
+	const struct tfs_format *fmt;
 	struct tfs_source src;
 	char *path = NULL;
 	size_t i;
@@ -753,9 +753,15 @@ static int open_sharded(struct tfs_image **out, const char *dir,
 
 	if (asprintf(&path, "%s/%s", dir, index_name) < 0)
 		return tfs_diag_oom(d);
-	ret = tfs_source_open(&src, path, d);
+	/* the reader whose index it is reads it (find_index chose it so) */
+	fmt = tfs_format_by_index(index_name);
+	if (!fmt || !fmt->read_index)
+		ret = tfs_diag_set(d, -ENOEXEC, "%s: not a shard index",
+				   index_name);
+	else
+		ret = tfs_source_open(&src, path, d);
 	if (!ret) {
-		ret = tfs_hf_index_parse(src.data, (size_t)src.size, &x, d);
+		ret = fmt->read_index(src.data, (size_t)src.size, &x, d);
 		tfs_source_close(&src);
 		if (ret)
 			diag_in_file(d, d, index_name, NULL);
@@ -785,7 +791,7 @@ static int open_sharded(struct tfs_image **out, const char *dir,
 			       opts, d);
 	free(path);
 	candidates_free(&w);
-	tfs_hf_index_free(&x);
+	tfs_shard_index_free(&x);
 	return ret;
 }
 

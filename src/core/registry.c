@@ -37,10 +37,10 @@ const struct tfs_format *tfs_format_detect(const struct tfs_source *src)
 	return best;
 }
 
-int tfs_format_index_rank(const char *name)
+const struct tfs_format *tfs_format_by_index(const char *name)
 {
+	const struct tfs_format *best = NULL;
 	size_t nl = strlen(name), sl;
-	int best = -1;
 	unsigned i;
 
 	for (i = 0; tfs_formats[i]; i++) {
@@ -49,10 +49,17 @@ int tfs_format_index_rank(const char *name)
 		sl = strlen(tfs_formats[i]->index_suffix);
 		if (nl > sl &&
 		    strcmp(name + nl - sl, tfs_formats[i]->index_suffix) == 0 &&
-		    (best < 0 || tfs_formats[i]->index_rank < best))
-			best = tfs_formats[i]->index_rank;
+		    (!best || tfs_formats[i]->index_rank < best->index_rank))
+			best = tfs_formats[i];
 	}
 	return best;
+}
+
+int tfs_format_index_rank(const char *name)
+{
+	const struct tfs_format *f = tfs_format_by_index(name);
+
+	return f ? f->index_rank : -1;
 }
 
 const char *tfs_format_pick_index(const char *const *names, size_t n)
@@ -89,4 +96,11 @@ void tfs_set_part_free(struct tfs_set_part *p)
 		free(p->names[i]);
 	free(p->names);
 	p->names = NULL;
+}
+
+void tfs_shard_index_free(struct tfs_shard_index *x)
+{
+	if (x->release)
+		x->release(x);
+	memset(x, 0, sizeof(*x));
 }

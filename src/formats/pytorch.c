@@ -46,6 +46,7 @@
 #include "tensorfs/names.h"
 #include "tensorfs/source.h"
 
+#include "common/hf_index.h"
 #include "common/torch.h"
 
 #define PT_PROBE_ENTRIES 1000
@@ -312,4 +313,5 @@ const struct tfs_format tfs_format_pytorch = {
 	/* pytorch_model.bin.index.json (after a safetensors index) */
 	.index_suffix = ".bin.index.json",
 	.index_rank = 1,
+	.read_index = tfs_hf_read_index,
 };

@@ -34,6 +34,8 @@
 #include "tensorfs/names.h"
 #include "tensorfs/source.h"
 
+#include "common/hf_index.h"
+
 #define ST_HEADER_MAX 100000000ull
 #define ST_MAX_DIMS 64
 /* __metadata__: at most this many JSON values copied to metadata.json */
@@ -511,4 +513,5 @@ const struct tfs_format tfs_format_safetensors = {
 	/* model.safetensors.index.json: the shards mount as one tree */
 	.index_suffix = ".safetensors.index.json",
 	.index_rank = 0,
+	.read_index = tfs_hf_read_index,
 };

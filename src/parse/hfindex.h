@@ -3,8 +3,8 @@
  * A Hugging Face shard index (model.safetensors.index.json,
  * pytorch_model.bin.index.json):
  *   {"metadata": {"total_size": N, ...}, "weight_map": {"name": "file"}}
- * read with the offset-keeping JSON reader.  Used by directory mounts
- * (src/core/collection.c).
+ * read with the offset-keeping JSON reader.  Used by the readers whose
+ * shards it lists (their read_index: src/formats/common/hf_index.c).
  */
 #ifndef TFS_PARSE_HFINDEX_H
 #define TFS_PARSE_HFINDEX_H

@@ -590,30 +590,19 @@ next_page:
 }
 
 /*
- * A URL that names a shard index itself (https://.../model.safetensors.
- * index.json, hf://ORG/REPO/pytorch_model.bin.index.json, ...): its shards
- * are named in it, beside it, so no listing is needed.  1 with *dir (the
- * URL up to its last '/') and *index (the rest), 0 when it is no index,
+ * A URL that names a shard index itself (its last component ends in a
+ * reader's tfs_format.index_suffix, as the registry says): its shards are
+ * named in it, beside it, so no listing is needed.  1 with *dir (the URL
+ * up to its last '/') and *index (the rest), 0 when it is no index,
  * -ENOMEM.  A URL with a query (a signed URL) is not split: its siblings
  * would need their own signatures.
  */
 static int index_url(const char *url, char **dir, char **index)
 {
-	static const char *const suffixes[] = {".safetensors.index.json",
-					       ".bin.index.json"};
 	const char *slash = strrchr(url, '/'), *scheme = strstr(url, "://");
-	size_t n = strlen(url), k, sl;
 
 	if (!slash || !scheme || slash < scheme + 3 || strchr(url, '?') ||
-	    strchr(url, '#'))
-		return 0;
-	for (k = 0; k < 2; k++) {
-		sl = strlen(suffixes[k]);
-		if ((size_t)(url + n - (slash + 1)) > sl &&
-		    strcmp(url + n - sl, suffixes[k]) == 0)
-			break;
-	}
-	if (k == 2)
+	    strchr(url, '#') || tfs_format_index_rank(slash + 1) < 0)
 		return 0;
 	*dir = strndup(url, (size_t)(slash - url));
 	*index = strdup(slash + 1);
