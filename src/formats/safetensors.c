@@ -114,11 +114,6 @@ static int st_probe(const struct tfs_source *src)
 	return 0;
 }
 
-static int st_next(struct st_ctx *z, struct tfs_json_token *t)
-{
-	return tfs_json_next(&z->j, t, z->d);
-}
-
 /* a printable tensor name for messages */
 #define TNAME(x) tfs_name_printable(nb, sizeof(nb), (x)->name, (x)->name_len)
 
@@ -128,10 +123,9 @@ static int st_dtype(struct st_ctx *z, struct st_tensor *x,
 	char nb[TFS_PRINTABLE_MAX];
 	size_t i;
 
-	if (v->kind != TFS_JSON_STRING)
-		return tfs_diag_at(z->d, -EBADMSG, v->offset,
-				   "tensor '%s': dtype: not a string",
-				   TNAME(x));
+	if (tfs_json_want(v, TFS_JSON_STRING, z->d, "tensor '%s': dtype",
+			  TNAME(x)))
+		return -EBADMSG;
 	for (i = 0; i < sizeof(st_dtypes) / sizeof(st_dtypes[0]); i++)
 		if (tfs_json_eq(v, st_dtypes[i].name)) {
 			x->dtype = st_dtypes[i].dtype;
@@ -148,45 +142,16 @@ static int st_uints(struct st_ctx *z, struct st_tensor *x,
 		    const struct tfs_json_token *open, const char *field,
 		    uint64_t *out, uint32_t max, uint32_t want, uint32_t *count)
 {
-	struct tfs_json_token v;
 	char nb[TFS_PRINTABLE_MAX];
-	uint32_t n = 0;
 	int ret;
 
-	if (open->kind != TFS_JSON_ARRAY)
-		return tfs_diag_at(z->d, -EBADMSG, open->offset,
-				   "tensor '%s': %s: not an array", TNAME(x),
-				   field);
-	for (;;) {
-		ret = st_next(z, &v);
-		if (ret)
-			return ret;
-		if (v.kind == TFS_JSON_ARRAY_END)
-			break;
-		if (n == max)
-			return tfs_diag_at(z->d, -EBADMSG, v.offset,
-					   "tensor '%s': %s: more than %u "
-					   "entries",
-					   TNAME(x), field, max);
-		ret = tfs_json_u64(&v, &out[n]);
-		if (ret == -ERANGE)
-			return tfs_diag_at(z->d, -EBADMSG, v.offset,
-					   "tensor '%s': %s: %.*s is above "
-					   "2^64-1",
-					   TNAME(x), field, (int)v.len, v.p);
-		if (ret)
-			return tfs_diag_at(z->d, -EBADMSG, v.offset,
-					   "tensor '%s': %s: not a "
-					   "non-negative integer",
-					   TNAME(x), field);
-		n++;
-	}
-	if (want && n != want)
+	ret = tfs_json_u64s(&z->j, open, out, max, count, z->d,
+			    "tensor '%s': %s", TNAME(x), field);
+	if (!ret && want && *count != want)
 		return tfs_diag_at(z->d, -EBADMSG, open->offset,
 				   "tensor '%s': %s: %u entries, not %u",
-				   TNAME(x), field, n, want);
-	*count = n;
-	return 0;
+				   TNAME(x), field, *count, want);
+	return ret;
 }
 
 /* one tensor's object: {"dtype", "shape", "data_offsets", others ignored} */
@@ -200,18 +165,9 @@ static int st_tensor(struct st_ctx *z, struct st_tensor *x,
 	uint32_t n;
 	int ret;
 
-	if (open->kind != TFS_JSON_OBJECT)
-		return tfs_diag_at(z->d, -EBADMSG, open->offset,
-				   "tensor '%s': not an object", TNAME(x));
-	for (;;) {
-		ret = st_next(z, &k);
-		if (ret)
-			return ret;
-		if (k.kind == TFS_JSON_OBJECT_END)
-			break;
-		ret = st_next(z, &v);
-		if (ret)
-			return ret;
+	if (tfs_json_want(open, TFS_JSON_OBJECT, z->d, "tensor '%s'", TNAME(x)))
+		return -EBADMSG;
+	while ((ret = tfs_json_member(&z->j, &k, &v, z->d)) > 0) {
 		if (tfs_json_eq(&k, "dtype")) {
 			if (have_dtype)
 				goto twice;
@@ -238,6 +194,8 @@ static int st_tensor(struct st_ctx *z, struct st_tensor *x,
 		if (ret)
 			return ret;
 	}
+	if (ret)
+		return ret;
 	if (!have_dtype || !have_shape || !have_offsets)
 		return tfs_diag_at(z->d, -EBADMSG, open->offset,
 				   "tensor '%s': %s: missing", TNAME(x),
@@ -269,28 +227,17 @@ static int st_metadata(struct st_ctx *z, const struct tfs_json_token *open)
 	/* null is no metadata, as the reference reader takes it (MLX) */
 	if (open->kind == TFS_JSON_NULL)
 		return 0;
-	if (open->kind != TFS_JSON_OBJECT)
-		return tfs_diag_at(z->d, -EBADMSG, open->offset,
-				   "__metadata__: not an object");
+	if (tfs_json_want(open, TFS_JSON_OBJECT, z->d, "__metadata__"))
+		return -EBADMSG;
 	meta = json_object();
 	if (!meta)
 		return tfs_diag_oom(z->d);
-	for (;;) {
-		ret = st_next(z, &k);
+	while ((ret = tfs_json_member(&z->j, &k, &v, z->d)) > 0) {
+		ret = tfs_json_want(&v, TFS_JSON_STRING, z->d,
+				    "__metadata__: '%.*s'",
+				    (int)(k.len < 60 ? k.len : 60), k.p);
 		if (ret)
 			goto out;
-		if (k.kind == TFS_JSON_OBJECT_END)
-			break;
-		ret = st_next(z, &v);
-		if (ret)
-			goto out;
-		if (v.kind != TFS_JSON_STRING) {
-			ret = tfs_diag_at(z->d, -EBADMSG, v.offset,
-					  "__metadata__: the value of '%.*s' "
-					  "is not a string",
-					  (int)(k.len < 60 ? k.len : 60), k.p);
-			goto out;
-		}
 		key = tfs_json_strdup(&k, &klen);
 		val = tfs_json_strdup(&v, &vlen);
 		s = val ? json_stringn(val, vlen) : NULL;
@@ -304,6 +251,8 @@ static int st_metadata(struct st_ctx *z, const struct tfs_json_token *open)
 			goto out;
 		}
 	}
+	if (ret)
+		goto out;
 	ret = json_object_set(tfs_builder_metadata(z->b), "__metadata__", meta)
 		      ? tfs_diag_oom(z->d)
 		      : 0;
@@ -337,21 +286,8 @@ static int st_header(struct st_ctx *z)
 	bool have_meta = false;
 	int ret;
 
-	ret = st_next(z, &t);
-	if (ret)
-		return ret;
-	if (t.kind != TFS_JSON_OBJECT)
-		return tfs_diag_at(z->d, -EBADMSG, t.offset,
-				   "header: not a JSON object");
-	for (;;) {
-		ret = st_next(z, &t);
-		if (ret)
-			return ret;
-		if (t.kind == TFS_JSON_OBJECT_END)
-			break;
-		ret = st_next(z, &v);
-		if (ret)
-			return ret;
+	ret = tfs_json_root(&z->j, &t, "header", z->d);
+	while (!ret && (ret = tfs_json_member(&z->j, &t, &v, z->d)) > 0) {
 		if (tfs_json_eq(&t, "__metadata__")) {
 			if (have_meta)
 				return tfs_diag_at(z->d, -EBADMSG, t.offset,
@@ -373,7 +309,9 @@ static int st_header(struct st_ctx *z)
 		if (ret)
 			return ret;
 	}
-	return st_next(z, &t); /* only whitespace may follow */
+	if (ret)
+		return ret;
+	return tfs_json_next(&z->j, &t, z->d); /* only whitespace may follow */
 }
 
 static int cmp_extent(const void *pa, const void *pb)
