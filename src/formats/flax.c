@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "common/spans.h"
+#include "core/strbuf.h"
 #include "parse/msgpack.h"
 #include "tensorfs/builder.h"
 #include "tensorfs/checked.h"
@@ -49,8 +50,7 @@ struct fx {
 	struct tfs_builder *b;
 	struct tfs_diag *d;
 	struct tfs_mp m;
-	char *name; /* the dotted name of the value being read */
-	size_t len, cap;
+	struct tfs_strbuf name; /* the dotted name of the value being read */
 	json_t *leaves;
 	uint64_t tensors, chunked;
 };
@@ -135,29 +135,20 @@ static int fx_probe(const struct tfs_source *src)
 /* append ".<key>" (the first key: "<key>"), '.', '/' and NUL escaped */
 static int name_push(struct fx *x, const uint8_t *k, uint64_t n)
 {
-	size_t need = x->len + 1 + 3 * (size_t)n + 1, cap;
-	uint64_t i;
-	char *p;
+	uint64_t i, run = 0;
+	char esc[4];
 
-	if (need > x->cap) {
-		cap = need > 2 * x->cap ? need : 2 * x->cap;
-		p = realloc(x->name, cap);
-		if (!p)
-			return tfs_diag_oom(x->d);
-		x->name = p;
-		x->cap = cap;
-	}
-	if (x->len)
-		x->name[x->len++] = '.';
+	tfs_strbuf_sep(&x->name, '.');
 	for (i = 0; i < n; i++) {
-		if (k[i] == '.' || k[i] == '/' || k[i] == 0)
-			x->len += (size_t)sprintf(x->name + x->len, "%%%02X",
-						  k[i]);
-		else
-			x->name[x->len++] = (char)k[i];
+		if (k[i] != '.' && k[i] != '/' && k[i] != 0)
+			continue;
+		tfs_strbuf_put(&x->name, (const char *)k + run, i - run);
+		snprintf(esc, sizeof(esc), "%%%02X", k[i]);
+		tfs_strbuf_put(&x->name, esc, 3);
+		run = i + 1;
 	}
-	x->name[x->len] = '\0';
-	return 0;
+	tfs_strbuf_put(&x->name, (const char *)k + run, n - run);
+	return x->name.failed ? tfs_diag_oom(x->d) : 0;
 }
 
 static int name_index(struct fx *x, uint64_t i)
@@ -171,9 +162,9 @@ static int name_index(struct fx *x, uint64_t i)
 /* the name for messages: "root" at the top */
 static const char *field(struct fx *x, char *buf, size_t len)
 {
-	if (!x->len)
+	if (!x->name.len)
 		return "root";
-	tfs_name_printable(buf, len, x->name, x->len);
+	tfs_name_printable(buf, len, x->name.p, x->name.len);
 	return buf;
 }
 
@@ -181,7 +172,7 @@ static const char *field(struct fx *x, char *buf, size_t len)
 
 static int leaf(struct fx *x, json_t *v)
 {
-	if (!v || json_object_set_new(x->leaves, x->len ? x->name : "", v))
+	if (!v || json_object_set_new(x->leaves, x->name.len ? x->name.p : "", v))
 		return tfs_diag_oom(x->d);
 	return 0;
 }
@@ -311,8 +302,8 @@ static int add_array(struct fx *x, const struct fx_array *a, uint32_t *h)
 {
 	struct tfs_tensor_spec s = {0};
 
-	s.name = x->name;
-	s.name_len = x->len;
+	s.name = x->name.p;
+	s.name_len = x->name.len;
 	s.dtype = a->dtype;
 	s.ndim = a->ndim;
 	s.shape = a->shape;
@@ -329,7 +320,7 @@ static int read_value(struct fx *x, unsigned depth);
 /* an array's (or tuple's) @n items, named by position */
 static int read_items(struct fx *x, uint64_t n, unsigned depth)
 {
-	size_t len = x->len;
+	size_t len = x->name.len;
 	uint64_t i;
 	int ret = 0;
 
@@ -337,8 +328,7 @@ static int read_items(struct fx *x, uint64_t n, unsigned depth)
 		ret = name_index(x, i);
 		if (!ret)
 			ret = read_value(x, depth);
-		x->len = len;
-		x->name[len] = '\0';
+		tfs_strbuf_cut(&x->name, len);
 	}
 	return ret;
 }
@@ -588,8 +578,8 @@ static int read_chunked(struct fx *x, const struct tfs_mp_obj *map)
 	if (ret)
 		goto out;
 	/* one file: the chunks' bytes in order, each a piece of the file */
-	s.name = x->name;
-	s.name_len = x->len;
+	s.name = x->name.p;
+	s.name_len = x->name.len;
 	s.dtype = first.dtype;
 	s.ndim = sm.n;
 	s.shape = shape;
@@ -616,13 +606,13 @@ static int read_map(struct fx *x, const struct tfs_mp_obj *o, unsigned depth)
 {
 	const struct tfs_span *dup, *first;
 	char nb[TFS_PRINTABLE_MAX];
-	size_t len = x->len;
+	size_t len = x->name.len;
 	struct tfs_span *keys;
 	uint64_t i;
 	int ret = 0;
 
 	if (!o->n)
-		return x->len ? leaf(x, json_object()) : 0;
+		return x->name.len ? leaf(x, json_object()) : 0;
 	keys = calloc((size_t)o->n, sizeof(*keys));
 	if (!keys)
 		return tfs_diag_oom(x->d);
@@ -643,9 +633,7 @@ static int read_map(struct fx *x, const struct tfs_mp_obj *o, unsigned depth)
 		ret = name_push(x, keys[i].p, keys[i].len);
 		if (!ret)
 			ret = read_value(x, depth + 1);
-		x->len = len;
-		if (x->name)
-			x->name[len] = '\0';
+		tfs_strbuf_cut(&x->name, len);
 	}
 	if (ret)
 		goto out;
@@ -741,7 +729,7 @@ static int fx_load(const struct tfs_source *src, struct tfs_builder *b,
 		x.leaves = NULL;
 	}
 	json_decref(x.leaves);
-	free(x.name);
+	free(x.name.p);
 	return ret;
 }
 
