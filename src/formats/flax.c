@@ -172,7 +172,8 @@ static const char *field(struct fx *x, char *buf, size_t len)
 
 static int leaf(struct fx *x, json_t *v)
 {
-	if (!v || json_object_set_new(x->leaves, x->name.len ? x->name.p : "", v))
+	if (!v ||
+	    json_object_set_new(x->leaves, x->name.len ? x->name.p : "", v))
 		return tfs_diag_oom(x->d);
 	return 0;
 }

@@ -167,7 +167,7 @@ static int st_tensor(struct st_ctx *z, struct st_tensor *x,
 
 	if (tfs_json_want(open, TFS_JSON_OBJECT, z->d, "tensor '%s'", TNAME(x)))
 		return -EBADMSG;
-	while ((ret = tfs_json_member(&z->j, &k, &v, z->d)) > 0) {
+	while ((ret = tfs_json_member(&z->j, open, &k, &v, z->d)) > 0) {
 		if (tfs_json_eq(&k, "dtype")) {
 			if (have_dtype)
 				goto twice;
@@ -188,10 +188,8 @@ static int st_tensor(struct st_ctx *z, struct st_tensor *x,
 				       &n);
 			x->begin = offs[0];
 			x->end = offs[1];
-		} else {
-			ret = tfs_json_skip(&z->j, &v, z->d);
 		}
-		if (ret)
+		if (ret < 0)
 			return ret;
 	}
 	if (ret)
@@ -232,7 +230,7 @@ static int st_metadata(struct st_ctx *z, const struct tfs_json_token *open)
 	meta = json_object();
 	if (!meta)
 		return tfs_diag_oom(z->d);
-	while ((ret = tfs_json_member(&z->j, &k, &v, z->d)) > 0) {
+	while ((ret = tfs_json_member(&z->j, open, &k, &v, z->d)) > 0) {
 		ret = tfs_json_want(&v, TFS_JSON_STRING, z->d,
 				    "__metadata__: '%.*s'",
 				    (int)(k.len < 60 ? k.len : 60), k.p);
@@ -281,13 +279,14 @@ static int st_push(struct st_ctx *z, struct st_tensor **x)
 
 static int st_header(struct st_ctx *z)
 {
-	struct tfs_json_token t, v;
+	struct tfs_json_token root, t, v;
 	struct st_tensor *x = NULL;
 	bool have_meta = false;
 	int ret;
 
-	ret = tfs_json_root(&z->j, &t, "header", z->d);
-	while (!ret && (ret = tfs_json_member(&z->j, &t, &v, z->d)) > 0) {
+	ret = tfs_json_root(&z->j, &root, "header", z->d);
+	while (!ret &&
+	       (ret = tfs_json_member(&z->j, &root, &t, &v, z->d)) > 0) {
 		if (tfs_json_eq(&t, "__metadata__")) {
 			if (have_meta)
 				return tfs_diag_at(z->d, -EBADMSG, t.offset,

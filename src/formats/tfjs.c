@@ -190,7 +190,7 @@ static int read_quant(struct tj *z, struct tj_weight *w,
 			  "weight '%s': quantization", TNAME(w)))
 		return -EBADMSG;
 	w->quant_at = open->offset;
-	while ((ret = tfs_json_member(&z->j, &t, &v, z->d)) > 0) {
+	while ((ret = tfs_json_member(&z->j, open, &t, &v, z->d)) > 0) {
 		if (tfs_json_eq(&t, "dtype")) {
 			if (tfs_json_want(&v, TFS_JSON_STRING, z->d,
 					  "weight '%s': quantization.dtype",
@@ -217,8 +217,6 @@ static int read_quant(struct tj *z, struct tj_weight *w,
 		} else if (tfs_json_eq(&t, "min")) {
 			ret = number(z, &v, "quantization.min", &w->min);
 			w->have_min = true;
-		} else {
-			ret = tfs_json_skip(&z->j, &v, z->d);
 		}
 		if (ret < 0)
 			return ret;
@@ -242,7 +240,7 @@ static int read_shape(struct tj *z, struct tj_weight *w,
 	if (tfs_json_want(open, TFS_JSON_ARRAY, z->d, "weight '%s': shape",
 			  TNAME(w)))
 		return -EBADMSG;
-	while ((ret = tfs_json_item(&z->j, &t, z->d)) > 0) {
+	while ((ret = tfs_json_item(&z->j, open, &t, z->d)) > 0) {
 		if (w->ndim == TJ_MAX_DIMS)
 			return tfs_diag_at(z->d, -EBADMSG, t.offset,
 					   "weight '%s': shape: more than %d "
@@ -294,7 +292,7 @@ static int read_weight(struct tj *z, const struct tfs_json_token *open)
 	w->at = open->offset;
 	w->group = z->ng - 1;
 	z->g[z->ng - 1].count++;
-	while ((ret = tfs_json_member(&z->j, &t, &v, z->d)) > 0) {
+	while ((ret = tfs_json_member(&z->j, open, &t, &v, z->d)) > 0) {
 		if (tfs_json_eq(&t, "name")) {
 			if (tfs_json_want(&v, TFS_JSON_STRING, z->d,
 					  "weight: name"))
@@ -326,8 +324,6 @@ static int read_weight(struct tj *z, const struct tfs_json_token *open)
 				       tfs_json_eq(&v, "optimizer");
 		} else if (tfs_json_eq(&t, "quantization")) {
 			ret = read_quant(z, w, &v);
-		} else {
-			ret = tfs_json_skip(&z->j, &v, z->d);
 		}
 		if (ret < 0)
 			return ret;
@@ -417,7 +413,7 @@ static int read_group(struct tj *z, const struct tfs_json_token *open)
 	memset(g, 0, sizeof(*g));
 	g->at = open->offset;
 	g->first = z->nw;
-	while ((ret = tfs_json_member(&z->j, &t, &v, z->d)) > 0) {
+	while ((ret = tfs_json_member(&z->j, open, &t, &v, z->d)) > 0) {
 		g = &z->g[z->ng - 1];
 		if (tfs_json_eq(&t, "paths") && !g->have_paths) {
 			if (tfs_json_want(&v, TFS_JSON_ARRAY, z->d,
@@ -426,7 +422,7 @@ static int read_group(struct tj *z, const struct tfs_json_token *open)
 				return -EBADMSG;
 			g->have_paths = true;
 			g->fpath = z->nf;
-			while ((ret = tfs_json_item(&z->j, &e, z->d)) > 0) {
+			while ((ret = tfs_json_item(&z->j, &v, &e, z->d)) > 0) {
 				char *p = NULL;
 
 				if (tfs_json_want(&e, TFS_JSON_STRING, z->d,
@@ -459,15 +455,13 @@ static int read_group(struct tj *z, const struct tfs_json_token *open)
 					  z->ng - 1))
 				return -EBADMSG;
 			g->have_weights = true;
-			while ((ret = tfs_json_item(&z->j, &e, z->d)) > 0) {
+			while ((ret = tfs_json_item(&z->j, &v, &e, z->d)) > 0) {
 				ret = read_weight(z, &e);
 				if (ret)
 					return ret;
 			}
-		} else {
-			ret = tfs_json_skip(&z->j, &v, z->d);
 		}
-		if (ret)
+		if (ret < 0)
 			return ret;
 	}
 	if (ret)
@@ -491,7 +485,7 @@ static int read_manifest(struct tj *z, const struct tfs_json_token *open)
 		return tfs_diag_at(z->d, -EBADMSG, open->offset,
 				   "weightsManifest: given twice");
 	z->have_manifest = true;
-	while ((ret = tfs_json_item(&z->j, &t, z->d)) > 0) {
+	while ((ret = tfs_json_item(&z->j, open, &t, z->d)) > 0) {
 		ret = read_group(z, &t);
 		if (ret)
 			return ret;

@@ -67,7 +67,7 @@ static int weight_map(struct tfs_json *j, struct tfs_hf_index *x,
 
 	if (tfs_json_want(open, TFS_JSON_OBJECT, d, "weight_map"))
 		return -EBADMSG;
-	while ((ret = tfs_json_member(j, &k, &v, d)) > 0) {
+	while ((ret = tfs_json_member(j, open, &k, &v, d)) > 0) {
 		if (tfs_json_want(&v, TFS_JSON_STRING, d, "weight_map: '%.*s'",
 				  (int)(k.len < 80 ? k.len : 80), k.p))
 			return -EBADMSG;
@@ -168,14 +168,14 @@ int tfs_hf_index_parse(const void *buf, size_t len, struct tfs_hf_index *x,
 		       struct tfs_diag *d)
 {
 	struct tfs_json j;
-	struct tfs_json_token t, v;
+	struct tfs_json_token root, t, v;
 	bool have_map = false;
 	int ret;
 
 	memset(x, 0, sizeof(*x));
 	tfs_json_init(&j, buf, len, 0, TFS_JSON_MAX_DEPTH);
-	ret = tfs_json_root(&j, &t, "index", d);
-	while (!ret && (ret = tfs_json_member(&j, &t, &v, d)) > 0) {
+	ret = tfs_json_root(&j, &root, "index", d);
+	while (!ret && (ret = tfs_json_member(&j, &root, &t, &v, d)) > 0) {
 		if (tfs_json_eq(&t, "weight_map") && !have_map) {
 			have_map = true;
 			ret = weight_map(&j, x, &v, d);
@@ -187,7 +187,7 @@ int tfs_hf_index_parse(const void *buf, size_t len, struct tfs_hf_index *x,
 					  "index: '%.*s' is given twice",
 					  (int)t.len, t.p);
 		} else {
-			ret = tfs_json_skip(&j, &v, d);
+			ret = 0; /* skipped by the next tfs_json_member */
 		}
 	}
 	if (!ret)

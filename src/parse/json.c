@@ -207,6 +207,7 @@ static int scan_value(struct tfs_json *j, struct tfs_json_token *t,
 		j->kind[j->depth] = c == '{' ? 'o' : 'a';
 		j->state[j->depth] = ST_FIRST;
 		t->kind = c == '{' ? TFS_JSON_OBJECT : TFS_JSON_ARRAY;
+		t->depth = j->depth;
 		t->p = j->buf + j->pos++;
 		t->len = 1;
 		return 0;
@@ -517,10 +518,26 @@ int tfs_json_root(struct tfs_json *j, struct tfs_json_token *t,
 	return ret;
 }
 
-int tfs_json_member(struct tfs_json *j, struct tfs_json_token *k,
-		    struct tfs_json_token *v, struct tfs_diag *d)
+/* back to the level of @open: what is left of a value the caller did not read
+ */
+static int next_in(struct tfs_json *j, const struct tfs_json_token *open,
+		   struct tfs_json_token *t, struct tfs_diag *d)
 {
-	int ret = tfs_json_next(j, k, d);
+	int ret;
+
+	while (j->depth > open->depth) {
+		ret = tfs_json_next(j, t, d);
+		if (ret)
+			return ret;
+	}
+	return tfs_json_next(j, t, d);
+}
+
+int tfs_json_member(struct tfs_json *j, const struct tfs_json_token *open,
+		    struct tfs_json_token *k, struct tfs_json_token *v,
+		    struct tfs_diag *d)
+{
+	int ret = next_in(j, open, k, d);
 
 	if (ret)
 		return ret;
@@ -530,10 +547,10 @@ int tfs_json_member(struct tfs_json *j, struct tfs_json_token *k,
 	return ret ? ret : 1;
 }
 
-int tfs_json_item(struct tfs_json *j, struct tfs_json_token *e,
-		  struct tfs_diag *d)
+int tfs_json_item(struct tfs_json *j, const struct tfs_json_token *open,
+		  struct tfs_json_token *e, struct tfs_diag *d)
 {
-	int ret = tfs_json_next(j, e, d);
+	int ret = next_in(j, open, e, d);
 
 	if (ret)
 		return ret;
@@ -556,7 +573,7 @@ int tfs_json_u64s(struct tfs_json *j, const struct tfs_json_token *open,
 	ret = want(open, TFS_JSON_ARRAY, d, what);
 	if (ret)
 		return ret;
-	while ((ret = tfs_json_item(j, &v, d)) > 0) {
+	while ((ret = tfs_json_item(j, open, &v, d)) > 0) {
 		if (n == max)
 			return tfs_diag_at(d, -EBADMSG, v.offset,
 					   "%s: more than %u entries", what,

@@ -48,6 +48,7 @@ struct tfs_json_token {
 	const char *p;	 /* strings and keys: between the quotes; numbers */
 	size_t len;
 	bool escaped; /* a string holding backslash escapes */
+	unsigned depth; /* an object or array: its nesting level (root: 1) */
 };
 
 struct tfs_json {
@@ -117,17 +118,21 @@ int tfs_json_root(struct tfs_json *j, struct tfs_json_token *t,
 		  const char *what, struct tfs_diag *d);
 
 /*
- * The next member of the object being read: 1 with its key in @k and the
- * first token of its value in @v (the caller reads or skips the value), 0
- * at the object's end, or -EBADMSG.  "while ((ret = tfs_json_member(...))
- * > 0)" walks an object.
+ * The next member of the object @open began: 1 with its key in @k and the
+ * first token of its value in @v, 0 at the object's end, or -EBADMSG.
+ * What the caller left unread of the member before (an object or array it
+ * did not want) is skipped first, so "while ((ret = tfs_json_member(...))
+ * > 0)" walks an object reading only the members it knows.  @k and @v
+ * must not be @open.
  */
-int tfs_json_member(struct tfs_json *j, struct tfs_json_token *k,
-		    struct tfs_json_token *v, struct tfs_diag *d);
+int tfs_json_member(struct tfs_json *j, const struct tfs_json_token *open,
+		    struct tfs_json_token *k, struct tfs_json_token *v,
+		    struct tfs_diag *d);
 
-/* The next element of the array being read: 1 with it in @e, 0 at its end. */
-int tfs_json_item(struct tfs_json *j, struct tfs_json_token *e,
-		  struct tfs_diag *d);
+/* The next element of the array @open began: 1 with it in @e, 0 at its end
+ * (an element left unread is skipped, as by tfs_json_member). */
+int tfs_json_item(struct tfs_json *j, const struct tfs_json_token *open,
+		  struct tfs_json_token *e, struct tfs_diag *d);
 
 /*
  * Read the array @open began (checked with tfs_json_want) into @out: at

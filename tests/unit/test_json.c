@@ -301,36 +301,43 @@ END_TEST
 
 START_TEST(member_and_item_loops)
 {
-	struct tfs_json_token k, v;
-	int ret, n = 0;
+	struct tfs_json_token o, k, v, a, e;
+	int ret, n = 0, items = 0;
 
-	start("{\"a\": 1, \"b\": [2, 3], \"c\": {}}");
-	next_ok(TFS_JSON_OBJECT, 0);
-	while ((ret = tfs_json_member(&j, &k, &v, &d)) > 0) {
+	/* the values not read ("a", "c", "d") are skipped */
+	start("{\"a\": 1, \"b\": [2, {\"x\": [3]}, 4], \"c\": {\"y\": [{}]}, "
+	      "\"d\": [5]}");
+	o = next_ok(TFS_JSON_OBJECT, 0);
+	while ((ret = tfs_json_member(&j, &o, &k, &v, &d)) > 0) {
 		ck_assert_int_eq(k.kind, TFS_JSON_KEY);
-		if (tfs_json_eq(&k, "b")) {
-			ck_assert_int_eq(v.kind, TFS_JSON_ARRAY);
-			ck_assert_uint_eq(v.offset, BASE + 14);
-			while ((ret = tfs_json_item(&j, &v, &d)) > 0)
-				ck_assert_int_eq(v.kind, TFS_JSON_NUMBER);
-			ck_assert_int_eq(ret, 0);
-		} else {
-			ck_assert_int_eq(tfs_json_skip(&j, &v, &d), 0);
-		}
 		n++;
+		if (!tfs_json_eq(&k, "b"))
+			continue;
+		a = v;
+		ck_assert_int_eq(a.kind, TFS_JSON_ARRAY);
+		ck_assert_uint_eq(a.offset, BASE + 14);
+		while ((ret = tfs_json_item(&j, &a, &e, &d)) > 0)
+			items++; /* the object {"x": [3]} is skipped */
+		ck_assert_int_eq(ret, 0);
 	}
 	ck_assert_int_eq(ret, 0);
-	ck_assert_int_eq(n, 3);
-	next_ok(TFS_JSON_END, 30);
-	/* a broken member is the reader's error */
+	ck_assert_int_eq(n, 4);
+	ck_assert_int_eq(items, 3);
+	next_ok(TFS_JSON_END, 61);
+	/* a broken member, or one left unread, is the reader's error */
 	start("{\"a\" 1}");
-	next_ok(TFS_JSON_OBJECT, 0);
-	ck_assert_int_eq(tfs_json_member(&j, &k, &v, &d), -EBADMSG);
+	o = next_ok(TFS_JSON_OBJECT, 0);
+	ck_assert_int_eq(tfs_json_member(&j, &o, &k, &v, &d), -EBADMSG);
 	ck_assert_uint_eq(d.offset, BASE + 5);
+	start("{\"a\": [1,], \"b\": 2}");
+	o = next_ok(TFS_JSON_OBJECT, 0);
+	ck_assert_int_eq(tfs_json_member(&j, &o, &k, &v, &d), 1);
+	ck_assert_int_eq(tfs_json_member(&j, &o, &k, &v, &d), -EBADMSG);
+	ck_assert_uint_eq(d.offset, BASE + 9);
 	start("[1 2]");
-	next_ok(TFS_JSON_ARRAY, 0);
-	ck_assert_int_eq(tfs_json_item(&j, &v, &d), 1);
-	ck_assert_int_eq(tfs_json_item(&j, &v, &d), -EBADMSG);
+	a = next_ok(TFS_JSON_ARRAY, 0);
+	ck_assert_int_eq(tfs_json_item(&j, &a, &e, &d), 1);
+	ck_assert_int_eq(tfs_json_item(&j, &a, &e, &d), -EBADMSG);
 }
 END_TEST
 
