@@ -417,9 +417,11 @@ static bool key_is(const struct tfs_span *k, const char *s)
 }
 
 /* a map of @n entries keyed "0".."n-1" in order; @what for messages */
-static int index_key(struct fx *x, uint64_t i, const char *what)
+/* a chunked array's entry @i of @what: the key "<i>", its value into @o */
+static int index_item(struct fx *x, const char *f, uint64_t i, const char *what,
+		      struct tfs_mp_obj *o)
 {
-	char nb[TFS_PRINTABLE_MAX], num[24];
+	char num[24];
 	struct tfs_span k;
 	int ret = read_key(x, &k);
 
@@ -427,11 +429,25 @@ static int index_key(struct fx *x, uint64_t i, const char *what)
 		return ret;
 	snprintf(num, sizeof(num), "%" PRIu64, i);
 	if (!key_is(&k, num))
-		return tfs_mp_fail(
-			&x->m, -EBADMSG, k.at, field(x, nb, sizeof(nb)),
-			"chunked array %s: key %" PRIu64 " is not \"%s\"", what,
-			i, num);
-	return 0;
+		return tfs_mp_fail(&x->m, -EBADMSG, k.at, f,
+				   "chunked array %s: key %" PRIu64
+				   " is not \"%s\"",
+				   what, i, num);
+	return tfs_mp_next(&x->m, f, o);
+}
+
+/* a chunked array's @nth key, which must be @name: its value into @o */
+static int named_item(struct fx *x, const char *f, const char *nth,
+		      const char *name, struct tfs_mp_obj *o)
+{
+	struct tfs_span k;
+	int ret = read_key(x, &k);
+
+	if (!ret && !key_is(&k, name))
+		ret = tfs_mp_fail(&x->m, -EBADMSG, k.at, f,
+				  "chunked array: the %s key is not \"%s\"",
+				  nth, name);
+	return ret ? ret : tfs_mp_next(&x->m, f, o);
 }
 
 /*
@@ -480,7 +496,6 @@ static int read_chunked(struct fx *x, const struct tfs_mp_obj *map)
 	struct tfs_segment *segs = NULL;
 	struct tfs_mp_obj o, sm, cm;
 	struct fx_array a, first;
-	struct tfs_span k;
 	json_t *chunks, *extra;
 	size_t cap = 0;
 	uint32_t h;
@@ -494,13 +509,7 @@ static int read_chunked(struct fx *x, const struct tfs_mp_obj *map)
 		return tfs_mp_fail(&x->m, -EBADMSG, map->start, f,
 				   "a chunked array is a map of 3: " FX_CHUNKED
 				   " true, shape, chunks");
-	ret = read_key(x, &k);
-	if (!ret && !key_is(&k, "shape"))
-		ret = tfs_mp_fail(&x->m, -EBADMSG, k.at, f,
-				  "chunked array: the second key is not "
-				  "\"shape\"");
-	if (!ret)
-		ret = tfs_mp_next(&x->m, f, &sm);
+	ret = named_item(x, f, "second", "shape", &sm);
 	if (ret)
 		return ret;
 	if (sm.type != TFS_MP_MAP || sm.n > FX_MAX_DIMS)
@@ -509,9 +518,7 @@ static int read_chunked(struct fx *x, const struct tfs_mp_obj *map)
 				   "%d dimensions",
 				   FX_MAX_DIMS);
 	for (i = 0; i < sm.n; i++) {
-		ret = index_key(x, i, "shape");
-		if (!ret)
-			ret = tfs_mp_next(&x->m, f, &o);
+		ret = index_item(x, f, i, "shape", &o);
 		if (ret)
 			return ret;
 		if (o.type != TFS_MP_UINT)
@@ -521,13 +528,7 @@ static int read_chunked(struct fx *x, const struct tfs_mp_obj *map)
 					   i);
 		shape[i] = o.u;
 	}
-	ret = read_key(x, &k);
-	if (!ret && !key_is(&k, "chunks"))
-		ret = tfs_mp_fail(&x->m, -EBADMSG, k.at, f,
-				  "chunked array: the third key is not "
-				  "\"chunks\"");
-	if (!ret)
-		ret = tfs_mp_next(&x->m, f, &cm);
+	ret = named_item(x, f, "third", "chunks", &cm);
 	if (ret)
 		return ret;
 	if (cm.type != TFS_MP_MAP || cm.n == 0)
@@ -538,9 +539,7 @@ static int read_chunked(struct fx *x, const struct tfs_mp_obj *map)
 	if (!chunks)
 		return tfs_diag_oom(x->d);
 	for (i = 0; !ret && i < cm.n; i++) {
-		ret = index_key(x, i, "chunks");
-		if (!ret)
-			ret = tfs_mp_next(&x->m, f, &o);
+		ret = index_item(x, f, i, "chunks", &o);
 		if (!ret && (o.type != TFS_MP_EXT || o.ext != FX_EXT_NDARRAY))
 			ret = tfs_mp_fail(&x->m, -EBADMSG, o.start, f,
 					  "chunked array chunk %" PRIu64
