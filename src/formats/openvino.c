@@ -196,6 +196,29 @@ static void *ov_grow(void *p, size_t *cap, size_t n, size_t size)
 	return q;
 }
 
+/*
+ * A new zeroed entry at the end of *@arr (*@n of them, at most @max):
+ * 0 with it in *@slot, or -E2BIG ("WHAT: more than MAX") or -ENOMEM.
+ */
+static int ov_push(struct ov *z, void **arr, size_t *cap, size_t *n,
+		   size_t size, unsigned max, const char *what, uint64_t at,
+		   void **slot)
+{
+	char *p;
+
+	if (*n >= max)
+		return tfs_diag_at(z->d, -E2BIG, at, "%s: more than %u", what,
+				   max);
+	p = ov_grow(*arr, cap, *n, size);
+	if (!p)
+		return tfs_diag_oom(z->d);
+	*arr = p;
+	p += (*n)++ * size;
+	memset(p, 0, size);
+	*slot = p;
+	return 0;
+}
+
 static int ov_own(struct ov *z, char *s)
 {
 	char **n;
@@ -249,15 +272,10 @@ static int ov_layer_open(struct ov *z, uint64_t at,
 	struct ov_layer *l;
 	int ret;
 
-	if (z->nlayers >= OV_MAX_LAYERS)
-		return tfs_diag_at(z->d, -E2BIG, at, "layers: more than %u",
-				   OV_MAX_LAYERS);
-	l = ov_grow(z->layers, &z->layers_cap, z->nlayers, sizeof(*l));
-	if (!l)
-		return tfs_diag_oom(z->d);
-	z->layers = l;
-	l = &z->layers[z->nlayers++];
-	memset(l, 0, sizeof(*l));
+	ret = ov_push(z, (void **)&z->layers, &z->layers_cap, &z->nlayers,
+		      sizeof(*l), OV_MAX_LAYERS, "layers", at, (void **)&l);
+	if (ret)
+		return ret;
 	l->at = at;
 	if (!id)
 		return tfs_diag_at(z->d, -EBADMSG, at,
@@ -345,6 +363,7 @@ static int ov_edge(struct ov *z, uint64_t at, const struct tfs_xml_attr *a,
 	uint64_t v[4];
 	struct ov_edge *e;
 	unsigned i;
+	int ret;
 
 	for (i = 0; i < 4; i++) {
 		const struct tfs_xml_attr *x = ov_attr(a, n, keys[i]);
@@ -357,14 +376,10 @@ static int ov_edge(struct ov *z, uint64_t at, const struct tfs_xml_attr *a,
 					   "edge %s '%s': not a decimal number",
 					   keys[i], x->value);
 	}
-	if (z->nedges >= OV_MAX_EDGES)
-		return tfs_diag_at(z->d, -E2BIG, at, "edges: more than %u",
-				   OV_MAX_EDGES);
-	e = ov_grow(z->edges, &z->edges_cap, z->nedges, sizeof(*e));
-	if (!e)
-		return tfs_diag_oom(z->d);
-	z->edges = e;
-	e = &z->edges[z->nedges++];
+	ret = ov_push(z, (void **)&z->edges, &z->edges_cap, &z->nedges,
+		      sizeof(*e), OV_MAX_EDGES, "edges", at, (void **)&e);
+	if (ret)
+		return ret;
 	e->from = v[0];
 	e->from_port = v[1];
 	e->to = v[2];
