@@ -282,6 +282,17 @@ static bool raw_text_is(const struct bpk_ctx *z, uint64_t off, const char *s)
  * Before libcbor allocates anything: the item cap and the tensor count.
  * Structural errors are left to tfs_cbor_decode, which words them.
  */
+/* @n of @what (the field at @at) within @max: 0, or -E2BIG */
+static int bpk_within(struct bpk_ctx *z, uint64_t at, const char *field,
+		      uint64_t n, const char *what, unsigned max)
+{
+	if (n <= max)
+		return 0;
+	return tfs_diag_at(z->d, -E2BIG, at,
+			   "%s: %llu %s exceed the limit of %u", field,
+			   (unsigned long long)n, what, max);
+}
+
 static int bpk_prescan(struct bpk_ctx *z)
 {
 	struct raw_map root, tensors;
@@ -292,12 +303,9 @@ static int bpk_prescan(struct bpk_ctx *z)
 			BPK_HEADER_SIZE);
 	if (raw_skip(&c, 0, &items))
 		return 0;
-	if (items > BPK_CBOR_ITEMS_MAX)
-		return tfs_diag_at(z->d, -E2BIG, BPK_HEADER_SIZE,
-				   "metadata: %llu CBOR items exceed the limit "
-				   "of %u",
-				   (unsigned long long)items,
-				   BPK_CBOR_ITEMS_MAX);
+	if (bpk_within(z, BPK_HEADER_SIZE, "metadata", items, "CBOR items",
+		       BPK_CBOR_ITEMS_MAX))
+		return -E2BIG;
 	if (raw_map_open(z, BPK_HEADER_SIZE, &root))
 		return 0;
 	while (raw_map_next(&root, &k, &v) == 1) {
@@ -306,12 +314,9 @@ static int bpk_prescan(struct bpk_ctx *z)
 			continue;
 		while (raw_map_next(&tensors, &tk, &tv) == 1)
 			count++;
-		if (count > BPK_TENSORS_MAX)
-			return tfs_diag_at(z->d, -E2BIG, v,
-					   "tensors: %llu tensors exceed the "
-					   "limit of %u",
-					   (unsigned long long)count,
-					   BPK_TENSORS_MAX);
+		if (bpk_within(z, v, "tensors", count, "tensors",
+			       BPK_TENSORS_MAX))
+			return -E2BIG;
 	}
 	return 0;
 }
@@ -756,11 +761,8 @@ static int bpk_tensors(struct bpk_ctx *z, cbor_item_t *tensors, uint64_t off)
 	if (ret)
 		return ret;
 	n = cbor_map_size(tensors);
-	if (n > BPK_TENSORS_MAX) /* bpk_prescan saw it first */
-		return tfs_diag_at(z->d, -E2BIG, off,
-				   "tensors: %zu tensors exceed the limit of "
-				   "%u",
-				   n, BPK_TENSORS_MAX);
+	if (bpk_within(z, off, "tensors", n, "tensors", BPK_TENSORS_MAX))
+		return -E2BIG; /* bpk_prescan saw it first */
 	z->t = calloc(n ? n : 1, sizeof(*z->t));
 	if (!z->t)
 		return bpk_nomem(z);
