@@ -285,6 +285,34 @@ static bool z2_name_ok(const char *s, size_t n)
 	return n && n <= Z2_NAME_MAX && !memchr(s, '\0', n);
 }
 
+/*
+ * Map key @k as a name of objects, parts or attribute keys, into *@name
+ * (malloc'd, NULL unless it is text, kept when its rules fail: the
+ * caller frees it).  @where and @noun make the messages: "WHERE: a NOUN
+ * is not text", "WHERE: NOUN '...' is empty, longer than ...".
+ */
+static int z2_key_name(struct z2_ctx *z, cbor_item_t *k, const char *where,
+		       const char *noun, char **name, size_t *len)
+{
+	char pn[TFS_PRINTABLE_MAX], *s = NULL;
+	int ret;
+
+	*name = NULL;
+	ret = z2_text(z, k, &s, len);
+	if (ret == -ENOMEM)
+		return ret;
+	if (ret)
+		return z2_schema(z, R_Schema, "%s: a %s is not text", where,
+				 noun);
+	*name = s;
+	if (!z2_name_ok(s, *len))
+		return z2_schema(z, R_Name,
+				 "%s: %s '%s' is empty, longer than 1024 bytes "
+				 "or holds NUL",
+				 where, noun, z2_pn(pn, sizeof(pn), s, *len));
+	return 0;
+}
+
 /* shard names: 1..64 of [A-Za-z0-9._-], not starting with '.' */
 static bool z2_shard_name_ok(const char *s, size_t n)
 {
@@ -442,29 +470,18 @@ static int z2_key(struct z2_ctx *z, cbor_item_t *k, char **out)
 static int z2_attributes(struct z2_ctx *z, cbor_item_t *m, const char *where)
 {
 	struct cbor_pair *pairs;
-	char *k, pn[TFS_PRINTABLE_MAX];
+	char *k, in[TFS_PRINTABLE_MAX + 16];
 	size_t i, n, kl;
 	int ret;
 
 	if (!cbor_isa_map(m))
 		return z2_schema(z, R_Schema, "%s: attributes: not a map",
 				 where);
+	snprintf(in, sizeof(in), "%s: attributes", where);
 	pairs = cbor_map_handle(m);
 	n = cbor_map_size(m);
 	for (i = 0; i < n; i++) {
-		ret = z2_text(z, pairs[i].key, &k, &kl);
-		if (ret == -ENOMEM)
-			return ret;
-		if (ret)
-			return z2_schema(z, R_Schema,
-					 "%s: attributes: a key is not text",
-					 where);
-		ret = z2_name_ok(k, kl)
-			      ? 0
-			      : z2_schema(z, R_Name,
-					  "%s: attributes: key '%s' is empty, "
-					  "longer than 1024 bytes or holds NUL",
-					  where, z2_pn(pn, sizeof(pn), k, kl));
+		ret = z2_key_name(z, pairs[i].key, in, "key", &k, &kl);
 		free(k);
 		if (ret)
 			return ret;
@@ -611,7 +628,7 @@ static int z2_parts(struct z2_ctx *z, struct z2_obj *o, const char *on,
 {
 	struct cbor_pair *pairs, *fp;
 	struct z2_part *p;
-	char *key, pn[TFS_PRINTABLE_MAX];
+	char *key, in[TFS_PRINTABLE_MAX + 16];
 	size_t i, j, n, fn;
 	int ret;
 
@@ -624,23 +641,15 @@ static int z2_parts(struct z2_ctx *z, struct z2_obj *o, const char *on,
 	o->parts = calloc(n ? n : 1, sizeof(*o->parts));
 	if (!o->parts)
 		return tfs_diag_oom(z->d);
+	snprintf(in, sizeof(in), "object '%s'", on);
 	for (i = 0; i < n; i++) {
 		p = &o->parts[o->nparts];
-		ret = z2_text(z, pairs[i].key, &p->name, &p->name_len);
-		if (ret == -ENOMEM)
-			return ret;
+		ret = z2_key_name(z, pairs[i].key, in, "part name", &p->name,
+				  &p->name_len);
+		if (p->name)
+			o->nparts++;
 		if (ret)
-			return z2_schema(z, R_Schema,
-					 "object '%s': a part name is not text",
-					 on);
-		o->nparts++;
-		if (!z2_name_ok(p->name, p->name_len))
-			return z2_schema(
-				z, R_Name,
-				"object '%s': part name '%s' is empty, longer "
-				"than 1024 bytes or holds NUL",
-				on,
-				z2_pn(pn, sizeof(pn), p->name, p->name_len));
+			return ret;
 		if (!cbor_isa_map(pairs[i].value))
 			return z2_schema(z, R_Schema,
 					 "object '%s' part '%s': not a map", on,
@@ -741,7 +750,6 @@ static int z2_objects(struct z2_ctx *z, cbor_item_t *m)
 {
 	struct cbor_pair *pairs;
 	struct z2_obj *o;
-	char pn[TFS_PRINTABLE_MAX];
 	size_t i, n;
 	int ret;
 
@@ -755,19 +763,12 @@ static int z2_objects(struct z2_ctx *z, cbor_item_t *m)
 		return tfs_diag_oom(z->d);
 	for (i = 0; i < n; i++) {
 		o = &z->objs[z->nobjs];
-		ret = z2_text(z, pairs[i].key, &o->name, &o->name_len);
-		if (ret == -ENOMEM)
-			return ret;
+		ret = z2_key_name(z, pairs[i].key, "objects", "name", &o->name,
+				  &o->name_len);
+		if (o->name)
+			z->nobjs++;
 		if (ret)
-			return z2_schema(z, R_Schema,
-					 "objects: a name is not text");
-		z->nobjs++;
-		if (!z2_name_ok(o->name, o->name_len))
-			return z2_schema(
-				z, R_Name,
-				"objects: name '%s' is empty, longer than 1024 "
-				"bytes or holds NUL",
-				z2_pn(pn, sizeof(pn), o->name, o->name_len));
+			return ret;
 		ret = z2_object(z, o, pairs[i].value);
 		if (ret)
 			return ret;
