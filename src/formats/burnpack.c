@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/common/dtype_labels.h"
 #include "tensorfs/builder.h"
 #include "tensorfs/cbor.h"
 #include "tensorfs/checked.h"
@@ -440,10 +441,7 @@ static int bpk_header(struct bpk_ctx *z)
 
 /* ---- descriptors --------------------------------------------------------- */
 
-static const struct {
-	const char *burn;
-	enum tfs_dtype t;
-} bpk_unit_dtypes[] = {
+static const struct tfs_dtype_label bpk_unit_dtypes[] = {
 	{"F64", TFS_DTYPE_FLOAT64},    {"F32", TFS_DTYPE_FLOAT32},
 	{"Flex32", TFS_DTYPE_FLOAT32}, {"F16", TFS_DTYPE_FLOAT16},
 	{"BF16", TFS_DTYPE_BFLOAT16},  {"I64", TFS_DTYPE_INT64},
@@ -454,10 +452,7 @@ static const struct {
 };
 
 /* {"Bool": storage} (0.21+); U32 storage is 4 bytes per element */
-static const struct {
-	const char *storage;
-	enum tfs_dtype t;
-} bpk_bool_storages[] = {
+static const struct tfs_dtype_label bpk_bool_storages[] = {
 	{"Native", TFS_DTYPE_BOOL},
 	{"U8", TFS_DTYPE_BOOL},
 	{"U32", TFS_DTYPE_UINT32},
@@ -471,21 +466,30 @@ static void bpk_set_dtype(struct bpk_tensor *t, enum tfs_dtype dt,
 	snprintf(t->native, sizeof(t->native), "%s", native);
 }
 
+/* the entry of @table whose name the text @v is, or NULL */
+static const struct tfs_dtype_label *
+bpk_label(cbor_item_t *v, const struct tfs_dtype_label *table, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (tfs_cbor_text_eq(v, table[i].name))
+			return &table[i];
+	return NULL;
+}
+
 static int bpk_dtype_text(struct bpk_ctx *z, struct bpk_tensor *t,
 			  cbor_item_t *v, uint64_t off)
 {
 	char namebuf[BPK_NAME_PRINT_MAX + 4], vb[BPK_NAME_PRINT_MAX + 4];
+	const struct tfs_dtype_label *l;
 	char *s = NULL;
-	size_t i;
 	int ret;
 
-	for (i = 0; i < sizeof(bpk_unit_dtypes) / sizeof(bpk_unit_dtypes[0]);
-	     i++) {
-		if (tfs_cbor_text_eq(v, bpk_unit_dtypes[i].burn)) {
-			bpk_set_dtype(t, bpk_unit_dtypes[i].t,
-				      bpk_unit_dtypes[i].burn);
-			return 0;
-		}
+	l = bpk_label(v, TFS_DTYPE_LABELS(bpk_unit_dtypes));
+	if (l) {
+		bpk_set_dtype(t, l->dtype, l->name);
+		return 0;
 	}
 	ret = tfs_cbor_text(v, &s, NULL);
 	if (ret == -ENOMEM)
@@ -532,10 +536,10 @@ static int bpk_dtype_map(struct bpk_ctx *z, struct bpk_tensor *t,
 			 cbor_item_t *v, uint64_t off)
 {
 	char namebuf[BPK_NAME_PRINT_MAX + 4], kb[BPK_NAME_PRINT_MAX + 4];
+	const struct tfs_dtype_label *l;
 	struct cbor_pair *pair;
 	cbor_item_t *arg;
 	char *s = NULL;
-	size_t i;
 	int ret;
 
 	if (cbor_map_size(v) != 1)
@@ -564,19 +568,13 @@ static int bpk_dtype_map(struct bpk_ctx *z, struct bpk_tensor *t,
 	}
 	if (bpk_key_is(pair->key, "Bool")) {
 		z->map_bool = true;
-		for (i = 0; i < sizeof(bpk_bool_storages) /
-					sizeof(bpk_bool_storages[0]);
-		     i++) {
-			if (tfs_cbor_text_eq(arg,
-					     bpk_bool_storages[i].storage)) {
-				char native[16];
+		l = bpk_label(arg, TFS_DTYPE_LABELS(bpk_bool_storages));
+		if (l) {
+			char native[16];
 
-				snprintf(native, sizeof(native), "Bool(%s)",
-					 bpk_bool_storages[i].storage);
-				bpk_set_dtype(t, bpk_bool_storages[i].t,
-					      native);
-				return 0;
-			}
+			snprintf(native, sizeof(native), "Bool(%s)", l->name);
+			bpk_set_dtype(t, l->dtype, native);
+			return 0;
 		}
 		return tfs_diag_at(z->d, -EBADMSG, off,
 				   "tensor '%s': dtype: unknown Bool storage "

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/dtype_labels.h"
 #include "common/spans.h"
 #include "core/strbuf.h"
 #include "parse/msgpack.h"
@@ -56,10 +57,7 @@ struct fx {
 };
 
 /* numpy / ml_dtypes dtype.name -> tensorfs */
-static const struct {
-	const char *name;
-	enum tfs_dtype dtype;
-} fx_dtypes[] = {
+static const struct tfs_dtype_label fx_dtypes[] = {
 	{"float32", TFS_DTYPE_FLOAT32},
 	{"float16", TFS_DTYPE_FLOAT16},
 	{"float64", TFS_DTYPE_FLOAT64},
@@ -205,7 +203,7 @@ static int read_ndarray(struct fx *x, const struct tfs_mp_obj *ext,
 	const char *f = field(x, nb, sizeof(nb));
 	struct tfs_mp_obj o;
 	uint64_t count, bytes, i;
-	size_t k;
+	const struct tfs_dtype_label *l;
 	int ret;
 
 	memset(a, 0, sizeof(*a));
@@ -251,11 +249,8 @@ static int read_ndarray(struct fx *x, const struct tfs_mp_obj *ext,
 				   "ndarray dtype: not a str (type byte "
 				   "0x%02x)",
 				   o.byte);
-	for (k = 0; k < sizeof(fx_dtypes) / sizeof(fx_dtypes[0]); k++)
-		if (strlen(fx_dtypes[k].name) == o.n &&
-		    !memcmp(fx_dtypes[k].name, o.p, o.n))
-			break;
-	if (k == sizeof(fx_dtypes) / sizeof(fx_dtypes[0]))
+	l = tfs_dtype_label_find(TFS_DTYPE_LABELS(fx_dtypes), o.p, o.n);
+	if (!l)
 		return tfs_mp_fail(&x->m, -ENOTSUP, o.start, f,
 				   "ndarray dtype '%.*s' is not supported",
 				   (int)(o.n < 32 ? o.n : 32),
@@ -263,8 +258,8 @@ static int read_ndarray(struct fx *x, const struct tfs_mp_obj *ext,
 						   !memchr(o.p, 0, o.n)
 					   ? (const char *)o.p
 					   : "?");
-	a->dtype = fx_dtypes[k].dtype;
-	a->dtype_name = fx_dtypes[k].name;
+	a->dtype = l->dtype;
+	a->dtype_name = l->name;
 	ret = tfs_mp_next(&x->m, f, &o);
 	if (ret)
 		return ret;

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/common/dtype_labels.h"
 #include "parse/json.h"
 #include "tensorfs/builder.h"
 #include "tensorfs/checked.h"
@@ -39,10 +40,7 @@
 /* __metadata__: at most this many JSON values copied to metadata.json */
 #define ST_META_NODES 1000000
 
-static const struct {
-	const char *name;
-	enum tfs_dtype dtype;
-} st_dtypes[] = {
+static const struct tfs_dtype_label st_dtypes[] = {
 	{"BOOL", TFS_DTYPE_BOOL},
 	{"U8", TFS_DTYPE_UINT8},
 	{"I8", TFS_DTYPE_INT8},

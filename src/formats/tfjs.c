@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/common/dtype_labels.h"
 #include "core/strmap.h"
 #include "parse/json.h"
 #include "tensorfs/builder.h"
@@ -260,10 +261,7 @@ static int read_shape(struct tj *z, struct tj_weight *w,
 	return ret;
 }
 
-static const struct {
-	const char *name;
-	enum tfs_dtype dtype;
-} tj_dtypes[] = {
+static const struct tfs_dtype_label tj_dtypes[] = {
 	{"float32", TFS_DTYPE_FLOAT32},	    {"int32", TFS_DTYPE_INT32},
 	{"bool", TFS_DTYPE_BOOL},	    {"string", TFS_DTYPE_STRING},
 	{"complex64", TFS_DTYPE_COMPLEX64},

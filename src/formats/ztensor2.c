@@ -36,6 +36,7 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "formats/common/dtype_labels.h"
 #include "tensorfs/builder.h"
 #include "tensorfs/cbor.h"
 #include "formats/common/cbor_xattrs.h"
@@ -135,10 +136,7 @@ struct z2_ctx {
 
 /* ---- types (spec section 4) ---------------------------------------------- */
 
-static const struct {
-	const char *name;
-	enum tfs_dtype t;
-} z2_dtypes[] = {
+static const struct tfs_dtype_label z2_dtypes[] = {
 	{"f64", TFS_DTYPE_FLOAT64}, {"f32", TFS_DTYPE_FLOAT32},
 	{"f16", TFS_DTYPE_FLOAT16}, {"bf16", TFS_DTYPE_BFLOAT16},
 	{"i64", TFS_DTYPE_INT64},   {"i32", TFS_DTYPE_INT32},
@@ -166,12 +164,10 @@ static const struct z2_ltype {
 
 static enum tfs_dtype z2_dtype(const char *s)
 {
-	size_t i;
+	const struct tfs_dtype_label *l =
+		tfs_dtype_label_find(TFS_DTYPE_LABELS(z2_dtypes), s, strlen(s));
 
-	for (i = 0; i < sizeof(z2_dtypes) / sizeof(z2_dtypes[0]); i++)
-		if (strcmp(z2_dtypes[i].name, s) == 0)
-			return z2_dtypes[i].t;
-	return TFS_DTYPE_INVALID;
+	return l ? l->dtype : TFS_DTYPE_INVALID;
 }
 
 /* the registered logical type @s, or NULL (unknown, or none) */
