@@ -196,6 +196,20 @@ static json_t *number_json(const struct tfs_mp_obj *o)
  * [shape, dtype name, bin] inside an ext at the cursor, which ends at
  * @end; *a gets it, checked.
  */
+/* an ndarray's next part @what, which must be of @type (@noun) */
+static int ndarray_part(struct fx *x, const char *f, enum tfs_mp_type type,
+			const char *what, const char *noun,
+			struct tfs_mp_obj *o)
+{
+	int ret = tfs_mp_next(&x->m, f, o);
+
+	if (ret || o->type == type)
+		return ret;
+	return tfs_mp_fail(&x->m, -EBADMSG, o->start, f,
+			   "ndarray %s: not %s (type byte 0x%02x)", what, noun,
+			   o->byte);
+}
+
 static int read_ndarray(struct fx *x, const struct tfs_mp_obj *ext,
 			struct fx_array *a)
 {
@@ -216,14 +230,9 @@ static int read_ndarray(struct fx *x, const struct tfs_mp_obj *ext,
 				   "an ndarray ext holds [shape, dtype, "
 				   "data], not type byte 0x%02x",
 				   o.byte);
-	ret = tfs_mp_next(&x->m, f, &o);
+	ret = ndarray_part(x, f, TFS_MP_ARRAY, "shape", "an array", &o);
 	if (ret)
 		return ret;
-	if (o.type != TFS_MP_ARRAY)
-		return tfs_mp_fail(&x->m, -EBADMSG, o.start, f,
-				   "ndarray shape: not an array (type byte "
-				   "0x%02x)",
-				   o.byte);
 	if (o.n > FX_MAX_DIMS)
 		return tfs_mp_fail(&x->m, -EBADMSG, o.start, f,
 				   "ndarray shape: %" PRIu64
@@ -241,14 +250,9 @@ static int read_ndarray(struct fx *x, const struct tfs_mp_obj *ext,
 					   i);
 		a->shape[i] = o.u;
 	}
-	ret = tfs_mp_next(&x->m, f, &o);
+	ret = ndarray_part(x, f, TFS_MP_STR, "dtype", "a str", &o);
 	if (ret)
 		return ret;
-	if (o.type != TFS_MP_STR)
-		return tfs_mp_fail(&x->m, -EBADMSG, o.start, f,
-				   "ndarray dtype: not a str (type byte "
-				   "0x%02x)",
-				   o.byte);
 	l = tfs_dtype_label_find(TFS_DTYPE_LABELS(fx_dtypes), o.p, o.n);
 	if (!l)
 		return tfs_mp_fail(&x->m, -ENOTSUP, o.start, f,
@@ -260,14 +264,9 @@ static int read_ndarray(struct fx *x, const struct tfs_mp_obj *ext,
 					   : "?");
 	a->dtype = l->dtype;
 	a->dtype_name = l->name;
-	ret = tfs_mp_next(&x->m, f, &o);
+	ret = ndarray_part(x, f, TFS_MP_BIN, "data", "a bin", &o);
 	if (ret)
 		return ret;
-	if (o.type != TFS_MP_BIN)
-		return tfs_mp_fail(&x->m, -EBADMSG, o.start, f,
-				   "ndarray data: not a bin (type byte "
-				   "0x%02x)",
-				   o.byte);
 	a->data = o.at;
 	a->nbytes = o.n;
 	if (!tfs_shape_product(a->shape, a->ndim, &count) ||

@@ -488,18 +488,42 @@ static int ov_cmp_edge(const void *pa, const void *pb)
 	return a->to_port < b->to_port ? -1 : a->to_port > b->to_port;
 }
 
-/* the layer with id @id, or NULL */
-static struct ov_layer *ov_find(const struct ov *z, uint64_t id)
+static uint64_t ov_layer_key(const struct ov *z, size_t i)
 {
-	size_t lo = 0, hi = z->nlayers, mid;
+	return z->layers[z->by_id[i]].id;
+}
+
+static uint64_t ov_from_key(const struct ov *z, size_t i)
+{
+	return z->edges[i].from;
+}
+
+static uint64_t ov_to_key(const struct ov *z, size_t i)
+{
+	return z->edges[z->by_to[i]].to;
+}
+
+/* the first of @n sorted entries whose @key is not below @id, or @n */
+static size_t ov_lower_bound(const struct ov *z, size_t n, uint64_t id,
+			     uint64_t (*key)(const struct ov *, size_t))
+{
+	size_t lo = 0, hi = n, mid;
 
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
-		if (z->layers[z->by_id[mid]].id < id)
+		if (key(z, mid) < id)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+/* the layer with id @id, or NULL */
+static struct ov_layer *ov_find(const struct ov *z, uint64_t id)
+{
+	size_t lo = ov_lower_bound(z, z->nlayers, id, ov_layer_key);
+
 	if (lo < z->nlayers && z->layers[z->by_id[lo]].id == id)
 		return &z->layers[z->by_id[lo]];
 	return NULL;
@@ -508,31 +532,13 @@ static struct ov_layer *ov_find(const struct ov *z, uint64_t id)
 /* the first edge leaving @id (edges sorted by from), or nedges */
 static size_t ov_first_edge(const struct ov *z, uint64_t id)
 {
-	size_t lo = 0, hi = z->nedges, mid;
-
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		if (z->edges[mid].from < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return ov_lower_bound(z, z->nedges, id, ov_from_key);
 }
 
 /* the first edge (in by_to order) entering @id, or nedges */
 static size_t ov_first_input(const struct ov *z, uint64_t id)
 {
-	size_t lo = 0, hi = z->nedges, mid;
-
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		if (z->edges[z->by_to[mid]].to < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return ov_lower_bound(z, z->nedges, id, ov_to_key);
 }
 
 static int ov_cmp_to(const void *pa, const void *pb, void *arg)
