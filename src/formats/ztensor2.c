@@ -281,34 +281,6 @@ static bool z2_name_ok(const char *s, size_t n)
 	return n && n <= Z2_NAME_MAX && !memchr(s, '\0', n);
 }
 
-/*
- * Map key @k as a name of objects, parts or attribute keys, into *@name
- * (malloc'd, NULL unless it is text, kept when its rules fail: the
- * caller frees it).  @where and @noun make the messages: "WHERE: a NOUN
- * is not text", "WHERE: NOUN '...' is empty, longer than ...".
- */
-static int z2_key_name(struct z2_ctx *z, cbor_item_t *k, const char *where,
-		       const char *noun, char **name, size_t *len)
-{
-	char pn[TFS_PRINTABLE_MAX], *s = NULL;
-	int ret;
-
-	*name = NULL;
-	ret = z2_text(z, k, &s, len);
-	if (ret == -ENOMEM)
-		return ret;
-	if (ret)
-		return z2_schema(z, R_Schema, "%s: a %s is not text", where,
-				 noun);
-	*name = s;
-	if (!z2_name_ok(s, *len))
-		return z2_schema(z, R_Name,
-				 "%s: %s '%s' is empty, longer than 1024 bytes "
-				 "or holds NUL",
-				 where, noun, z2_pn(pn, sizeof(pn), s, *len));
-	return 0;
-}
-
 /* shard names: 1..64 of [A-Za-z0-9._-], not starting with '.' */
 static bool z2_shard_name_ok(const char *s, size_t n)
 {
@@ -323,6 +295,41 @@ static bool z2_shard_name_ok(const char *s, size_t n)
 		      s[i] == '_' || s[i] == '-'))
 			return false;
 	return true;
+}
+
+/*
+ * Map key @k as a name of objects, parts or attribute keys (section 3.5)
+ * or of a shard (@shard), into *@name (malloc'd, NULL unless it is text,
+ * kept when its rules fail: the caller frees it).  @where and @noun make
+ * the messages: "WHERE: a NOUN is not text", "WHERE: NOUN '...' is
+ * empty, longer than ...".
+ */
+static int z2_key_name(struct z2_ctx *z, cbor_item_t *k, const char *where,
+		       const char *noun, bool shard, char **name, size_t *len)
+{
+	char pn[TFS_PRINTABLE_MAX], *s = NULL;
+	int ret;
+
+	*name = NULL;
+	ret = z2_text(z, k, &s, len);
+	if (ret == -ENOMEM)
+		return ret;
+	if (ret)
+		return z2_schema(z, R_Schema, "%s: a %s is not text", where,
+				 noun);
+	*name = s;
+	if (shard ? z2_shard_name_ok(s, *len) : z2_name_ok(s, *len))
+		return 0;
+	z2_pn(pn, sizeof(pn), s, *len);
+	if (shard)
+		return z2_schema(z, R_ShardName,
+				 "%s: name '%s' is not 1-64 bytes of "
+				 "[A-Za-z0-9._-] without a leading '.'",
+				 where, pn);
+	return z2_schema(z, R_Name,
+			 "%s: %s '%s' is empty, longer than 1024 bytes or "
+			 "holds NUL",
+			 where, noun, pn);
 }
 
 /* "<algo>:<hex>": [a-z0-9]+ ':' [0-9a-f]+ (section 7) */
@@ -477,7 +484,7 @@ static int z2_attributes(struct z2_ctx *z, cbor_item_t *m, const char *where)
 	pairs = cbor_map_handle(m);
 	n = cbor_map_size(m);
 	for (i = 0; i < n; i++) {
-		ret = z2_key_name(z, pairs[i].key, in, "key", &k, &kl);
+		ret = z2_key_name(z, pairs[i].key, in, "key", false, &k, &kl);
 		free(k);
 		if (ret)
 			return ret;
@@ -489,7 +496,7 @@ static int z2_shard_table(struct z2_ctx *z, cbor_item_t *m)
 {
 	struct cbor_pair *pairs, *fp;
 	struct z2_shard *s;
-	char *key, pn[TFS_PRINTABLE_MAX];
+	char *key;
 	size_t i, j, n, fn, kl;
 	bool has_size;
 	int ret;
@@ -504,19 +511,12 @@ static int z2_shard_table(struct z2_ctx *z, cbor_item_t *m)
 		return tfs_diag_oom(z->d);
 	for (i = 0; i < n; i++) {
 		s = &z->shards[z->nshards];
-		ret = z2_text(z, pairs[i].key, &s->name, &kl);
-		if (ret == -ENOMEM)
-			return ret;
+		ret = z2_key_name(z, pairs[i].key, "shards", "shard name", true,
+				  &s->name, &kl);
+		if (s->name)
+			z->nshards++;
 		if (ret)
-			return z2_schema(z, R_Schema,
-					 "shards: a shard name is not text");
-		z->nshards++;
-		if (!z2_shard_name_ok(s->name, kl))
-			return z2_schema(z, R_ShardName,
-					 "shards: name '%s' is not 1-64 bytes "
-					 "of [A-Za-z0-9._-] without a leading "
-					 "'.'",
-					 z2_pn(pn, sizeof(pn), s->name, kl));
+			return ret;
 		if (!cbor_isa_map(pairs[i].value))
 			return z2_schema(z, R_Schema, "shards: '%s': not a map",
 					 s->name);
@@ -640,8 +640,8 @@ static int z2_parts(struct z2_ctx *z, struct z2_obj *o, const char *on,
 	snprintf(in, sizeof(in), "object '%s'", on);
 	for (i = 0; i < n; i++) {
 		p = &o->parts[o->nparts];
-		ret = z2_key_name(z, pairs[i].key, in, "part name", &p->name,
-				  &p->name_len);
+		ret = z2_key_name(z, pairs[i].key, in, "part name", false,
+				  &p->name, &p->name_len);
 		if (p->name)
 			o->nparts++;
 		if (ret)
@@ -759,8 +759,8 @@ static int z2_objects(struct z2_ctx *z, cbor_item_t *m)
 		return tfs_diag_oom(z->d);
 	for (i = 0; i < n; i++) {
 		o = &z->objs[z->nobjs];
-		ret = z2_key_name(z, pairs[i].key, "objects", "name", &o->name,
-				  &o->name_len);
+		ret = z2_key_name(z, pairs[i].key, "objects", "name", false,
+				  &o->name, &o->name_len);
 		if (o->name)
 			z->nobjs++;
 		if (ret)
