@@ -196,6 +196,17 @@ static json_t *number_json(const struct tfs_mp_obj *o)
  * [shape, dtype name, bin] inside an ext at the cursor, which ends at
  * @end; *a gets it, checked.
  */
+/* dimension @i of @what's shape ("ndarray"), read into @o: a uint */
+static int shape_dim(struct fx *x, const char *f, const char *what, uint64_t i,
+		     const struct tfs_mp_obj *o)
+{
+	if (o->type == TFS_MP_UINT)
+		return 0;
+	return tfs_mp_fail(&x->m, -EBADMSG, o->start, f,
+			   "%s shape[%" PRIu64 "]: not a non-negative integer",
+			   what, i);
+}
+
 /* an ndarray's next part @what, which must be of @type (@noun) */
 static int ndarray_part(struct fx *x, const char *f, enum tfs_mp_type type,
 			const char *what, const char *noun,
@@ -241,13 +252,10 @@ static int read_ndarray(struct fx *x, const struct tfs_mp_obj *ext,
 	a->ndim = (size_t)o.n;
 	for (i = 0; i < a->ndim; i++) {
 		ret = tfs_mp_next(&x->m, f, &o);
+		if (!ret)
+			ret = shape_dim(x, f, "ndarray", i, &o);
 		if (ret)
 			return ret;
-		if (o.type != TFS_MP_UINT)
-			return tfs_mp_fail(&x->m, -EBADMSG, o.start, f,
-					   "ndarray shape[%" PRIu64
-					   "]: not a non-negative integer",
-					   i);
 		a->shape[i] = o.u;
 	}
 	ret = ndarray_part(x, f, TFS_MP_STR, "dtype", "a str", &o);
@@ -513,13 +521,10 @@ static int read_chunked(struct fx *x, const struct tfs_mp_obj *map)
 				   FX_MAX_DIMS);
 	for (i = 0; i < sm.n; i++) {
 		ret = index_item(x, f, i, "shape", &o);
+		if (!ret)
+			ret = shape_dim(x, f, "chunked array", i, &o);
 		if (ret)
 			return ret;
-		if (o.type != TFS_MP_UINT)
-			return tfs_mp_fail(&x->m, -EBADMSG, o.start, f,
-					   "chunked array shape[%" PRIu64
-					   "]: not a non-negative integer",
-					   i);
 		shape[i] = o.u;
 	}
 	ret = named_item(x, f, "third", "chunks", &cm);

@@ -281,6 +281,22 @@ static bool z2_name_ok(const char *s, size_t n)
 	return n && n <= Z2_NAME_MAX && !memchr(s, '\0', n);
 }
 
+/*
+ * The map @m (@what, for the message) as its pairs, *@n of them, and a
+ * zeroed array of as many entries of @size bytes for what they describe
+ */
+static int z2_table(struct z2_ctx *z, cbor_item_t *m, const char *what,
+		    size_t size, void **arr, struct cbor_pair **pairs,
+		    size_t *n)
+{
+	if (!cbor_isa_map(m))
+		return z2_schema(z, R_Schema, "%s: not a map", what);
+	*pairs = cbor_map_handle(m);
+	*n = cbor_map_size(m);
+	*arr = calloc(*n ? *n : 1, size);
+	return *arr ? 0 : tfs_diag_oom(z->d);
+}
+
 /* shard names: 1..64 of [A-Za-z0-9._-], not starting with '.' */
 static bool z2_shard_name_ok(const char *s, size_t n)
 {
@@ -501,14 +517,11 @@ static int z2_shard_table(struct z2_ctx *z, cbor_item_t *m)
 	bool has_size;
 	int ret;
 
-	if (!cbor_isa_map(m))
-		return z2_schema(z, R_Schema, "shards: not a map");
+	ret = z2_table(z, m, "shards", sizeof(*z->shards), (void **)&z->shards,
+		       &pairs, &n);
+	if (ret)
+		return ret;
 	z->has_table = true;
-	pairs = cbor_map_handle(m);
-	n = cbor_map_size(m);
-	z->shards = calloc(n ? n : 1, sizeof(*z->shards));
-	if (!z->shards)
-		return tfs_diag_oom(z->d);
 	for (i = 0; i < n; i++) {
 		s = &z->shards[z->nshards];
 		ret = z2_key_name(z, pairs[i].key, "shards", "shard name", true,
@@ -624,19 +637,16 @@ static int z2_parts(struct z2_ctx *z, struct z2_obj *o, const char *on,
 {
 	struct cbor_pair *pairs, *fp;
 	struct z2_part *p;
-	char *key, in[TFS_PRINTABLE_MAX + 16];
+	char *key, in[TFS_PRINTABLE_MAX + 24];
 	size_t i, j, n, fn;
 	int ret;
 
-	if (!cbor_isa_map(m))
-		return z2_schema(z, R_Schema, "object '%s': parts: not a map",
-				 on);
+	snprintf(in, sizeof(in), "object '%s': parts", on);
+	ret = z2_table(z, m, in, sizeof(*o->parts), (void **)&o->parts, &pairs,
+		       &n);
+	if (ret)
+		return ret;
 	o->has_parts = true;
-	pairs = cbor_map_handle(m);
-	n = cbor_map_size(m);
-	o->parts = calloc(n ? n : 1, sizeof(*o->parts));
-	if (!o->parts)
-		return tfs_diag_oom(z->d);
 	snprintf(in, sizeof(in), "object '%s'", on);
 	for (i = 0; i < n; i++) {
 		p = &o->parts[o->nparts];
@@ -749,14 +759,11 @@ static int z2_objects(struct z2_ctx *z, cbor_item_t *m)
 	size_t i, n;
 	int ret;
 
-	if (!cbor_isa_map(m))
-		return z2_schema(z, R_Schema, "objects: not a map");
+	ret = z2_table(z, m, "objects", sizeof(*z->objs), (void **)&z->objs,
+		       &pairs, &n);
+	if (ret)
+		return ret;
 	z->has_objects = true;
-	pairs = cbor_map_handle(m);
-	n = cbor_map_size(m);
-	z->objs = calloc(n ? n : 1, sizeof(*z->objs));
-	if (!z->objs)
-		return tfs_diag_oom(z->d);
 	for (i = 0; i < n; i++) {
 		o = &z->objs[z->nobjs];
 		ret = z2_key_name(z, pairs[i].key, "objects", "name", false,
