@@ -552,17 +552,30 @@ static int ov_cmp_to(const void *pa, const void *pb, void *arg)
 	return a->to_port < b->to_port ? -1 : a->to_port > b->to_port;
 }
 
+/* the indices 0..@n-1 in the order of @cmp, into *@out (malloc'd) */
+static int ov_order(struct ov *z, size_t n,
+		    int (*cmp)(const void *, const void *, void *),
+		    uint32_t **out)
+{
+	uint32_t *v = malloc((n + 1) * sizeof(*v));
+	size_t i;
+
+	*out = v;
+	if (!v)
+		return tfs_diag_oom(z->d);
+	for (i = 0; i < n; i++)
+		v[i] = (uint32_t)i;
+	qsort_r(v, n, sizeof(*v), cmp, z);
+	return 0;
+}
+
 static int ov_index(struct ov *z)
 {
 	uint64_t dangling = 0;
 	size_t i;
 
-	z->by_id = malloc((z->nlayers + 1) * sizeof(*z->by_id));
-	if (!z->by_id)
-		return tfs_diag_oom(z->d);
-	for (i = 0; i < z->nlayers; i++)
-		z->by_id[i] = (uint32_t)i;
-	qsort_r(z->by_id, z->nlayers, sizeof(*z->by_id), ov_cmp_id, z);
+	if (ov_order(z, z->nlayers, ov_cmp_id, &z->by_id))
+		return -ENOMEM;
 	for (i = 1; i < z->nlayers; i++) {
 		const struct ov_layer *a = &z->layers[z->by_id[i - 1]];
 		const struct ov_layer *b = &z->layers[z->by_id[i]];
@@ -575,12 +588,8 @@ static int ov_index(struct ov *z)
 	}
 	if (z->nedges) /* edges may be NULL: qsort's pointer is nonnull */
 		qsort(z->edges, z->nedges, sizeof(*z->edges), ov_cmp_edge);
-	z->by_to = malloc((z->nedges + 1) * sizeof(*z->by_to));
-	if (!z->by_to)
-		return tfs_diag_oom(z->d);
-	for (i = 0; i < z->nedges; i++)
-		z->by_to[i] = (uint32_t)i;
-	qsort_r(z->by_to, z->nedges, sizeof(*z->by_to), ov_cmp_to, z);
+	if (ov_order(z, z->nedges, ov_cmp_to, &z->by_to))
+		return -ENOMEM;
 	for (i = 0; i < z->nedges; i++) {
 		struct ov_layer *f = ov_find(z, z->edges[i].from);
 
