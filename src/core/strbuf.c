@@ -47,6 +47,21 @@ void tfs_strbuf_puts(struct tfs_strbuf *t, const char *s)
 	tfs_strbuf_put(t, s, strlen(s));
 }
 
+void tfs_strbuf_sep(struct tfs_strbuf *t, char sep)
+{
+	if (t->len)
+		tfs_strbuf_put(t, &sep, 1);
+}
+
+void tfs_strbuf_cut(struct tfs_strbuf *t, size_t len)
+{
+	if (len >= t->len)
+		return;
+	t->len = len;
+	if (t->p)
+		t->p[len] = '\0';
+}
+
 void tfs_strbuf_put_json_str(struct tfs_strbuf *t, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789ABCDEF";

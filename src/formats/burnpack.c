@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/common/dtype_labels.h"
 #include "tensorfs/builder.h"
 #include "tensorfs/cbor.h"
 #include "tensorfs/checked.h"
@@ -279,6 +280,17 @@ static bool raw_text_is(const struct bpk_ctx *z, uint64_t off, const char *s)
  * Before libcbor allocates anything: the item cap and the tensor count.
  * Structural errors are left to tfs_cbor_decode, which words them.
  */
+/* @n of @what (the field at @at) within @max: 0, or -E2BIG */
+static int bpk_within(struct bpk_ctx *z, uint64_t at, const char *field,
+		      uint64_t n, const char *what, unsigned max)
+{
+	if (n <= max)
+		return 0;
+	return tfs_diag_at(z->d, -E2BIG, at,
+			   "%s: %llu %s exceed the limit of %u", field,
+			   (unsigned long long)n, what, max);
+}
+
 static int bpk_prescan(struct bpk_ctx *z)
 {
 	struct raw_map root, tensors;
@@ -289,12 +301,9 @@ static int bpk_prescan(struct bpk_ctx *z)
 			BPK_HEADER_SIZE);
 	if (raw_skip(&c, 0, &items))
 		return 0;
-	if (items > BPK_CBOR_ITEMS_MAX)
-		return tfs_diag_at(z->d, -E2BIG, BPK_HEADER_SIZE,
-				   "metadata: %llu CBOR items exceed the limit "
-				   "of %u",
-				   (unsigned long long)items,
-				   BPK_CBOR_ITEMS_MAX);
+	if (bpk_within(z, BPK_HEADER_SIZE, "metadata", items, "CBOR items",
+		       BPK_CBOR_ITEMS_MAX))
+		return -E2BIG;
 	if (raw_map_open(z, BPK_HEADER_SIZE, &root))
 		return 0;
 	while (raw_map_next(&root, &k, &v) == 1) {
@@ -303,12 +312,9 @@ static int bpk_prescan(struct bpk_ctx *z)
 			continue;
 		while (raw_map_next(&tensors, &tk, &tv) == 1)
 			count++;
-		if (count > BPK_TENSORS_MAX)
-			return tfs_diag_at(z->d, -E2BIG, v,
-					   "tensors: %llu tensors exceed the "
-					   "limit of %u",
-					   (unsigned long long)count,
-					   BPK_TENSORS_MAX);
+		if (bpk_within(z, v, "tensors", count, "tensors",
+			       BPK_TENSORS_MAX))
+			return -E2BIG;
 	}
 	return 0;
 }
@@ -432,10 +438,7 @@ static int bpk_header(struct bpk_ctx *z)
 
 /* ---- descriptors --------------------------------------------------------- */
 
-static const struct {
-	const char *burn;
-	enum tfs_dtype t;
-} bpk_unit_dtypes[] = {
+static const struct tfs_dtype_label bpk_unit_dtypes[] = {
 	{"F64", TFS_DTYPE_FLOAT64},    {"F32", TFS_DTYPE_FLOAT32},
 	{"Flex32", TFS_DTYPE_FLOAT32}, {"F16", TFS_DTYPE_FLOAT16},
 	{"BF16", TFS_DTYPE_BFLOAT16},  {"I64", TFS_DTYPE_INT64},
@@ -446,10 +449,7 @@ static const struct {
 };
 
 /* {"Bool": storage} (0.21+); U32 storage is 4 bytes per element */
-static const struct {
-	const char *storage;
-	enum tfs_dtype t;
-} bpk_bool_storages[] = {
+static const struct tfs_dtype_label bpk_bool_storages[] = {
 	{"Native", TFS_DTYPE_BOOL},
 	{"U8", TFS_DTYPE_BOOL},
 	{"U32", TFS_DTYPE_UINT32},
@@ -463,20 +463,29 @@ static void bpk_set_dtype(struct bpk_tensor *t, enum tfs_dtype dt,
 	snprintf(t->native, sizeof(t->native), "%s", native);
 }
 
+/* the entry of @table whose name the text @v is, or NULL */
+static const struct tfs_dtype_label *
+bpk_label(cbor_item_t *v, const struct tfs_dtype_label *table, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (tfs_cbor_text_eq(v, table[i].name))
+			return &table[i];
+	return NULL;
+}
+
 static int bpk_dtype_text(struct bpk_ctx *z, struct bpk_tensor *t,
 			  cbor_item_t *v, uint64_t off)
 {
 	char vb[BPK_NAME_PRINT_MAX + 4], *s = NULL;
-	size_t i;
+	const struct tfs_dtype_label *l;
 	int ret;
 
-	for (i = 0; i < sizeof(bpk_unit_dtypes) / sizeof(bpk_unit_dtypes[0]);
-	     i++) {
-		if (tfs_cbor_text_eq(v, bpk_unit_dtypes[i].burn)) {
-			bpk_set_dtype(t, bpk_unit_dtypes[i].t,
-				      bpk_unit_dtypes[i].burn);
-			return 0;
-		}
+	l = bpk_label(v, TFS_DTYPE_LABELS(bpk_unit_dtypes));
+	if (l) {
+		bpk_set_dtype(t, l->dtype, l->name);
+		return 0;
 	}
 	ret = tfs_cbor_text(v, &s, NULL);
 	if (ret == -ENOMEM)
@@ -523,10 +532,10 @@ static int bpk_dtype_map(struct bpk_ctx *z, struct bpk_tensor *t,
 			 cbor_item_t *v, uint64_t off)
 {
 	char kb[BPK_NAME_PRINT_MAX + 4];
+	const struct tfs_dtype_label *l;
 	struct cbor_pair *pair;
 	cbor_item_t *arg;
 	char *s = NULL;
-	size_t i;
 	int ret;
 
 	if (cbor_map_size(v) != 1)
@@ -556,19 +565,13 @@ static int bpk_dtype_map(struct bpk_ctx *z, struct bpk_tensor *t,
 	}
 	if (bpk_key_is(pair->key, "Bool")) {
 		z->map_bool = true;
-		for (i = 0; i < sizeof(bpk_bool_storages) /
-					sizeof(bpk_bool_storages[0]);
-		     i++) {
-			if (tfs_cbor_text_eq(arg,
-					     bpk_bool_storages[i].storage)) {
-				char native[16];
+		l = bpk_label(arg, TFS_DTYPE_LABELS(bpk_bool_storages));
+		if (l) {
+			char native[16];
 
-				snprintf(native, sizeof(native), "Bool(%s)",
-					 bpk_bool_storages[i].storage);
-				bpk_set_dtype(t, bpk_bool_storages[i].t,
-					      native);
-				return 0;
-			}
+			snprintf(native, sizeof(native), "Bool(%s)", l->name);
+			bpk_set_dtype(t, l->dtype, native);
+			return 0;
 		}
 		return tfs_diag_at(z->d, -EBADMSG, off,
 				   "tensor '%s': dtype: unknown Bool storage "
@@ -754,11 +757,8 @@ static int bpk_tensors(struct bpk_ctx *z, cbor_item_t *tensors, uint64_t off)
 	if (ret)
 		return ret;
 	n = cbor_map_size(tensors);
-	if (n > BPK_TENSORS_MAX) /* bpk_prescan saw it first */
-		return tfs_diag_at(z->d, -E2BIG, off,
-				   "tensors: %zu tensors exceed the limit of "
-				   "%u",
-				   n, BPK_TENSORS_MAX);
+	if (bpk_within(z, off, "tensors", n, "tensors", BPK_TENSORS_MAX))
+		return -E2BIG; /* bpk_prescan saw it first */
 	z->t = calloc(n ? n : 1, sizeof(*z->t));
 	if (!z->t)
 		return bpk_nomem(z);

@@ -26,7 +26,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/dtype_labels.h"
 #include "common/spans.h"
+#include "core/strbuf.h"
 #include "parse/msgpack.h"
 #include "tensorfs/builder.h"
 #include "tensorfs/checked.h"
@@ -49,17 +51,13 @@ struct fx {
 	struct tfs_builder *b;
 	struct tfs_diag *d;
 	struct tfs_mp m;
-	char *name; /* the dotted name of the value being read */
-	size_t len, cap;
+	struct tfs_strbuf name; /* the dotted name of the value being read */
 	json_t *leaves;
 	uint64_t tensors, chunked;
 };
 
 /* numpy / ml_dtypes dtype.name -> tensorfs */
-static const struct {
-	const char *name;
-	enum tfs_dtype dtype;
-} fx_dtypes[] = {
+static const struct tfs_dtype_label fx_dtypes[] = {
 	{"float32", TFS_DTYPE_FLOAT32},
 	{"float16", TFS_DTYPE_FLOAT16},
 	{"float64", TFS_DTYPE_FLOAT64},
@@ -135,29 +133,20 @@ static int fx_probe(const struct tfs_source *src)
 /* append ".<key>" (the first key: "<key>"), '.', '/' and NUL escaped */
 static int name_push(struct fx *x, const uint8_t *k, uint64_t n)
 {
-	size_t need = x->len + 1 + 3 * (size_t)n + 1, cap;
-	uint64_t i;
-	char *p;
+	uint64_t i, run = 0;
+	char esc[4];
 
-	if (need > x->cap) {
-		cap = need > 2 * x->cap ? need : 2 * x->cap;
-		p = realloc(x->name, cap);
-		if (!p)
-			return tfs_diag_oom(x->d);
-		x->name = p;
-		x->cap = cap;
-	}
-	if (x->len)
-		x->name[x->len++] = '.';
+	tfs_strbuf_sep(&x->name, '.');
 	for (i = 0; i < n; i++) {
-		if (k[i] == '.' || k[i] == '/' || k[i] == 0)
-			x->len += (size_t)sprintf(x->name + x->len, "%%%02X",
-						  k[i]);
-		else
-			x->name[x->len++] = (char)k[i];
+		if (k[i] != '.' && k[i] != '/' && k[i] != 0)
+			continue;
+		tfs_strbuf_put(&x->name, (const char *)k + run, i - run);
+		snprintf(esc, sizeof(esc), "%%%02X", k[i]);
+		tfs_strbuf_put(&x->name, esc, 3);
+		run = i + 1;
 	}
-	x->name[x->len] = '\0';
-	return 0;
+	tfs_strbuf_put(&x->name, (const char *)k + run, n - run);
+	return x->name.failed ? tfs_diag_oom(x->d) : 0;
 }
 
 static int name_index(struct fx *x, uint64_t i)
@@ -171,9 +160,9 @@ static int name_index(struct fx *x, uint64_t i)
 /* the name for messages: "root" at the top */
 static const char *field(struct fx *x, char *buf, size_t len)
 {
-	if (!x->len)
+	if (!x->name.len)
 		return "root";
-	tfs_name_printable(buf, len, x->name, x->len);
+	tfs_name_printable(buf, len, x->name.p, x->name.len);
 	return buf;
 }
 
@@ -181,7 +170,8 @@ static const char *field(struct fx *x, char *buf, size_t len)
 
 static int leaf(struct fx *x, json_t *v)
 {
-	if (!v || json_object_set_new(x->leaves, x->len ? x->name : "", v))
+	if (!v ||
+	    json_object_set_new(x->leaves, x->name.len ? x->name.p : "", v))
 		return tfs_diag_oom(x->d);
 	return 0;
 }
@@ -206,6 +196,31 @@ static json_t *number_json(const struct tfs_mp_obj *o)
  * [shape, dtype name, bin] inside an ext at the cursor, which ends at
  * @end; *a gets it, checked.
  */
+/* dimension @i of @what's shape ("ndarray"), read into @o: a uint */
+static int shape_dim(struct fx *x, const char *f, const char *what, uint64_t i,
+		     const struct tfs_mp_obj *o)
+{
+	if (o->type == TFS_MP_UINT)
+		return 0;
+	return tfs_mp_fail(&x->m, -EBADMSG, o->start, f,
+			   "%s shape[%" PRIu64 "]: not a non-negative integer",
+			   what, i);
+}
+
+/* an ndarray's next part @what, which must be of @type (@noun) */
+static int ndarray_part(struct fx *x, const char *f, enum tfs_mp_type type,
+			const char *what, const char *noun,
+			struct tfs_mp_obj *o)
+{
+	int ret = tfs_mp_next(&x->m, f, o);
+
+	if (ret || o->type == type)
+		return ret;
+	return tfs_mp_fail(&x->m, -EBADMSG, o->start, f,
+			   "ndarray %s: not %s (type byte 0x%02x)", what, noun,
+			   o->byte);
+}
+
 static int read_ndarray(struct fx *x, const struct tfs_mp_obj *ext,
 			struct fx_array *a)
 {
@@ -213,7 +228,7 @@ static int read_ndarray(struct fx *x, const struct tfs_mp_obj *ext,
 	const char *f = field(x, nb, sizeof(nb));
 	struct tfs_mp_obj o;
 	uint64_t count, bytes, i;
-	size_t k;
+	const struct tfs_dtype_label *l;
 	int ret;
 
 	memset(a, 0, sizeof(*a));
@@ -226,14 +241,9 @@ static int read_ndarray(struct fx *x, const struct tfs_mp_obj *ext,
 				   "an ndarray ext holds [shape, dtype, "
 				   "data], not type byte 0x%02x",
 				   o.byte);
-	ret = tfs_mp_next(&x->m, f, &o);
+	ret = ndarray_part(x, f, TFS_MP_ARRAY, "shape", "an array", &o);
 	if (ret)
 		return ret;
-	if (o.type != TFS_MP_ARRAY)
-		return tfs_mp_fail(&x->m, -EBADMSG, o.start, f,
-				   "ndarray shape: not an array (type byte "
-				   "0x%02x)",
-				   o.byte);
 	if (o.n > FX_MAX_DIMS)
 		return tfs_mp_fail(&x->m, -EBADMSG, o.start, f,
 				   "ndarray shape: %" PRIu64
@@ -242,28 +252,17 @@ static int read_ndarray(struct fx *x, const struct tfs_mp_obj *ext,
 	a->ndim = (size_t)o.n;
 	for (i = 0; i < a->ndim; i++) {
 		ret = tfs_mp_next(&x->m, f, &o);
+		if (!ret)
+			ret = shape_dim(x, f, "ndarray", i, &o);
 		if (ret)
 			return ret;
-		if (o.type != TFS_MP_UINT)
-			return tfs_mp_fail(&x->m, -EBADMSG, o.start, f,
-					   "ndarray shape[%" PRIu64
-					   "]: not a non-negative integer",
-					   i);
 		a->shape[i] = o.u;
 	}
-	ret = tfs_mp_next(&x->m, f, &o);
+	ret = ndarray_part(x, f, TFS_MP_STR, "dtype", "a str", &o);
 	if (ret)
 		return ret;
-	if (o.type != TFS_MP_STR)
-		return tfs_mp_fail(&x->m, -EBADMSG, o.start, f,
-				   "ndarray dtype: not a str (type byte "
-				   "0x%02x)",
-				   o.byte);
-	for (k = 0; k < sizeof(fx_dtypes) / sizeof(fx_dtypes[0]); k++)
-		if (strlen(fx_dtypes[k].name) == o.n &&
-		    !memcmp(fx_dtypes[k].name, o.p, o.n))
-			break;
-	if (k == sizeof(fx_dtypes) / sizeof(fx_dtypes[0]))
+	l = tfs_dtype_label_find(TFS_DTYPE_LABELS(fx_dtypes), o.p, o.n);
+	if (!l)
 		return tfs_mp_fail(&x->m, -ENOTSUP, o.start, f,
 				   "ndarray dtype '%.*s' is not supported",
 				   (int)(o.n < 32 ? o.n : 32),
@@ -271,16 +270,11 @@ static int read_ndarray(struct fx *x, const struct tfs_mp_obj *ext,
 						   !memchr(o.p, 0, o.n)
 					   ? (const char *)o.p
 					   : "?");
-	a->dtype = fx_dtypes[k].dtype;
-	a->dtype_name = fx_dtypes[k].name;
-	ret = tfs_mp_next(&x->m, f, &o);
+	a->dtype = l->dtype;
+	a->dtype_name = l->name;
+	ret = ndarray_part(x, f, TFS_MP_BIN, "data", "a bin", &o);
 	if (ret)
 		return ret;
-	if (o.type != TFS_MP_BIN)
-		return tfs_mp_fail(&x->m, -EBADMSG, o.start, f,
-				   "ndarray data: not a bin (type byte "
-				   "0x%02x)",
-				   o.byte);
 	a->data = o.at;
 	a->nbytes = o.n;
 	if (!tfs_shape_product(a->shape, a->ndim, &count) ||
@@ -311,8 +305,8 @@ static int add_array(struct fx *x, const struct fx_array *a, uint32_t *h)
 {
 	struct tfs_tensor_spec s = {0};
 
-	s.name = x->name;
-	s.name_len = x->len;
+	s.name = x->name.p;
+	s.name_len = x->name.len;
 	s.dtype = a->dtype;
 	s.ndim = a->ndim;
 	s.shape = a->shape;
@@ -329,7 +323,7 @@ static int read_value(struct fx *x, unsigned depth);
 /* an array's (or tuple's) @n items, named by position */
 static int read_items(struct fx *x, uint64_t n, unsigned depth)
 {
-	size_t len = x->len;
+	size_t len = x->name.len;
 	uint64_t i;
 	int ret = 0;
 
@@ -337,8 +331,7 @@ static int read_items(struct fx *x, uint64_t n, unsigned depth)
 		ret = name_index(x, i);
 		if (!ret)
 			ret = read_value(x, depth);
-		x->len = len;
-		x->name[len] = '\0';
+		tfs_strbuf_cut(&x->name, len);
 	}
 	return ret;
 }
@@ -426,9 +419,11 @@ static bool key_is(const struct tfs_span *k, const char *s)
 }
 
 /* a map of @n entries keyed "0".."n-1" in order; @what for messages */
-static int index_key(struct fx *x, uint64_t i, const char *what)
+/* a chunked array's entry @i of @what: the key "<i>", its value into @o */
+static int index_item(struct fx *x, const char *f, uint64_t i, const char *what,
+		      struct tfs_mp_obj *o)
 {
-	char nb[TFS_PRINTABLE_MAX], num[24];
+	char num[24];
 	struct tfs_span k;
 	int ret = read_key(x, &k);
 
@@ -436,11 +431,25 @@ static int index_key(struct fx *x, uint64_t i, const char *what)
 		return ret;
 	snprintf(num, sizeof(num), "%" PRIu64, i);
 	if (!key_is(&k, num))
-		return tfs_mp_fail(
-			&x->m, -EBADMSG, k.at, field(x, nb, sizeof(nb)),
-			"chunked array %s: key %" PRIu64 " is not \"%s\"", what,
-			i, num);
-	return 0;
+		return tfs_mp_fail(&x->m, -EBADMSG, k.at, f,
+				   "chunked array %s: key %" PRIu64
+				   " is not \"%s\"",
+				   what, i, num);
+	return tfs_mp_next(&x->m, f, o);
+}
+
+/* a chunked array's @nth key, which must be @name: its value into @o */
+static int named_item(struct fx *x, const char *f, const char *nth,
+		      const char *name, struct tfs_mp_obj *o)
+{
+	struct tfs_span k;
+	int ret = read_key(x, &k);
+
+	if (!ret && !key_is(&k, name))
+		ret = tfs_mp_fail(&x->m, -EBADMSG, k.at, f,
+				  "chunked array: the %s key is not \"%s\"",
+				  nth, name);
+	return ret ? ret : tfs_mp_next(&x->m, f, o);
 }
 
 /*
@@ -489,7 +498,6 @@ static int read_chunked(struct fx *x, const struct tfs_mp_obj *map)
 	struct tfs_segment *segs = NULL;
 	struct tfs_mp_obj o, sm, cm;
 	struct fx_array a, first;
-	struct tfs_span k;
 	json_t *chunks, *extra;
 	size_t cap = 0;
 	uint32_t h;
@@ -503,13 +511,7 @@ static int read_chunked(struct fx *x, const struct tfs_mp_obj *map)
 		return tfs_mp_fail(&x->m, -EBADMSG, map->start, f,
 				   "a chunked array is a map of 3: " FX_CHUNKED
 				   " true, shape, chunks");
-	ret = read_key(x, &k);
-	if (!ret && !key_is(&k, "shape"))
-		ret = tfs_mp_fail(&x->m, -EBADMSG, k.at, f,
-				  "chunked array: the second key is not "
-				  "\"shape\"");
-	if (!ret)
-		ret = tfs_mp_next(&x->m, f, &sm);
+	ret = named_item(x, f, "second", "shape", &sm);
 	if (ret)
 		return ret;
 	if (sm.type != TFS_MP_MAP || sm.n > FX_MAX_DIMS)
@@ -518,25 +520,14 @@ static int read_chunked(struct fx *x, const struct tfs_mp_obj *map)
 				   "%d dimensions",
 				   FX_MAX_DIMS);
 	for (i = 0; i < sm.n; i++) {
-		ret = index_key(x, i, "shape");
+		ret = index_item(x, f, i, "shape", &o);
 		if (!ret)
-			ret = tfs_mp_next(&x->m, f, &o);
+			ret = shape_dim(x, f, "chunked array", i, &o);
 		if (ret)
 			return ret;
-		if (o.type != TFS_MP_UINT)
-			return tfs_mp_fail(&x->m, -EBADMSG, o.start, f,
-					   "chunked array shape[%" PRIu64
-					   "]: not a non-negative integer",
-					   i);
 		shape[i] = o.u;
 	}
-	ret = read_key(x, &k);
-	if (!ret && !key_is(&k, "chunks"))
-		ret = tfs_mp_fail(&x->m, -EBADMSG, k.at, f,
-				  "chunked array: the third key is not "
-				  "\"chunks\"");
-	if (!ret)
-		ret = tfs_mp_next(&x->m, f, &cm);
+	ret = named_item(x, f, "third", "chunks", &cm);
 	if (ret)
 		return ret;
 	if (cm.type != TFS_MP_MAP || cm.n == 0)
@@ -547,9 +538,7 @@ static int read_chunked(struct fx *x, const struct tfs_mp_obj *map)
 	if (!chunks)
 		return tfs_diag_oom(x->d);
 	for (i = 0; !ret && i < cm.n; i++) {
-		ret = index_key(x, i, "chunks");
-		if (!ret)
-			ret = tfs_mp_next(&x->m, f, &o);
+		ret = index_item(x, f, i, "chunks", &o);
 		if (!ret && (o.type != TFS_MP_EXT || o.ext != FX_EXT_NDARRAY))
 			ret = tfs_mp_fail(&x->m, -EBADMSG, o.start, f,
 					  "chunked array chunk %" PRIu64
@@ -588,8 +577,8 @@ static int read_chunked(struct fx *x, const struct tfs_mp_obj *map)
 	if (ret)
 		goto out;
 	/* one file: the chunks' bytes in order, each a piece of the file */
-	s.name = x->name;
-	s.name_len = x->len;
+	s.name = x->name.p;
+	s.name_len = x->name.len;
 	s.dtype = first.dtype;
 	s.ndim = sm.n;
 	s.shape = shape;
@@ -616,13 +605,13 @@ static int read_map(struct fx *x, const struct tfs_mp_obj *o, unsigned depth)
 {
 	const struct tfs_span *dup, *first;
 	char nb[TFS_PRINTABLE_MAX];
-	size_t len = x->len;
+	size_t len = x->name.len;
 	struct tfs_span *keys;
 	uint64_t i;
 	int ret = 0;
 
 	if (!o->n)
-		return x->len ? leaf(x, json_object()) : 0;
+		return x->name.len ? leaf(x, json_object()) : 0;
 	keys = calloc((size_t)o->n, sizeof(*keys));
 	if (!keys)
 		return tfs_diag_oom(x->d);
@@ -643,9 +632,7 @@ static int read_map(struct fx *x, const struct tfs_mp_obj *o, unsigned depth)
 		ret = name_push(x, keys[i].p, keys[i].len);
 		if (!ret)
 			ret = read_value(x, depth + 1);
-		x->len = len;
-		if (x->name)
-			x->name[len] = '\0';
+		tfs_strbuf_cut(&x->name, len);
 	}
 	if (ret)
 		goto out;
@@ -741,7 +728,7 @@ static int fx_load(const struct tfs_source *src, struct tfs_builder *b,
 		x.leaves = NULL;
 	}
 	json_decref(x.leaves);
-	free(x.name);
+	free(x.name.p);
 	return ret;
 }
 

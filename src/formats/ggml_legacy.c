@@ -641,6 +641,15 @@ static json_t *float_json(uint32_t bits)
 	return isfinite(f) ? json_real(f) : json_null();
 }
 
+/* @o[@key] = *@v, whose reference is given away (*@v NULL) even on failure */
+static int set_taken(json_t *o, const char *key, json_t **v)
+{
+	json_t *x = *v;
+
+	*v = NULL;
+	return json_object_set_new(o, key, x);
+}
+
 /* {"count", "offset", "has_scores", "tokens": [...], ["scores": [...]]} */
 static json_t *vocab_json(void *arg)
 {
@@ -676,15 +685,9 @@ static json_t *vocab_json(void *arg)
 		if (!e || json_array_append_new(scores, e))
 			goto fail;
 	}
-	if (json_object_set_new(o, "tokens", toks)) {
-		toks = NULL;
+	if (set_taken(o, "tokens", &toks) ||
+	    (scores && set_taken(o, "scores", &scores)))
 		goto fail;
-	}
-	toks = NULL;
-	if (scores && json_object_set_new(o, "scores", scores)) {
-		scores = NULL;
-		goto fail;
-	}
 	return o;
 fail:
 	json_decref(toks);
@@ -761,11 +764,8 @@ static json_t *vad_json(const struct gl_cand *k, const uint8_t *data)
 		if (!l || json_array_append_new(layers, l))
 			goto fail;
 	}
-	if (json_object_set_new(o, "encoder_layers", layers)) {
-		layers = NULL;
+	if (set_taken(o, "encoder_layers", &layers))
 		goto fail;
-	}
-	layers = NULL;
 	for (j = 0; j < 4; j++)
 		if (json_object_set_new(o, vad_tail[j],
 					json_integer(k->vad_tail[j])))

@@ -691,6 +691,22 @@ static void ctx_free(struct gguf_ctx *z)
 	free(z->infos);
 }
 
+/*
+ * @n entries of at least @min bytes each (the count @field, at @at) fit
+ * in the bytes left (@after: what was read since the count)
+ */
+static int count_fits(struct gguf_ctx *z, uint64_t at, const char *field,
+		      uint64_t n, uint64_t min, const char *what,
+		      const char *after)
+{
+	if (n <= tfs_cursor_remaining(&z->c) / min)
+		return 0;
+	return tfs_diag_at(z->d, -EBADMSG, at,
+			   "%s: %" PRIu64 " %s cannot fit in the %" PRIu64
+			   " bytes left%s",
+			   field, n, what, tfs_cursor_remaining(&z->c), after);
+}
+
 /* magic, version, counts and the key/values; the cursor ends after them */
 static int read_head(struct gguf_ctx *z)
 {
@@ -726,18 +742,11 @@ static int read_head(struct gguf_ctx *z)
 	    u64_at(z, "kv_count", &h->n_kv))
 		return -EBADMSG;
 	/* counts against the bytes left, before anything is allocated */
-	if (h->n_tensors > tfs_cursor_remaining(&z->c) / GGUF_INFO_MIN)
-		return tfs_diag_at(z->d, -EBADMSG, 8,
-				   "tensor_count: %" PRIu64
-				   " tensor infos cannot fit in the %" PRIu64
-				   " bytes left",
-				   h->n_tensors, tfs_cursor_remaining(&z->c));
-	if (h->n_kv > tfs_cursor_remaining(&z->c) / GGUF_KV_MIN)
-		return tfs_diag_at(z->d, -EBADMSG, 16,
-				   "kv_count: %" PRIu64
-				   " key/values cannot fit in the %" PRIu64
-				   " bytes left",
-				   h->n_kv, tfs_cursor_remaining(&z->c));
+	if (count_fits(z, 8, "tensor_count", h->n_tensors, GGUF_INFO_MIN,
+		       "tensor infos", "") ||
+	    count_fits(z, 16, "kv_count", h->n_kv, GGUF_KV_MIN, "key/values",
+		       ""))
+		return -EBADMSG;
 	return read_kvs(z);
 }
 
@@ -748,12 +757,9 @@ static int add_tensors(struct gguf_ctx *z)
 	struct gguf_head *h = &z->h;
 	int ret;
 
-	if (h->n_tensors > tfs_cursor_remaining(&z->c) / GGUF_INFO_MIN)
-		return tfs_diag_at(z->d, -EBADMSG, 8,
-				   "tensor_count: %" PRIu64
-				   " tensor infos cannot fit in the %" PRIu64
-				   " bytes left after the key/values",
-				   h->n_tensors, tfs_cursor_remaining(&z->c));
+	if (count_fits(z, 8, "tensor_count", h->n_tensors, GGUF_INFO_MIN,
+		       "tensor infos", " after the key/values"))
+		return -EBADMSG;
 	z->infos = calloc(h->n_tensors ? h->n_tensors : 1, sizeof(*z->infos));
 	if (!z->infos)
 		return tfs_diag_oom(z->d);

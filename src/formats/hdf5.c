@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/strbuf.h"
 #include "parse/hdf5/h5.h"
 #include "tensorfs/builder.h"
 #include "tensorfs/checked.h"
@@ -78,8 +79,7 @@ struct hx_ctx {
 	struct h5_set groups; /* object headers of groups visited */
 	const char *comp[HX_MAX_DEPTH + 1];
 	unsigned depth;
-	char *path; /* "a/b/c" of the current object */
-	size_t path_len, path_cap;
+	struct tfs_strbuf path; /* "a/b/c" of the current object */
 	uint64_t objects;
 	uint64_t meta_bytes;
 	json_t *attrs, *links, *not_exposed, *vlen, *summary_filters;
@@ -109,35 +109,15 @@ static int hx_probe(const struct tfs_source *src)
 
 static int hx_path_push(struct hx_ctx *z, const char *name, size_t *saved)
 {
-	size_t n = strlen(name), need = z->path_len + 1 + n + 1;
-
-	*saved = z->path_len;
-	if (need > z->path_cap) {
-		size_t cap = need * 2;
-		char *p = realloc(z->path, cap);
-
-		if (!p)
-			return tfs_diag_oom(z->d);
-		z->path = p;
-		z->path_cap = cap;
-	}
-	if (z->path_len)
-		z->path[z->path_len++] = '/';
-	memcpy(z->path + z->path_len, name, n + 1);
-	z->path_len += n;
-	return 0;
-}
-
-static void hx_path_pop(struct hx_ctx *z, size_t saved)
-{
-	z->path_len = saved;
-	if (z->path)
-		z->path[saved] = 0;
+	*saved = z->path.len;
+	tfs_strbuf_sep(&z->path, '/');
+	tfs_strbuf_puts(&z->path, name);
+	return z->path.failed ? tfs_diag_oom(z->d) : 0;
 }
 
 static const char *hx_path(const struct hx_ctx *z)
 {
-	return z->path_len ? z->path : "/";
+	return z->path.len ? z->path.p : "/";
 }
 
 /* ---- attribute values to JSON -------------------------------------------- */
@@ -966,7 +946,7 @@ static int hx_index_of(const json_t *a, const char *s, size_t n)
 static int hx_keras_order(struct hx_ctx *z, uint32_t h)
 {
 	static const char *const bases[] = {"", "model_weights"};
-	const char *path = z->path;
+	const char *path = z->path.p;
 	unsigned k;
 
 	for (k = 0; k < 2; k++) {
@@ -1102,8 +1082,8 @@ static int hx_dataset(struct hx_ctx *z, const struct h5_ohdr *oh)
 	}
 	if (ret)
 		goto out;
-	s.name = z->path;
-	s.name_len = z->path_len;
+	s.name = z->path.p;
+	s.name_len = z->path.len;
 	s.path = z->comp;
 	s.path_len = z->depth;
 	s.dtype = m.dtype;
@@ -1322,7 +1302,7 @@ static int hx_group(struct hx_ctx *z, const struct h5_ohdr *oh)
 			}
 			ret = hx_object(z, k->addr, name);
 		}
-		hx_path_pop(z, saved);
+		tfs_strbuf_cut(&z->path, saved);
 	}
 out:
 	for (i = 0; i < x.n; i++) {
@@ -1343,7 +1323,7 @@ static int hx_group_visit(struct hx_ctx *z, uint64_t addr)
 	snprintf(key, sizeof(key), "%" PRIu64, addr);
 	if (h5_set_add(&z->groups, addr) < 0)
 		return -ENOMEM;
-	if (asprintf(&p, "/%s", z->path_len ? z->path : "") < 0)
+	if (asprintf(&p, "/%s", z->path.len ? z->path.p : "") < 0)
 		return -ENOMEM;
 	ret = json_object_set_new(z->group_paths, key, json_string(p));
 	free(p);
@@ -1359,7 +1339,7 @@ static int hx_object(struct hx_ctx *z, uint64_t addr, const char *shown)
 	if (z->depth >= HX_MAX_DEPTH)
 		return tfs_diag_at(z->d, -E2BIG, h5_abs(&z->f, addr),
 				   "group %s: deeper than %u levels",
-				   TFS_SHOWN(z->path, z->path_len),
+				   TFS_SHOWN(z->path.p, z->path.len),
 				   HX_MAX_DEPTH);
 	if (++z->objects > HX_MAX_OBJECTS)
 		return tfs_diag_at(z->d, -E2BIG, h5_abs(&z->f, addr),
@@ -1553,7 +1533,7 @@ out:
 	json_decref(z.summary_filters);
 	json_decref(z.group_paths);
 	h5_set_free(&z.groups);
-	free(z.path);
+	free(z.path.p);
 	return ret;
 }
 

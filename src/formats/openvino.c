@@ -196,6 +196,29 @@ static void *ov_grow(void *p, size_t *cap, size_t n, size_t size)
 	return q;
 }
 
+/*
+ * A new zeroed entry at the end of *@arr (*@n of them, at most @max):
+ * 0 with it in *@slot, or -E2BIG ("WHAT: more than MAX") or -ENOMEM.
+ */
+static int ov_push(struct ov *z, void **arr, size_t *cap, size_t *n,
+		   size_t size, unsigned max, const char *what, uint64_t at,
+		   void **slot)
+{
+	char *p;
+
+	if (*n >= max)
+		return tfs_diag_at(z->d, -E2BIG, at, "%s: more than %u", what,
+				   max);
+	p = ov_grow(*arr, cap, *n, size);
+	if (!p)
+		return tfs_diag_oom(z->d);
+	*arr = p;
+	p += (*n)++ * size;
+	memset(p, 0, size);
+	*slot = p;
+	return 0;
+}
+
 static int ov_own(struct ov *z, char *s)
 {
 	char **n;
@@ -249,15 +272,10 @@ static int ov_layer_open(struct ov *z, uint64_t at,
 	struct ov_layer *l;
 	int ret;
 
-	if (z->nlayers >= OV_MAX_LAYERS)
-		return tfs_diag_at(z->d, -E2BIG, at, "layers: more than %u",
-				   OV_MAX_LAYERS);
-	l = ov_grow(z->layers, &z->layers_cap, z->nlayers, sizeof(*l));
-	if (!l)
-		return tfs_diag_oom(z->d);
-	z->layers = l;
-	l = &z->layers[z->nlayers++];
-	memset(l, 0, sizeof(*l));
+	ret = ov_push(z, (void **)&z->layers, &z->layers_cap, &z->nlayers,
+		      sizeof(*l), OV_MAX_LAYERS, "layers", at, (void **)&l);
+	if (ret)
+		return ret;
 	l->at = at;
 	if (!id)
 		return tfs_diag_at(z->d, -EBADMSG, at,
@@ -346,6 +364,7 @@ static int ov_edge(struct ov *z, uint64_t at, const struct tfs_xml_attr *a,
 	uint64_t v[4];
 	struct ov_edge *e;
 	unsigned i;
+	int ret;
 
 	for (i = 0; i < 4; i++) {
 		const struct tfs_xml_attr *x = ov_attr(a, n, keys[i]);
@@ -358,14 +377,10 @@ static int ov_edge(struct ov *z, uint64_t at, const struct tfs_xml_attr *a,
 					   "edge %s '%s': not a decimal number",
 					   keys[i], x->value);
 	}
-	if (z->nedges >= OV_MAX_EDGES)
-		return tfs_diag_at(z->d, -E2BIG, at, "edges: more than %u",
-				   OV_MAX_EDGES);
-	e = ov_grow(z->edges, &z->edges_cap, z->nedges, sizeof(*e));
-	if (!e)
-		return tfs_diag_oom(z->d);
-	z->edges = e;
-	e = &z->edges[z->nedges++];
+	ret = ov_push(z, (void **)&z->edges, &z->edges_cap, &z->nedges,
+		      sizeof(*e), OV_MAX_EDGES, "edges", at, (void **)&e);
+	if (ret)
+		return ret;
 	e->from = v[0];
 	e->from_port = v[1];
 	e->to = v[2];
@@ -474,18 +489,42 @@ static int ov_cmp_edge(const void *pa, const void *pb)
 	return a->to_port < b->to_port ? -1 : a->to_port > b->to_port;
 }
 
-/* the layer with id @id, or NULL */
-static struct ov_layer *ov_find(const struct ov *z, uint64_t id)
+static uint64_t ov_layer_key(const struct ov *z, size_t i)
 {
-	size_t lo = 0, hi = z->nlayers, mid;
+	return z->layers[z->by_id[i]].id;
+}
+
+static uint64_t ov_from_key(const struct ov *z, size_t i)
+{
+	return z->edges[i].from;
+}
+
+static uint64_t ov_to_key(const struct ov *z, size_t i)
+{
+	return z->edges[z->by_to[i]].to;
+}
+
+/* the first of @n sorted entries whose @key is not below @id, or @n */
+static size_t ov_lower_bound(const struct ov *z, size_t n, uint64_t id,
+			     uint64_t (*key)(const struct ov *, size_t))
+{
+	size_t lo = 0, hi = n, mid;
 
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
-		if (z->layers[z->by_id[mid]].id < id)
+		if (key(z, mid) < id)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+/* the layer with id @id, or NULL */
+static struct ov_layer *ov_find(const struct ov *z, uint64_t id)
+{
+	size_t lo = ov_lower_bound(z, z->nlayers, id, ov_layer_key);
+
 	if (lo < z->nlayers && z->layers[z->by_id[lo]].id == id)
 		return &z->layers[z->by_id[lo]];
 	return NULL;
@@ -494,31 +533,13 @@ static struct ov_layer *ov_find(const struct ov *z, uint64_t id)
 /* the first edge leaving @id (edges sorted by from), or nedges */
 static size_t ov_first_edge(const struct ov *z, uint64_t id)
 {
-	size_t lo = 0, hi = z->nedges, mid;
-
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		if (z->edges[mid].from < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return ov_lower_bound(z, z->nedges, id, ov_from_key);
 }
 
 /* the first edge (in by_to order) entering @id, or nedges */
 static size_t ov_first_input(const struct ov *z, uint64_t id)
 {
-	size_t lo = 0, hi = z->nedges, mid;
-
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		if (z->edges[z->by_to[mid]].to < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return ov_lower_bound(z, z->nedges, id, ov_to_key);
 }
 
 static int ov_cmp_to(const void *pa, const void *pb, void *arg)
@@ -532,17 +553,30 @@ static int ov_cmp_to(const void *pa, const void *pb, void *arg)
 	return a->to_port < b->to_port ? -1 : a->to_port > b->to_port;
 }
 
+/* the indices 0..@n-1 in the order of @cmp, into *@out (malloc'd) */
+static int ov_order(struct ov *z, size_t n,
+		    int (*cmp)(const void *, const void *, void *),
+		    uint32_t **out)
+{
+	uint32_t *v = malloc((n + 1) * sizeof(*v));
+	size_t i;
+
+	*out = v;
+	if (!v)
+		return tfs_diag_oom(z->d);
+	for (i = 0; i < n; i++)
+		v[i] = (uint32_t)i;
+	qsort_r(v, n, sizeof(*v), cmp, z);
+	return 0;
+}
+
 static int ov_index(struct ov *z)
 {
 	uint64_t dangling = 0;
 	size_t i;
 
-	z->by_id = malloc((z->nlayers + 1) * sizeof(*z->by_id));
-	if (!z->by_id)
-		return tfs_diag_oom(z->d);
-	for (i = 0; i < z->nlayers; i++)
-		z->by_id[i] = (uint32_t)i;
-	qsort_r(z->by_id, z->nlayers, sizeof(*z->by_id), ov_cmp_id, z);
+	if (ov_order(z, z->nlayers, ov_cmp_id, &z->by_id))
+		return -ENOMEM;
 	for (i = 1; i < z->nlayers; i++) {
 		const struct ov_layer *a = &z->layers[z->by_id[i - 1]];
 		const struct ov_layer *b = &z->layers[z->by_id[i]];
@@ -555,12 +589,8 @@ static int ov_index(struct ov *z)
 	}
 	if (z->nedges) /* edges may be NULL: qsort's pointer is nonnull */
 		qsort(z->edges, z->nedges, sizeof(*z->edges), ov_cmp_edge);
-	z->by_to = malloc((z->nedges + 1) * sizeof(*z->by_to));
-	if (!z->by_to)
-		return tfs_diag_oom(z->d);
-	for (i = 0; i < z->nedges; i++)
-		z->by_to[i] = (uint32_t)i;
-	qsort_r(z->by_to, z->nedges, sizeof(*z->by_to), ov_cmp_to, z);
+	if (ov_order(z, z->nedges, ov_cmp_to, &z->by_to))
+		return -ENOMEM;
 	for (i = 0; i < z->nedges; i++) {
 		struct ov_layer *f = ov_find(z, z->edges[i].from);
 

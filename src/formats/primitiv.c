@@ -764,28 +764,34 @@ static const struct {
 	{PV_OPTIMIZER, "Optimizer", pv_read_optimizer},
 };
 
+/* ver_major (@major) or ver_minor: the one version read, 0.1 */
+static int pv_version(struct pv *p, const char *field, bool major)
+{
+	uint32_t v;
+	uint64_t start;
+	int ret = pv_u32(p, field, &v, &start);
+
+	if (ret || v == (major ? 0 : 1))
+		return ret;
+	return tfs_mp_fail(&p->m, -ENOTSUP, start, field,
+			   major ? "version %u.x is not supported (only 0.1)"
+				 : "version 0.%u is not supported (only 0.1)",
+			   v);
+}
+
 /* ver_major 0, ver_minor 1, data_type: returns the pv_types index */
 static int pv_read_header(struct pv *p, size_t *type)
 {
-	uint32_t major, minor, dt;
+	uint32_t dt;
 	uint64_t start;
 	size_t i;
 	int ret;
 
-	ret = pv_u32(p, "ver_major", &major, &start);
+	ret = pv_version(p, "ver_major", true);
+	if (!ret)
+		ret = pv_version(p, "ver_minor", false);
 	if (ret)
 		return ret;
-	if (major != 0)
-		return tfs_mp_fail(&p->m, -ENOTSUP, start, "ver_major",
-				   "version %u.x is not supported (only 0.1)",
-				   major);
-	ret = pv_u32(p, "ver_minor", &minor, &start);
-	if (ret)
-		return ret;
-	if (minor != 1)
-		return tfs_mp_fail(&p->m, -ENOTSUP, start, "ver_minor",
-				   "version 0.%u is not supported (only 0.1)",
-				   minor);
 	ret = pv_u32(p, "data_type", &dt, &start);
 	if (ret)
 		return ret;

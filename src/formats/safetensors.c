@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/common/dtype_labels.h"
 #include "parse/json.h"
 #include "tensorfs/builder.h"
 #include "tensorfs/checked.h"
@@ -41,10 +42,7 @@
 /* __metadata__: at most this many JSON values copied to metadata.json */
 #define ST_META_NODES 1000000
 
-static const struct {
-	const char *name;
-	enum tfs_dtype dtype;
-} st_dtypes[] = {
+static const struct tfs_dtype_label st_dtypes[] = {
 	{"BOOL", TFS_DTYPE_BOOL},
 	{"U8", TFS_DTYPE_UINT8},
 	{"I8", TFS_DTYPE_INT8},
@@ -116,11 +114,6 @@ static int st_probe(const struct tfs_source *src)
 	return 0;
 }
 
-static int st_next(struct st_ctx *z, struct tfs_json_token *t)
-{
-	return tfs_json_next(&z->j, t, z->d);
-}
-
 /* a printable tensor name for messages */
 
 static int st_dtype(struct st_ctx *z, struct st_tensor *x,
@@ -128,10 +121,9 @@ static int st_dtype(struct st_ctx *z, struct st_tensor *x,
 {
 	size_t i;
 
-	if (v->kind != TFS_JSON_STRING)
-		return tfs_diag_at(z->d, -EBADMSG, v->offset,
-				   "tensor '%s': dtype: not a string",
-				   TFS_SHOWN(x->name, x->name_len));
+	if (tfs_json_want(v, TFS_JSON_STRING, z->d, "tensor '%s': dtype",
+			  TFS_SHOWN(x->name, x->name_len)))
+		return -EBADMSG;
 	for (i = 0; i < sizeof(st_dtypes) / sizeof(st_dtypes[0]); i++)
 		if (tfs_json_eq(v, st_dtypes[i].name)) {
 			x->dtype = st_dtypes[i].dtype;
@@ -149,48 +141,17 @@ static int st_uints(struct st_ctx *z, struct st_tensor *x,
 		    const struct tfs_json_token *open, const char *field,
 		    uint64_t *out, uint32_t max, uint32_t want, uint32_t *count)
 {
-	struct tfs_json_token v;
-	uint32_t n = 0;
 	int ret;
 
-	if (open->kind != TFS_JSON_ARRAY)
-		return tfs_diag_at(z->d, -EBADMSG, open->offset,
-				   "tensor '%s': %s: not an array",
-				   TFS_SHOWN(x->name, x->name_len), field);
-	for (;;) {
-		ret = st_next(z, &v);
-		if (ret)
-			return ret;
-		if (v.kind == TFS_JSON_ARRAY_END)
-			break;
-		if (n == max)
-			return tfs_diag_at(z->d, -EBADMSG, v.offset,
-					   "tensor '%s': %s: more than %u "
-					   "entries",
-					   TFS_SHOWN(x->name, x->name_len),
-					   field, max);
-		ret = tfs_json_u64(&v, &out[n]);
-		if (ret == -ERANGE)
-			return tfs_diag_at(z->d, -EBADMSG, v.offset,
-					   "tensor '%s': %s: %.*s is above "
-					   "2^64-1",
-					   TFS_SHOWN(x->name, x->name_len),
-					   field, (int)v.len, v.p);
-		if (ret)
-			return tfs_diag_at(z->d, -EBADMSG, v.offset,
-					   "tensor '%s': %s: not a "
-					   "non-negative integer",
-					   TFS_SHOWN(x->name, x->name_len),
-					   field);
-		n++;
-	}
-	if (want && n != want)
+	ret = tfs_json_u64s(&z->j, open, out, max, count, z->d,
+			    "tensor '%s': %s", TFS_SHOWN(x->name, x->name_len),
+			    field);
+	if (!ret && want && *count != want)
 		return tfs_diag_at(z->d, -EBADMSG, open->offset,
 				   "tensor '%s': %s: %u entries, not %u",
-				   TFS_SHOWN(x->name, x->name_len), field, n,
-				   want);
-	*count = n;
-	return 0;
+				   TFS_SHOWN(x->name, x->name_len), field,
+				   *count, want);
+	return ret;
 }
 
 /* one tensor's object: {"dtype", "shape", "data_offsets", others ignored} */
@@ -203,19 +164,10 @@ static int st_tensor(struct st_ctx *z, struct st_tensor *x,
 	uint32_t n;
 	int ret;
 
-	if (open->kind != TFS_JSON_OBJECT)
-		return tfs_diag_at(z->d, -EBADMSG, open->offset,
-				   "tensor '%s': not an object",
-				   TFS_SHOWN(x->name, x->name_len));
-	for (;;) {
-		ret = st_next(z, &k);
-		if (ret)
-			return ret;
-		if (k.kind == TFS_JSON_OBJECT_END)
-			break;
-		ret = st_next(z, &v);
-		if (ret)
-			return ret;
+	if (tfs_json_want(open, TFS_JSON_OBJECT, z->d, "tensor '%s'",
+			  TFS_SHOWN(x->name, x->name_len)))
+		return -EBADMSG;
+	while ((ret = tfs_json_member(&z->j, open, &k, &v, z->d)) > 0) {
 		if (tfs_json_eq(&k, "dtype")) {
 			if (have_dtype)
 				goto twice;
@@ -236,12 +188,12 @@ static int st_tensor(struct st_ctx *z, struct st_tensor *x,
 				       &n);
 			x->begin = offs[0];
 			x->end = offs[1];
-		} else {
-			ret = tfs_json_skip(&z->j, &v, z->d);
 		}
-		if (ret)
+		if (ret < 0)
 			return ret;
 	}
+	if (ret)
+		return ret;
 	if (!have_dtype || !have_shape || !have_offsets)
 		return tfs_diag_at(z->d, -EBADMSG, open->offset,
 				   "tensor '%s': %s: missing",
@@ -275,28 +227,17 @@ static int st_metadata(struct st_ctx *z, const struct tfs_json_token *open)
 	/* null is no metadata, as the reference reader takes it (MLX) */
 	if (open->kind == TFS_JSON_NULL)
 		return 0;
-	if (open->kind != TFS_JSON_OBJECT)
-		return tfs_diag_at(z->d, -EBADMSG, open->offset,
-				   "__metadata__: not an object");
+	if (tfs_json_want(open, TFS_JSON_OBJECT, z->d, "__metadata__"))
+		return -EBADMSG;
 	meta = json_object();
 	if (!meta)
 		return tfs_diag_oom(z->d);
-	for (;;) {
-		ret = st_next(z, &k);
+	while ((ret = tfs_json_member(&z->j, open, &k, &v, z->d)) > 0) {
+		ret = tfs_json_want(&v, TFS_JSON_STRING, z->d,
+				    "__metadata__: '%.*s'",
+				    (int)(k.len < 60 ? k.len : 60), k.p);
 		if (ret)
 			goto out;
-		if (k.kind == TFS_JSON_OBJECT_END)
-			break;
-		ret = st_next(z, &v);
-		if (ret)
-			goto out;
-		if (v.kind != TFS_JSON_STRING) {
-			ret = tfs_diag_at(z->d, -EBADMSG, v.offset,
-					  "__metadata__: the value of '%.*s' "
-					  "is not a string",
-					  (int)(k.len < 60 ? k.len : 60), k.p);
-			goto out;
-		}
 		key = tfs_json_strdup(&k, &klen);
 		val = tfs_json_strdup(&v, &vlen);
 		s = val ? json_stringn(val, vlen) : NULL;
@@ -310,6 +251,8 @@ static int st_metadata(struct st_ctx *z, const struct tfs_json_token *open)
 			goto out;
 		}
 	}
+	if (ret)
+		goto out;
 	ret = json_object_set(tfs_builder_metadata(z->b), "__metadata__", meta)
 		      ? tfs_diag_oom(z->d)
 		      : 0;
@@ -338,26 +281,14 @@ static int st_push(struct st_ctx *z, struct st_tensor **x)
 
 static int st_header(struct st_ctx *z)
 {
-	struct tfs_json_token t, v;
+	struct tfs_json_token root, t, v;
 	struct st_tensor *x = NULL;
 	bool have_meta = false;
 	int ret;
 
-	ret = st_next(z, &t);
-	if (ret)
-		return ret;
-	if (t.kind != TFS_JSON_OBJECT)
-		return tfs_diag_at(z->d, -EBADMSG, t.offset,
-				   "header: not a JSON object");
-	for (;;) {
-		ret = st_next(z, &t);
-		if (ret)
-			return ret;
-		if (t.kind == TFS_JSON_OBJECT_END)
-			break;
-		ret = st_next(z, &v);
-		if (ret)
-			return ret;
+	ret = tfs_json_root(&z->j, &root, "header", z->d);
+	while (!ret &&
+	       (ret = tfs_json_member(&z->j, &root, &t, &v, z->d)) > 0) {
 		if (tfs_json_eq(&t, "__metadata__")) {
 			if (have_meta)
 				return tfs_diag_at(z->d, -EBADMSG, t.offset,
@@ -379,7 +310,9 @@ static int st_header(struct st_ctx *z)
 		if (ret)
 			return ret;
 	}
-	return st_next(z, &t); /* only whitespace may follow */
+	if (ret)
+		return ret;
+	return tfs_json_next(&z->j, &t, z->d); /* only whitespace may follow */
 }
 
 static int cmp_extent(const void *pa, const void *pb)

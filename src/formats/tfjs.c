@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/common/dtype_labels.h"
 #include "core/strmap.h"
 #include "parse/json.h"
 #include "tensorfs/builder.h"
@@ -158,7 +159,9 @@ static int number(struct tj *z, const struct tfs_json_token *t,
 {
 	char buf[64], *end;
 
-	if (t->kind != TFS_JSON_NUMBER || t->len >= sizeof(buf))
+	if (tfs_json_want(t, TFS_JSON_NUMBER, z->d, "%s", what))
+		return -EBADMSG;
+	if (t->len >= sizeof(buf))
 		return tfs_diag_at(z->d, -EBADMSG, t->offset,
 				   "%s: not a number", what);
 	memcpy(buf, t->p, t->len);
@@ -174,27 +177,17 @@ static int read_quant(struct tj *z, struct tj_weight *w,
 	bool have_dtype = false;
 	int ret;
 
-	if (open->kind != TFS_JSON_OBJECT)
-		return tfs_diag_at(z->d, -EBADMSG, open->offset,
-				   "weight '%s': quantization: not an object",
-				   TFS_SHOWN(w->name, w->name_len));
+	if (tfs_json_want(open, TFS_JSON_OBJECT, z->d,
+			  "weight '%s': quantization",
+			  TFS_SHOWN(w->name, w->name_len)))
+		return -EBADMSG;
 	w->quant_at = open->offset;
-	for (;;) {
-		ret = next(z, &t);
-		if (ret)
-			return ret;
-		if (t.kind == TFS_JSON_OBJECT_END)
-			break;
-		ret = next(z, &v);
-		if (ret)
-			return ret;
+	while ((ret = tfs_json_member(&z->j, open, &t, &v, z->d)) > 0) {
 		if (tfs_json_eq(&t, "dtype")) {
-			if (v.kind != TFS_JSON_STRING)
-				return tfs_diag_at(
-					z->d, -EBADMSG, v.offset,
-					"weight '%s': quantization."
-					"dtype: not a string",
-					TFS_SHOWN(w->name, w->name_len));
+			if (tfs_json_want(&v, TFS_JSON_STRING, z->d,
+					  "weight '%s': quantization.dtype",
+					  TFS_SHOWN(w->name, w->name_len)))
+				return -EBADMSG;
 			if (tfs_json_eq(&v, "uint8"))
 				w->quant = TJ_Q_UINT8;
 			else if (tfs_json_eq(&v, "uint16"))
@@ -216,12 +209,12 @@ static int read_quant(struct tj *z, struct tj_weight *w,
 		} else if (tfs_json_eq(&t, "min")) {
 			ret = number(z, &v, "quantization.min", &w->min);
 			w->have_min = true;
-		} else {
-			ret = tfs_json_skip(&z->j, &v, z->d);
 		}
-		if (ret)
+		if (ret < 0)
 			return ret;
 	}
+	if (ret)
+		return ret;
 	if (!have_dtype)
 		return tfs_diag_at(z->d, -EBADMSG, open->offset,
 				   "weight '%s': quantization: no dtype",
@@ -235,16 +228,10 @@ static int read_shape(struct tj *z, struct tj_weight *w,
 	struct tfs_json_token t;
 	int ret;
 
-	if (open->kind != TFS_JSON_ARRAY)
-		return tfs_diag_at(z->d, -EBADMSG, open->offset,
-				   "weight '%s': shape: not an array",
-				   TFS_SHOWN(w->name, w->name_len));
-	for (;;) {
-		ret = next(z, &t);
-		if (ret)
-			return ret;
-		if (t.kind == TFS_JSON_ARRAY_END)
-			break;
+	if (tfs_json_want(open, TFS_JSON_ARRAY, z->d, "weight '%s': shape",
+			  TFS_SHOWN(w->name, w->name_len)))
+		return -EBADMSG;
+	while ((ret = tfs_json_item(&z->j, open, &t, z->d)) > 0) {
 		if (w->ndim == TJ_MAX_DIMS)
 			return tfs_diag_at(z->d, -EBADMSG, t.offset,
 					   "weight '%s': shape: more than %d "
@@ -261,14 +248,11 @@ static int read_shape(struct tj *z, struct tj_weight *w,
 				(int)(t.len < 24 ? t.len : 24), t.p ? t.p : "");
 		w->ndim++;
 	}
-	w->have_shape = true;
-	return 0;
+	w->have_shape = !ret;
+	return ret;
 }
 
-static const struct {
-	const char *name;
-	enum tfs_dtype dtype;
-} tj_dtypes[] = {
+static const struct tfs_dtype_label tj_dtypes[] = {
 	{"float32", TFS_DTYPE_FLOAT32},	    {"int32", TFS_DTYPE_INT32},
 	{"bool", TFS_DTYPE_BOOL},	    {"string", TFS_DTYPE_STRING},
 	{"complex64", TFS_DTYPE_COMPLEX64},
@@ -281,11 +265,10 @@ static int read_weight(struct tj *z, const struct tfs_json_token *open)
 	size_t i;
 	int ret;
 
-	if (open->kind != TFS_JSON_OBJECT)
-		return tfs_diag_at(z->d, -EBADMSG, open->offset,
-				   "weightsManifest: weights[%zu]: not an "
-				   "object",
-				   z->g[z->ng - 1].count);
+	if (tfs_json_want(open, TFS_JSON_OBJECT, z->d,
+			  "weightsManifest: weights[%zu]",
+			  z->g[z->ng - 1].count))
+		return -EBADMSG;
 	if (z->nw == TJ_MAX_WEIGHTS)
 		return tfs_diag_at(z->d, -E2BIG, open->offset,
 				   "weightsManifest: more than %u weights",
@@ -297,20 +280,11 @@ static int read_weight(struct tj *z, const struct tfs_json_token *open)
 	w->at = open->offset;
 	w->group = z->ng - 1;
 	z->g[z->ng - 1].count++;
-	for (;;) {
-		ret = next(z, &t);
-		if (ret)
-			return ret;
-		if (t.kind == TFS_JSON_OBJECT_END)
-			break;
-		ret = next(z, &v);
-		if (ret)
-			return ret;
+	while ((ret = tfs_json_member(&z->j, open, &t, &v, z->d)) > 0) {
 		if (tfs_json_eq(&t, "name")) {
-			if (v.kind != TFS_JSON_STRING)
-				return tfs_diag_at(z->d, -EBADMSG, v.offset,
-						   "weight: name: not a "
-						   "string");
+			if (tfs_json_want(&v, TFS_JSON_STRING, z->d,
+					  "weight: name"))
+				return -EBADMSG;
 			free(w->name);
 			w->name = tfs_json_strdup(&v, &w->name_len);
 			if (!w->name)
@@ -318,10 +292,9 @@ static int read_weight(struct tj *z, const struct tfs_json_token *open)
 		} else if (tfs_json_eq(&t, "shape")) {
 			ret = read_shape(z, w, &v);
 		} else if (tfs_json_eq(&t, "dtype")) {
-			if (v.kind != TFS_JSON_STRING)
-				return tfs_diag_at(z->d, -EBADMSG, v.offset,
-						   "weight: dtype: not a "
-						   "string");
+			if (tfs_json_want(&v, TFS_JSON_STRING, z->d,
+					  "weight: dtype"))
+				return -EBADMSG;
 			w->dtype_at = v.offset;
 			for (i = 0; i < sizeof(tj_dtypes) / sizeof(*tj_dtypes);
 			     i++)
@@ -339,12 +312,12 @@ static int read_weight(struct tj *z, const struct tfs_json_token *open)
 				       tfs_json_eq(&v, "optimizer");
 		} else if (tfs_json_eq(&t, "quantization")) {
 			ret = read_quant(z, w, &v);
-		} else {
-			ret = tfs_json_skip(&z->j, &v, z->d);
 		}
-		if (ret)
+		if (ret < 0)
 			return ret;
 	}
+	if (ret)
+		return ret;
 	if (!w->name)
 		return tfs_diag_at(z->d, -EBADMSG, open->offset,
 				   "weight: no name");
@@ -422,47 +395,30 @@ static int read_group(struct tj *z, const struct tfs_json_token *open)
 	struct tj_group *g;
 	int ret;
 
-	if (open->kind != TFS_JSON_OBJECT)
-		return tfs_diag_at(z->d, -EBADMSG, open->offset,
-				   "weightsManifest[%zu]: not an object",
-				   z->ng);
+	if (tfs_json_want(open, TFS_JSON_OBJECT, z->d, "weightsManifest[%zu]",
+			  z->ng))
+		return -EBADMSG;
 	if (grow((void **)&z->g, &z->capg, z->ng, sizeof(*z->g)))
 		return oom(z);
 	g = &z->g[z->ng++];
 	memset(g, 0, sizeof(*g));
 	g->at = open->offset;
 	g->first = z->nw;
-	for (;;) {
-		ret = next(z, &t);
-		if (ret)
-			return ret;
-		if (t.kind == TFS_JSON_OBJECT_END)
-			break;
-		ret = next(z, &v);
-		if (ret)
-			return ret;
+	while ((ret = tfs_json_member(&z->j, open, &t, &v, z->d)) > 0) {
 		g = &z->g[z->ng - 1];
 		if (tfs_json_eq(&t, "paths") && !g->have_paths) {
-			if (v.kind != TFS_JSON_ARRAY)
-				return tfs_diag_at(z->d, -EBADMSG, v.offset,
-						   "weightsManifest[%zu]: "
-						   "paths: not an array",
-						   z->ng - 1);
+			if (tfs_json_want(&v, TFS_JSON_ARRAY, z->d,
+					  "weightsManifest[%zu]: paths",
+					  z->ng - 1))
+				return -EBADMSG;
 			g->have_paths = true;
 			g->fpath = z->nf;
-			for (;;) {
+			while ((ret = tfs_json_item(&z->j, &v, &e, z->d)) > 0) {
 				char *p = NULL;
 
-				ret = next(z, &e);
-				if (ret)
-					return ret;
-				if (e.kind == TFS_JSON_ARRAY_END)
-					break;
-				if (e.kind != TFS_JSON_STRING)
-					return tfs_diag_at(
-						z->d, -EBADMSG, e.offset,
-						"weightsManifest: paths: not "
-						"a string");
+				if (tfs_json_want(&e, TFS_JSON_STRING, z->d,
+						  "weightsManifest: paths"))
+					return -EBADMSG;
 				if (z->nf == TJ_MAX_PATHS)
 					return tfs_diag_at(
 						z->d, -E2BIG, e.offset,
@@ -482,29 +438,25 @@ static int read_group(struct tj *z, const struct tfs_json_token *open)
 				z->f[z->nf++].at = e.offset;
 				z->g[z->ng - 1].npaths++;
 			}
+			if (ret)
+				return ret;
 		} else if (tfs_json_eq(&t, "weights") && !g->have_weights) {
-			if (v.kind != TFS_JSON_ARRAY)
-				return tfs_diag_at(z->d, -EBADMSG, v.offset,
-						   "weightsManifest[%zu]: "
-						   "weights: not an array",
-						   z->ng - 1);
+			if (tfs_json_want(&v, TFS_JSON_ARRAY, z->d,
+					  "weightsManifest[%zu]: weights",
+					  z->ng - 1))
+				return -EBADMSG;
 			g->have_weights = true;
-			for (;;) {
-				ret = next(z, &e);
-				if (ret)
-					return ret;
-				if (e.kind == TFS_JSON_ARRAY_END)
-					break;
+			while ((ret = tfs_json_item(&z->j, &v, &e, z->d)) > 0) {
 				ret = read_weight(z, &e);
 				if (ret)
 					return ret;
 			}
-		} else {
-			ret = tfs_json_skip(&z->j, &v, z->d);
-			if (ret)
-				return ret;
 		}
+		if (ret < 0)
+			return ret;
 	}
+	if (ret)
+		return ret;
 	g = &z->g[z->ng - 1];
 	if (!g->have_paths || !g->have_weights)
 		return tfs_diag_at(z->d, -EBADMSG, open->offset,
@@ -518,23 +470,18 @@ static int read_manifest(struct tj *z, const struct tfs_json_token *open)
 	struct tfs_json_token t;
 	int ret;
 
-	if (open->kind != TFS_JSON_ARRAY)
-		return tfs_diag_at(z->d, -EBADMSG, open->offset,
-				   "weightsManifest: not an array");
+	if (tfs_json_want(open, TFS_JSON_ARRAY, z->d, "weightsManifest"))
+		return -EBADMSG;
 	if (z->have_manifest)
 		return tfs_diag_at(z->d, -EBADMSG, open->offset,
 				   "weightsManifest: given twice");
 	z->have_manifest = true;
-	for (;;) {
-		ret = next(z, &t);
-		if (ret)
-			return ret;
-		if (t.kind == TFS_JSON_ARRAY_END)
-			return 0;
+	while ((ret = tfs_json_item(&z->j, open, &t, z->d)) > 0) {
 		ret = read_group(z, &t);
 		if (ret)
 			return ret;
 	}
+	return ret;
 }
 
 /* a member other than the manifest: into metadata.json as it is */

@@ -141,14 +141,22 @@ static int ts_probe(const struct tfs_source *src)
 	return ts_find(&zip, &m, TS_PROBE_ENTRIES, NULL) == 0 ? 95 : 0;
 }
 
+/* the stored pickle @e (@what), its persistent ids resolved: its root */
 static int stored_pickle(struct tfs_torch *z, const struct tfs_zip_entry *e,
-			 const char *what)
+			 const char *what, const struct tfs_pkl_value **root)
 {
+	int ret;
+
 	if (e->method != TFS_ZIP_STORED)
 		return tfs_diag_at(z->d, -ENOTSUP, e->local_offset,
 				   "zip: %s is compressed (method %u)", what,
 				   e->method);
-	return tfs_torch_pickle(z, e->data_offset, e->comp_size, &ts_opts);
+	ret = tfs_torch_pickle(z, e->data_offset, e->comp_size, &ts_opts);
+	if (!ret)
+		ret = tfs_torch_zip_ids(z);
+	if (!ret)
+		*root = tfs_pkl_at(&z->pk, z->pk.root);
+	return ret;
 }
 
 /* P/version: decimal text, kept as a number */
@@ -181,13 +189,10 @@ static int ts_modules(struct tfs_torch *z, const struct tfs_zip *zip,
 {
 	const struct tfs_pkl_value *root, *g;
 	char cls[2 * TFS_PKL_MAX_GLOBAL + 2];
-	int ret = stored_pickle(z, &m->data, "data.pkl");
+	int ret = stored_pickle(z, &m->data, "data.pkl", &root);
 
-	if (!ret)
-		ret = tfs_torch_zip_ids(z);
 	if (ret)
 		return ret;
-	root = tfs_pkl_at(&z->pk, z->pk.root);
 	g = root->kind == TFS_PKL_NEWOBJ ? tfs_pkl_at(&z->pk, root->call.a)
 					 : NULL;
 	if (!g || g->kind != TFS_PKL_GLOBAL || g->g.module.len < 9 ||
@@ -223,13 +228,10 @@ static int ts_constants(struct tfs_torch *z, const struct tfs_zip *zip,
 	const struct tfs_pkl_value *root;
 	char name[32];
 	uint32_t i;
-	int ret = stored_pickle(z, &m->constants, "constants.pkl");
+	int ret = stored_pickle(z, &m->constants, "constants.pkl", &root);
 
-	if (!ret)
-		ret = tfs_torch_zip_ids(z);
 	if (ret)
 		return ret;
-	root = tfs_pkl_at(&z->pk, z->pk.root);
 	if (root->kind != TFS_PKL_TUPLE)
 		return tfs_diag_at(z->d, -EBADMSG, root->offset,
 				   "constants.pkl: a %s, not a tuple",

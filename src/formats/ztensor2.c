@@ -36,6 +36,7 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "formats/common/dtype_labels.h"
 #include "tensorfs/builder.h"
 #include "tensorfs/cbor.h"
 #include "formats/common/cbor_xattrs.h"
@@ -135,10 +136,7 @@ struct z2_ctx {
 
 /* ---- types (spec section 4) ---------------------------------------------- */
 
-static const struct {
-	const char *name;
-	enum tfs_dtype t;
-} z2_dtypes[] = {
+static const struct tfs_dtype_label z2_dtypes[] = {
 	{"f64", TFS_DTYPE_FLOAT64}, {"f32", TFS_DTYPE_FLOAT32},
 	{"f16", TFS_DTYPE_FLOAT16}, {"bf16", TFS_DTYPE_BFLOAT16},
 	{"i64", TFS_DTYPE_INT64},   {"i32", TFS_DTYPE_INT32},
@@ -166,12 +164,10 @@ static const struct z2_ltype {
 
 static enum tfs_dtype z2_dtype(const char *s)
 {
-	size_t i;
+	const struct tfs_dtype_label *l =
+		tfs_dtype_label_find(TFS_DTYPE_LABELS(z2_dtypes), s, strlen(s));
 
-	for (i = 0; i < sizeof(z2_dtypes) / sizeof(z2_dtypes[0]); i++)
-		if (strcmp(z2_dtypes[i].name, s) == 0)
-			return z2_dtypes[i].t;
-	return TFS_DTYPE_INVALID;
+	return l ? l->dtype : TFS_DTYPE_INVALID;
 }
 
 /* the registered logical type @s, or NULL (unknown, or none) */
@@ -285,6 +281,22 @@ static bool z2_name_ok(const char *s, size_t n)
 	return n && n <= Z2_NAME_MAX && !memchr(s, '\0', n);
 }
 
+/*
+ * The map @m (@what, for the message) as its pairs, *@n of them, and a
+ * zeroed array of as many entries of @size bytes for what they describe
+ */
+static int z2_table(struct z2_ctx *z, cbor_item_t *m, const char *what,
+		    size_t size, void **arr, struct cbor_pair **pairs,
+		    size_t *n)
+{
+	if (!cbor_isa_map(m))
+		return z2_schema(z, R_Schema, "%s: not a map", what);
+	*pairs = cbor_map_handle(m);
+	*n = cbor_map_size(m);
+	*arr = calloc(*n ? *n : 1, size);
+	return *arr ? 0 : tfs_diag_oom(z->d);
+}
+
 /* shard names: 1..64 of [A-Za-z0-9._-], not starting with '.' */
 static bool z2_shard_name_ok(const char *s, size_t n)
 {
@@ -299,6 +311,41 @@ static bool z2_shard_name_ok(const char *s, size_t n)
 		      s[i] == '_' || s[i] == '-'))
 			return false;
 	return true;
+}
+
+/*
+ * Map key @k as a name of objects, parts or attribute keys (section 3.5)
+ * or of a shard (@shard), into *@name (malloc'd, NULL unless it is text,
+ * kept when its rules fail: the caller frees it).  @where and @noun make
+ * the messages: "WHERE: a NOUN is not text", "WHERE: NOUN '...' is
+ * empty, longer than ...".
+ */
+static int z2_key_name(struct z2_ctx *z, cbor_item_t *k, const char *where,
+		       const char *noun, bool shard, char **name, size_t *len)
+{
+	char pn[TFS_PRINTABLE_MAX], *s = NULL;
+	int ret;
+
+	*name = NULL;
+	ret = z2_text(z, k, &s, len);
+	if (ret == -ENOMEM)
+		return ret;
+	if (ret)
+		return z2_schema(z, R_Schema, "%s: a %s is not text", where,
+				 noun);
+	*name = s;
+	if (shard ? z2_shard_name_ok(s, *len) : z2_name_ok(s, *len))
+		return 0;
+	z2_pn(pn, sizeof(pn), s, *len);
+	if (shard)
+		return z2_schema(z, R_ShardName,
+				 "%s: name '%s' is not 1-64 bytes of "
+				 "[A-Za-z0-9._-] without a leading '.'",
+				 where, pn);
+	return z2_schema(z, R_Name,
+			 "%s: %s '%s' is empty, longer than 1024 bytes or "
+			 "holds NUL",
+			 where, noun, pn);
 }
 
 /* "<algo>:<hex>": [a-z0-9]+ ':' [0-9a-f]+ (section 7) */
@@ -442,29 +489,18 @@ static int z2_key(struct z2_ctx *z, cbor_item_t *k, char **out)
 static int z2_attributes(struct z2_ctx *z, cbor_item_t *m, const char *where)
 {
 	struct cbor_pair *pairs;
-	char *k, pn[TFS_PRINTABLE_MAX];
+	char *k, in[TFS_PRINTABLE_MAX + 16];
 	size_t i, n, kl;
 	int ret;
 
 	if (!cbor_isa_map(m))
 		return z2_schema(z, R_Schema, "%s: attributes: not a map",
 				 where);
+	snprintf(in, sizeof(in), "%s: attributes", where);
 	pairs = cbor_map_handle(m);
 	n = cbor_map_size(m);
 	for (i = 0; i < n; i++) {
-		ret = z2_text(z, pairs[i].key, &k, &kl);
-		if (ret == -ENOMEM)
-			return ret;
-		if (ret)
-			return z2_schema(z, R_Schema,
-					 "%s: attributes: a key is not text",
-					 where);
-		ret = z2_name_ok(k, kl)
-			      ? 0
-			      : z2_schema(z, R_Name,
-					  "%s: attributes: key '%s' is empty, "
-					  "longer than 1024 bytes or holds NUL",
-					  where, z2_pn(pn, sizeof(pn), k, kl));
+		ret = z2_key_name(z, pairs[i].key, in, "key", false, &k, &kl);
 		free(k);
 		if (ret)
 			return ret;
@@ -476,34 +512,24 @@ static int z2_shard_table(struct z2_ctx *z, cbor_item_t *m)
 {
 	struct cbor_pair *pairs, *fp;
 	struct z2_shard *s;
-	char *key, pn[TFS_PRINTABLE_MAX];
+	char *key;
 	size_t i, j, n, fn, kl;
 	bool has_size;
 	int ret;
 
-	if (!cbor_isa_map(m))
-		return z2_schema(z, R_Schema, "shards: not a map");
+	ret = z2_table(z, m, "shards", sizeof(*z->shards), (void **)&z->shards,
+		       &pairs, &n);
+	if (ret)
+		return ret;
 	z->has_table = true;
-	pairs = cbor_map_handle(m);
-	n = cbor_map_size(m);
-	z->shards = calloc(n ? n : 1, sizeof(*z->shards));
-	if (!z->shards)
-		return tfs_diag_oom(z->d);
 	for (i = 0; i < n; i++) {
 		s = &z->shards[z->nshards];
-		ret = z2_text(z, pairs[i].key, &s->name, &kl);
-		if (ret == -ENOMEM)
-			return ret;
+		ret = z2_key_name(z, pairs[i].key, "shards", "shard name", true,
+				  &s->name, &kl);
+		if (s->name)
+			z->nshards++;
 		if (ret)
-			return z2_schema(z, R_Schema,
-					 "shards: a shard name is not text");
-		z->nshards++;
-		if (!z2_shard_name_ok(s->name, kl))
-			return z2_schema(z, R_ShardName,
-					 "shards: name '%s' is not 1-64 bytes "
-					 "of [A-Za-z0-9._-] without a leading "
-					 "'.'",
-					 z2_pn(pn, sizeof(pn), s->name, kl));
+			return ret;
 		if (!cbor_isa_map(pairs[i].value))
 			return z2_schema(z, R_Schema, "shards: '%s': not a map",
 					 s->name);
@@ -611,36 +637,25 @@ static int z2_parts(struct z2_ctx *z, struct z2_obj *o, const char *on,
 {
 	struct cbor_pair *pairs, *fp;
 	struct z2_part *p;
-	char *key, pn[TFS_PRINTABLE_MAX];
+	char *key, in[TFS_PRINTABLE_MAX + 24];
 	size_t i, j, n, fn;
 	int ret;
 
-	if (!cbor_isa_map(m))
-		return z2_schema(z, R_Schema, "object '%s': parts: not a map",
-				 on);
+	snprintf(in, sizeof(in), "object '%s': parts", on);
+	ret = z2_table(z, m, in, sizeof(*o->parts), (void **)&o->parts, &pairs,
+		       &n);
+	if (ret)
+		return ret;
 	o->has_parts = true;
-	pairs = cbor_map_handle(m);
-	n = cbor_map_size(m);
-	o->parts = calloc(n ? n : 1, sizeof(*o->parts));
-	if (!o->parts)
-		return tfs_diag_oom(z->d);
+	snprintf(in, sizeof(in), "object '%s'", on);
 	for (i = 0; i < n; i++) {
 		p = &o->parts[o->nparts];
-		ret = z2_text(z, pairs[i].key, &p->name, &p->name_len);
-		if (ret == -ENOMEM)
-			return ret;
+		ret = z2_key_name(z, pairs[i].key, in, "part name", false,
+				  &p->name, &p->name_len);
+		if (p->name)
+			o->nparts++;
 		if (ret)
-			return z2_schema(z, R_Schema,
-					 "object '%s': a part name is not text",
-					 on);
-		o->nparts++;
-		if (!z2_name_ok(p->name, p->name_len))
-			return z2_schema(
-				z, R_Name,
-				"object '%s': part name '%s' is empty, longer "
-				"than 1024 bytes or holds NUL",
-				on,
-				z2_pn(pn, sizeof(pn), p->name, p->name_len));
+			return ret;
 		if (!cbor_isa_map(pairs[i].value))
 			return z2_schema(z, R_Schema,
 					 "object '%s' part '%s': not a map", on,
@@ -741,33 +756,22 @@ static int z2_objects(struct z2_ctx *z, cbor_item_t *m)
 {
 	struct cbor_pair *pairs;
 	struct z2_obj *o;
-	char pn[TFS_PRINTABLE_MAX];
 	size_t i, n;
 	int ret;
 
-	if (!cbor_isa_map(m))
-		return z2_schema(z, R_Schema, "objects: not a map");
+	ret = z2_table(z, m, "objects", sizeof(*z->objs), (void **)&z->objs,
+		       &pairs, &n);
+	if (ret)
+		return ret;
 	z->has_objects = true;
-	pairs = cbor_map_handle(m);
-	n = cbor_map_size(m);
-	z->objs = calloc(n ? n : 1, sizeof(*z->objs));
-	if (!z->objs)
-		return tfs_diag_oom(z->d);
 	for (i = 0; i < n; i++) {
 		o = &z->objs[z->nobjs];
-		ret = z2_text(z, pairs[i].key, &o->name, &o->name_len);
-		if (ret == -ENOMEM)
-			return ret;
+		ret = z2_key_name(z, pairs[i].key, "objects", "name", false,
+				  &o->name, &o->name_len);
+		if (o->name)
+			z->nobjs++;
 		if (ret)
-			return z2_schema(z, R_Schema,
-					 "objects: a name is not text");
-		z->nobjs++;
-		if (!z2_name_ok(o->name, o->name_len))
-			return z2_schema(
-				z, R_Name,
-				"objects: name '%s' is empty, longer than 1024 "
-				"bytes or holds NUL",
-				z2_pn(pn, sizeof(pn), o->name, o->name_len));
+			return ret;
 		ret = z2_object(z, o, pairs[i].value);
 		if (ret)
 			return ret;

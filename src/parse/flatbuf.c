@@ -51,6 +51,29 @@ int tfs_fb_deref(struct tfs_fb *fb, uint64_t at, const char *what,
 	return 0;
 }
 
+/* the u32 at @pos that begins a table (@table) or a vector: aligned, inside */
+static int head_at(const struct tfs_fb *fb, uint64_t pos, bool table,
+		   const char *what, struct tfs_diag *d)
+{
+	if (pos % 4)
+		return tfs_diag_at(d, -EBADMSG, pos,
+				   "%s: %s at byte %llu is not 4-aligned", what,
+				   table ? "table" : "vector",
+				   (unsigned long long)pos);
+	if (tfs_range_ok(pos, 4, fb->n))
+		return 0;
+	if (table)
+		return tfs_diag_at(d, -EBADMSG, pos,
+				   "%s: table at byte %llu is past the end of "
+				   "the %llu-byte buffer",
+				   what, (unsigned long long)pos,
+				   (unsigned long long)fb->n);
+	return tfs_diag_at(d, -EBADMSG, pos,
+			   "%s: vector length at byte %llu is past the end "
+			   "of the buffer",
+			   what, (unsigned long long)pos);
+}
+
 int tfs_fb_table_at(struct tfs_fb *fb, uint64_t pos, unsigned depth,
 		    const char *what, struct tfs_fb_table *t,
 		    struct tfs_diag *d)
@@ -66,16 +89,8 @@ int tfs_fb_table_at(struct tfs_fb *fb, uint64_t pos, unsigned depth,
 		return tfs_diag_at(d, -E2BIG, pos, "%s: more than %u tables",
 				   what, fb->max_tables);
 	fb->tables++;
-	if (pos % 4)
-		return tfs_diag_at(d, -EBADMSG, pos,
-				   "%s: table at byte %llu is not 4-aligned",
-				   what, (unsigned long long)pos);
-	if (!tfs_range_ok(pos, 4, fb->n))
-		return tfs_diag_at(d, -EBADMSG, pos,
-				   "%s: table at byte %llu is past the end of "
-				   "the %llu-byte buffer",
-				   what, (unsigned long long)pos,
-				   (unsigned long long)fb->n);
+	if (head_at(fb, pos, true, what, d))
+		return -EBADMSG;
 	so = (int32_t)(uint32_t)tfs_load_le(fb->p + pos, 4);
 	/* vtable at pos - so, inside [0, n) with its two u16s */
 	if ((so > 0 && (uint64_t)so > pos) ||
@@ -180,15 +195,8 @@ static int vector_at(struct tfs_fb *fb, uint64_t at, uint32_t elem,
 {
 	uint64_t bytes, end;
 
-	if (at % 4)
-		return tfs_diag_at(d, -EBADMSG, at,
-				   "%s: vector at byte %llu is not 4-aligned",
-				   what, (unsigned long long)at);
-	if (!tfs_range_ok(at, 4, fb->n))
-		return tfs_diag_at(d, -EBADMSG, at,
-				   "%s: vector length at byte %llu is past the "
-				   "end of the buffer",
-				   what, (unsigned long long)at);
+	if (head_at(fb, at, false, what, d))
+		return -EBADMSG;
 	v->at = at;
 	v->pos = at + 4;
 	v->elem = elem;

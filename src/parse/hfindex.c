@@ -65,22 +65,12 @@ static int weight_map(struct tfs_json *j, struct tfs_hf_index *x,
 	char *s;
 	int ret;
 
-	if (open->kind != TFS_JSON_OBJECT)
-		return tfs_diag_at(d, -EBADMSG, open->offset,
-				   "weight_map: not an object");
-	for (;;) {
-		ret = tfs_json_next(j, &k, d);
-		if (ret)
-			return ret;
-		if (k.kind == TFS_JSON_OBJECT_END)
-			return 0;
-		ret = tfs_json_next(j, &v, d);
-		if (ret)
-			return ret;
-		if (v.kind != TFS_JSON_STRING)
-			return tfs_diag_at(d, -EBADMSG, v.offset,
-					   "weight_map: a shard file name "
-					   "must be a string");
+	if (tfs_json_want(open, TFS_JSON_OBJECT, d, "weight_map"))
+		return -EBADMSG;
+	while ((ret = tfs_json_member(j, open, &k, &v, d)) > 0) {
+		if (tfs_json_want(&v, TFS_JSON_STRING, d, "weight_map: '%.*s'",
+				  (int)(k.len < 80 ? k.len : 80), k.p))
+			return -EBADMSG;
 		s = tfs_json_strdup(&v, &len);
 		if (!s)
 			return tfs_diag_oom(d);
@@ -112,6 +102,7 @@ static int weight_map(struct tfs_json *j, struct tfs_hf_index *x,
 		}
 		x->n++;
 	}
+	return ret;
 }
 
 static int metadata(struct tfs_json *j, struct tfs_hf_index *x,
@@ -120,9 +111,8 @@ static int metadata(struct tfs_json *j, struct tfs_hf_index *x,
 	json_t *t;
 	int ret;
 
-	if (open->kind != TFS_JSON_OBJECT)
-		return tfs_diag_at(d, -EBADMSG, open->offset,
-				   "metadata: not an object");
+	if (tfs_json_want(open, TFS_JSON_OBJECT, d, "metadata"))
+		return -EBADMSG;
 	ret = tfs_json_to_jansson(j, open, HF_META_NODES, &x->metadata, d);
 	if (ret)
 		return ret;
@@ -176,23 +166,14 @@ int tfs_hf_index_parse(const void *buf, size_t len, struct tfs_hf_index *x,
 		       struct tfs_diag *d)
 {
 	struct tfs_json j;
-	struct tfs_json_token t, v;
+	struct tfs_json_token root, t, v;
 	bool have_map = false;
 	int ret;
 
 	memset(x, 0, sizeof(*x));
 	tfs_json_init(&j, buf, len, 0, TFS_JSON_MAX_DEPTH);
-	ret = tfs_json_next(&j, &t, d);
-	if (!ret && t.kind != TFS_JSON_OBJECT)
-		ret = tfs_diag_at(d, -EBADMSG, t.offset,
-				  "index: not a JSON object");
-	while (!ret) {
-		ret = tfs_json_next(&j, &t, d);
-		if (ret || t.kind == TFS_JSON_OBJECT_END)
-			break;
-		ret = tfs_json_next(&j, &v, d);
-		if (ret)
-			break;
+	ret = tfs_json_root(&j, &root, "index", d);
+	while (!ret && (ret = tfs_json_member(&j, &root, &t, &v, d)) > 0) {
 		if (tfs_json_eq(&t, "weight_map") && !have_map) {
 			have_map = true;
 			ret = weight_map(&j, x, &v, d);
@@ -204,7 +185,7 @@ int tfs_hf_index_parse(const void *buf, size_t len, struct tfs_hf_index *x,
 					  "index: '%.*s' is given twice",
 					  (int)t.len, t.p);
 		} else {
-			ret = tfs_json_skip(&j, &v, d);
+			ret = 0; /* skipped by the next tfs_json_member */
 		}
 	}
 	if (!ret)

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* The JSON pull reader: see src/parse/json.h. */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -205,6 +207,7 @@ static int scan_value(struct tfs_json *j, struct tfs_json_token *t,
 		j->kind[j->depth] = c == '{' ? 'o' : 'a';
 		j->state[j->depth] = ST_FIRST;
 		t->kind = c == '{' ? TFS_JSON_OBJECT : TFS_JSON_ARRAY;
+		t->depth = j->depth;
 		t->p = j->buf + j->pos++;
 		t->len = 1;
 		return 0;
@@ -457,6 +460,140 @@ int tfs_json_u64(const struct tfs_json_token *t, uint64_t *v)
 	*v = x;
 	return 0;
 }
+
+/* ---- typed field checks ------------------------------------------------ */
+
+static const char *kind_name(enum tfs_json_kind kind)
+{
+	switch (kind) {
+	case TFS_JSON_OBJECT:
+		return "an object";
+	case TFS_JSON_ARRAY:
+		return "an array";
+	case TFS_JSON_STRING:
+		return "a string";
+	case TFS_JSON_NUMBER:
+		return "a number";
+	case TFS_JSON_TRUE:
+	case TFS_JSON_FALSE:
+		return "a boolean";
+	case TFS_JSON_NULL:
+		return "null";
+	default:
+		return "a value";
+	}
+}
+
+static int want(const struct tfs_json_token *t, enum tfs_json_kind kind,
+		struct tfs_diag *d, const char *what)
+{
+	if (t->kind == kind)
+		return 0;
+	return tfs_diag_at(d, -EBADMSG, t->offset, "%s: not %s", what,
+			   kind_name(kind));
+}
+
+int tfs_json_want(const struct tfs_json_token *t, enum tfs_json_kind kind,
+		  struct tfs_diag *d, const char *fmt, ...)
+{
+	char what[TFS_DIAG_MSG_MAX];
+	va_list ap;
+
+	if (t->kind == kind)
+		return 0;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	return want(t, kind, d, what);
+}
+
+int tfs_json_root(struct tfs_json *j, struct tfs_json_token *t,
+		  const char *what, struct tfs_diag *d)
+{
+	int ret = tfs_json_next(j, t, d);
+
+	if (!ret && t->kind != TFS_JSON_OBJECT)
+		ret = tfs_diag_at(d, -EBADMSG, t->offset,
+				  "%s: not a JSON object", what);
+	return ret;
+}
+
+/* back to the level of @open: what is left of a value the caller did not read
+ */
+static int next_in(struct tfs_json *j, const struct tfs_json_token *open,
+		   struct tfs_json_token *t, struct tfs_diag *d)
+{
+	int ret;
+
+	while (j->depth > open->depth) {
+		ret = tfs_json_next(j, t, d);
+		if (ret)
+			return ret;
+	}
+	return tfs_json_next(j, t, d);
+}
+
+int tfs_json_member(struct tfs_json *j, const struct tfs_json_token *open,
+		    struct tfs_json_token *k, struct tfs_json_token *v,
+		    struct tfs_diag *d)
+{
+	int ret = next_in(j, open, k, d);
+
+	if (ret)
+		return ret;
+	if (k->kind == TFS_JSON_OBJECT_END)
+		return 0;
+	ret = tfs_json_next(j, v, d);
+	return ret ? ret : 1;
+}
+
+int tfs_json_item(struct tfs_json *j, const struct tfs_json_token *open,
+		  struct tfs_json_token *e, struct tfs_diag *d)
+{
+	int ret = next_in(j, open, e, d);
+
+	if (ret)
+		return ret;
+	return e->kind != TFS_JSON_ARRAY_END;
+}
+
+int tfs_json_u64s(struct tfs_json *j, const struct tfs_json_token *open,
+		  uint64_t *out, uint32_t max, uint32_t *count,
+		  struct tfs_diag *d, const char *fmt, ...)
+{
+	struct tfs_json_token v;
+	char what[TFS_DIAG_MSG_MAX];
+	uint32_t n = 0;
+	va_list ap;
+	int ret;
+
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	ret = want(open, TFS_JSON_ARRAY, d, what);
+	if (ret)
+		return ret;
+	while ((ret = tfs_json_item(j, open, &v, d)) > 0) {
+		if (n == max)
+			return tfs_diag_at(d, -EBADMSG, v.offset,
+					   "%s: more than %u entries", what,
+					   max);
+		ret = tfs_json_u64(&v, &out[n]);
+		if (ret == -ERANGE)
+			return tfs_diag_at(d, -EBADMSG, v.offset,
+					   "%s: %.*s is above 2^64-1", what,
+					   (int)v.len, v.p);
+		if (ret)
+			return tfs_diag_at(d, -EBADMSG, v.offset,
+					   "%s: not a non-negative integer",
+					   what);
+		n++;
+	}
+	*count = n;
+	return ret;
+}
+
+/* ---- to jansson --------------------------------------------------------- */
 
 static json_t *scalar(const struct tfs_json_token *t)
 {

@@ -48,6 +48,7 @@ struct tfs_json_token {
 	const char *p;	 /* strings and keys: between the quotes; numbers */
 	size_t len;
 	bool escaped; /* a string holding backslash escapes */
+	unsigned depth; /* an object or array: its nesting level (root: 1) */
 };
 
 struct tfs_json {
@@ -97,6 +98,52 @@ bool tfs_json_eq(const struct tfs_json_token *t, const char *s);
  * exponent): 0, -EINVAL when it is not one, -ERANGE above UINT64_MAX.
  */
 int tfs_json_u64(const struct tfs_json_token *t, uint64_t *v);
+
+/*
+ * Typed field checks and loops, so that every reader refuses a field of
+ * the wrong kind in one message shape, "WHAT: not an object" (WHAT is
+ * printf'd from @fmt: "tensor 'w': shape"), at the value's offset.
+ */
+
+/* @t is a value of @kind (OBJECT, ARRAY, STRING, NUMBER): 0 or -EBADMSG. */
+int tfs_json_want(const struct tfs_json_token *t, enum tfs_json_kind kind,
+		  struct tfs_diag *d, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/*
+ * The document's first token, which must open an object: 0 with it in
+ * @t, or -EBADMSG ("WHAT: not a JSON object").
+ */
+int tfs_json_root(struct tfs_json *j, struct tfs_json_token *t,
+		  const char *what, struct tfs_diag *d);
+
+/*
+ * The next member of the object @open began: 1 with its key in @k and the
+ * first token of its value in @v, 0 at the object's end, or -EBADMSG.
+ * What the caller left unread of the member before (an object or array it
+ * did not want) is skipped first, so "while ((ret = tfs_json_member(...))
+ * > 0)" walks an object reading only the members it knows.  @k and @v
+ * must not be @open.
+ */
+int tfs_json_member(struct tfs_json *j, const struct tfs_json_token *open,
+		    struct tfs_json_token *k, struct tfs_json_token *v,
+		    struct tfs_diag *d);
+
+/* The next element of the array @open began: 1 with it in @e, 0 at its end
+ * (an element left unread is skipped, as by tfs_json_member). */
+int tfs_json_item(struct tfs_json *j, const struct tfs_json_token *open,
+		  struct tfs_json_token *e, struct tfs_diag *d);
+
+/*
+ * Read the array @open began (checked with tfs_json_want) into @out: at
+ * most @max non-negative integers, each at most UINT64_MAX; *count gets
+ * how many.  0, or -EBADMSG ("WHAT: more than MAX entries", "WHAT: N is
+ * above 2^64-1", "WHAT: not a non-negative integer").
+ */
+int tfs_json_u64s(struct tfs_json *j, const struct tfs_json_token *open,
+		  uint64_t *out, uint32_t max, uint32_t *count,
+		  struct tfs_diag *d, const char *fmt, ...)
+	__attribute__((format(printf, 7, 8)));
 
 /*
  * The value @t began as a jansson value (the caller owns *out), reading

@@ -189,6 +189,27 @@ static int items_fit(struct tfs_mp *m, const char *field,
 					   "array items");
 }
 
+/* a bin, str, ext, array or map whose length takes @width bytes */
+static int sized(struct tfs_mp *m, const char *field, struct tfs_mp_obj *o,
+		 enum tfs_mp_type type, unsigned width)
+{
+	int ret;
+
+	o->type = type;
+	ret = length(m, field, o, width);
+	if (ret)
+		return ret;
+	switch (type) {
+	case TFS_MP_EXT:
+		return ext_type(m, field, o);
+	case TFS_MP_ARRAY:
+	case TFS_MP_MAP:
+		return items_fit(m, field, o);
+	default:
+		return payload(m, field, o, type == TFS_MP_BIN ? "bin" : "str");
+	}
+}
+
 int tfs_mp_next(struct tfs_mp *m, const char *field, struct tfs_mp_obj *o)
 {
 	static const uint8_t fixext[5] = {1, 2, 4, 8, 16};
@@ -231,15 +252,11 @@ int tfs_mp_next(struct tfs_mp *m, const char *field, struct tfs_mp_obj *o)
 	case 0xc4:
 	case 0xc5:
 	case 0xc6:
-		o->type = TFS_MP_BIN;
-		ret = length(m, field, o, 1u << (t - 0xc4));
-		return ret ? ret : payload(m, field, o, "bin");
+		return sized(m, field, o, TFS_MP_BIN, 1u << (t - 0xc4));
 	case 0xc7:
 	case 0xc8:
 	case 0xc9:
-		o->type = TFS_MP_EXT;
-		ret = length(m, field, o, 1u << (t - 0xc7));
-		return ret ? ret : ext_type(m, field, o);
+		return sized(m, field, o, TFS_MP_EXT, 1u << (t - 0xc7));
 	case 0xca:
 	case 0xcb:
 		o->type = TFS_MP_FLOAT;
@@ -299,16 +316,13 @@ int tfs_mp_next(struct tfs_mp *m, const char *field, struct tfs_mp_obj *o)
 	case 0xd9:
 	case 0xda:
 	case 0xdb:
-		o->type = TFS_MP_STR;
-		ret = length(m, field, o, 1u << (t - 0xd9));
-		return ret ? ret : payload(m, field, o, "str");
+		return sized(m, field, o, TFS_MP_STR, 1u << (t - 0xd9));
 	case 0xdc:
 	case 0xdd:
 	case 0xde:
 	case 0xdf:
-		o->type = t <= 0xdd ? TFS_MP_ARRAY : TFS_MP_MAP;
-		ret = length(m, field, o, t == 0xdc || t == 0xde ? 2 : 4);
-		return ret ? ret : items_fit(m, field, o);
+		return sized(m, field, o, t <= 0xdd ? TFS_MP_ARRAY : TFS_MP_MAP,
+			     t == 0xdc || t == 0xde ? 2 : 4);
 	default: /* 0xc1 */
 		return tfs_mp_fail(m, -EBADMSG, o->start, field,
 				   "type byte 0xc1 is never used");

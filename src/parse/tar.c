@@ -213,6 +213,15 @@ bad_size:
 			   "tar: pax record size: not a decimal number");
 }
 
+/* the extended header at @at (@what) holds @len bytes, above @max */
+static int too_long(uint64_t at, const char *what, uint64_t len, unsigned max,
+		    struct tfs_diag *d)
+{
+	return tfs_diag_at(d, -E2BIG, at + F_SIZE,
+			   "tar: %s of %llu bytes, above the limit of %u", what,
+			   (unsigned long long)len, max);
+}
+
 int tfs_tar_next(const uint8_t *data, uint64_t size, struct tfs_tar_iter *it,
 		 struct tfs_tar_member *m, struct tfs_diag *d)
 {
@@ -263,12 +272,8 @@ int tfs_tar_next(const uint8_t *data, uint64_t size, struct tfs_tar_iter *it,
 		case 'x':
 		case 'g':
 			if (len > TFS_TAR_PAX_MAX)
-				return tfs_diag_at(d, -E2BIG, at + F_SIZE,
-						   "tar: pax header of %llu "
-						   "bytes, above the limit "
-						   "of %u",
-						   (unsigned long long)len,
-						   TFS_TAR_PAX_MAX);
+				return too_long(at, "pax header", len,
+						TFS_TAR_PAX_MAX, d);
 			if (h[F_TYPE] == 'x') {
 				ret = pax(data + at + TFS_TAR_BLOCK, len,
 					  at + TFS_TAR_BLOCK, &x, d);
@@ -278,12 +283,8 @@ int tfs_tar_next(const uint8_t *data, uint64_t size, struct tfs_tar_iter *it,
 			continue;
 		case 'L':
 			if (len > TFS_TAR_NAME_MAX)
-				return tfs_diag_at(d, -E2BIG, at + F_SIZE,
-						   "tar: GNU long name of %llu "
-						   "bytes, above the limit "
-						   "of %u",
-						   (unsigned long long)len,
-						   TFS_TAR_NAME_MAX);
+				return too_long(at, "GNU long name", len,
+						TFS_TAR_NAME_MAX, d);
 			x.path = (const char *)data + at + TFS_TAR_BLOCK;
 			x.path_len = strnlen(x.path, (size_t)len);
 			x.path_at = at + TFS_TAR_BLOCK;

@@ -261,6 +261,130 @@ START_TEST(to_jansson)
 }
 END_TEST
 
+START_TEST(typed_checks)
+{
+	struct tfs_json_token t;
+
+	/* one message shape: "WHAT: not KIND", at the value */
+	start("[\"s\", 2, {}, [], true]");
+	next_ok(TFS_JSON_ARRAY, 0);
+	t = next_ok(TFS_JSON_STRING, 1);
+	ck_assert_int_eq(tfs_json_want(&t, TFS_JSON_STRING, &d, "x"), 0);
+	ck_assert_int_eq(
+		tfs_json_want(&t, TFS_JSON_OBJECT, &d, "tensor '%s'", "w"),
+		-EBADMSG);
+	ck_assert_str_eq(d.msg, "tensor 'w': not an object");
+	ck_assert_uint_eq(d.offset, BASE + 1);
+	t = next_ok(TFS_JSON_NUMBER, 6);
+	tfs_diag_clear(&d);
+	ck_assert_int_eq(tfs_json_want(&t, TFS_JSON_STRING, &d, "a[%d]", 1),
+			 -EBADMSG);
+	ck_assert_str_eq(d.msg, "a[1]: not a string");
+	ck_assert_uint_eq(d.offset, BASE + 6);
+	t = next_ok(TFS_JSON_OBJECT, 9);
+	tfs_diag_clear(&d);
+	ck_assert_int_eq(tfs_json_want(&t, TFS_JSON_ARRAY, &d, "s"), -EBADMSG);
+	ck_assert_str_eq(d.msg, "s: not an array");
+	tfs_diag_clear(&d);
+	ck_assert_int_eq(tfs_json_want(&t, TFS_JSON_NUMBER, &d, "n"), -EBADMSG);
+	ck_assert_str_eq(d.msg, "n: not a number");
+	/* the root must be an object */
+	start(" [1]");
+	ck_assert_int_eq(tfs_json_root(&j, &t, "header", &d), -EBADMSG);
+	ck_assert_str_eq(d.msg, "header: not a JSON object");
+	ck_assert_uint_eq(d.offset, BASE + 1);
+	start(" {}");
+	ck_assert_int_eq(tfs_json_root(&j, &t, "header", &d), 0);
+	ck_assert_int_eq(t.kind, TFS_JSON_OBJECT);
+}
+END_TEST
+
+START_TEST(member_and_item_loops)
+{
+	struct tfs_json_token o, k, v, a, e;
+	int ret, n = 0, items = 0;
+
+	/* the values not read ("a", "c", "d") are skipped */
+	start("{\"a\": 1, \"b\": [2, {\"x\": [3]}, 4], \"c\": {\"y\": [{}]}, "
+	      "\"d\": [5]}");
+	o = next_ok(TFS_JSON_OBJECT, 0);
+	while ((ret = tfs_json_member(&j, &o, &k, &v, &d)) > 0) {
+		ck_assert_int_eq(k.kind, TFS_JSON_KEY);
+		n++;
+		if (!tfs_json_eq(&k, "b"))
+			continue;
+		a = v;
+		ck_assert_int_eq(a.kind, TFS_JSON_ARRAY);
+		ck_assert_uint_eq(a.offset, BASE + 14);
+		while ((ret = tfs_json_item(&j, &a, &e, &d)) > 0)
+			items++; /* the object {"x": [3]} is skipped */
+		ck_assert_int_eq(ret, 0);
+	}
+	ck_assert_int_eq(ret, 0);
+	ck_assert_int_eq(n, 4);
+	ck_assert_int_eq(items, 3);
+	next_ok(TFS_JSON_END, 61);
+	/* a broken member, or one left unread, is the reader's error */
+	start("{\"a\" 1}");
+	o = next_ok(TFS_JSON_OBJECT, 0);
+	ck_assert_int_eq(tfs_json_member(&j, &o, &k, &v, &d), -EBADMSG);
+	ck_assert_uint_eq(d.offset, BASE + 5);
+	start("{\"a\": [1,], \"b\": 2}");
+	o = next_ok(TFS_JSON_OBJECT, 0);
+	ck_assert_int_eq(tfs_json_member(&j, &o, &k, &v, &d), 1);
+	ck_assert_int_eq(tfs_json_member(&j, &o, &k, &v, &d), -EBADMSG);
+	ck_assert_uint_eq(d.offset, BASE + 9);
+	start("[1 2]");
+	a = next_ok(TFS_JSON_ARRAY, 0);
+	ck_assert_int_eq(tfs_json_item(&j, &a, &e, &d), 1);
+	ck_assert_int_eq(tfs_json_item(&j, &a, &e, &d), -EBADMSG);
+}
+END_TEST
+
+START_TEST(arrays_of_u64)
+{
+	static const struct {
+		const char *doc, *msg;
+		uint64_t at;
+	} bad[] = {
+		{"{}", "shape: not an array", 0},
+		{"[1, 2, 3, 4]", "shape: more than 3 entries", 10},
+		{"[1, -2]", "shape: not a non-negative integer", 4},
+		{"[1.5]", "shape: not a non-negative integer", 1},
+		{"[\"1\"]", "shape: not a non-negative integer", 1},
+		{"[18446744073709551616]",
+		 "shape: 18446744073709551616 is above 2^64-1", 1},
+	};
+	struct tfs_json_token t;
+	uint64_t out[3];
+	uint32_t n = 99;
+	size_t i;
+
+	start("[0, 18446744073709551615, 7]");
+	t = next_ok(TFS_JSON_ARRAY, 0);
+	ck_assert_int_eq(tfs_json_u64s(&j, &t, out, 3, &n, &d, "%s", "shape"),
+			 0);
+	ck_assert_uint_eq(n, 3);
+	ck_assert_uint_eq(out[0], 0);
+	ck_assert_uint_eq(out[1], UINT64_MAX);
+	ck_assert_uint_eq(out[2], 7);
+	next_ok(TFS_JSON_END, 28);
+	start("[]");
+	t = next_ok(TFS_JSON_ARRAY, 0);
+	ck_assert_int_eq(tfs_json_u64s(&j, &t, out, 3, &n, &d, "x"), 0);
+	ck_assert_uint_eq(n, 0);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		start(bad[i].doc);
+		ck_assert_int_eq(tfs_json_next(&j, &t, &d), 0);
+		ck_assert_int_eq(
+			tfs_json_u64s(&j, &t, out, 3, &n, &d, "%s", "shape"),
+			-EBADMSG);
+		ck_assert_str_eq(d.msg, bad[i].msg);
+		ck_assert_uint_eq(d.offset, BASE + bad[i].at);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("json");
@@ -273,6 +397,9 @@ int main(void)
 	tcase_add_test(tc, depth_is_bounded);
 	tcase_add_test(tc, skip_values);
 	tcase_add_test(tc, to_jansson);
+	tcase_add_test(tc, typed_checks);
+	tcase_add_test(tc, member_and_item_loops);
+	tcase_add_test(tc, arrays_of_u64);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
 }

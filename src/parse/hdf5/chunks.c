@@ -58,6 +58,7 @@ static int ck_add(struct ck_ctx *z, const uint64_t *coords, uint64_t addr,
 	struct h5_file *f = z->f;
 	struct tfs_cursor c;
 	unsigned i;
+	bool unfit;
 	int ret;
 
 	for (i = 0; i < z->rank; i++) {
@@ -72,19 +73,14 @@ static int ck_add(struct ck_ctx *z, const uint64_t *coords, uint64_t addr,
 						     "chunk dim"
 						   : "outside the dataspace");
 	}
-	if (!z->filtered && size != o->chunk_bytes)
+	unfit = !z->filtered && size != o->chunk_bytes;
+	if (unfit || size == 0 || size > 2 * o->chunk_bytes + (1u << 20))
 		return tfs_diag_at(f->d, -EBADMSG, at,
-				   "chunk at %llu: %llu bytes stored for an "
-				   "unfiltered %llu-byte chunk",
-				   (unsigned long long)addr,
-				   (unsigned long long)size,
-				   (unsigned long long)o->chunk_bytes);
-	if (size == 0 || size > 2 * o->chunk_bytes + (1u << 20))
-		return tfs_diag_at(f->d, -EBADMSG, at,
-				   "chunk at %llu: %llu bytes stored for a "
+				   "chunk at %llu: %llu bytes stored for %s"
 				   "%llu-byte chunk",
 				   (unsigned long long)addr,
 				   (unsigned long long)size,
+				   unfit ? "an unfiltered " : "a ",
 				   (unsigned long long)o->chunk_bytes);
 	ret = h5_span(f, addr, size, "chunk", at, &c);
 	if (ret)

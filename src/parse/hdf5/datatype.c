@@ -190,22 +190,31 @@ static int ty_array(struct ty_ctx *z, struct tfs_cursor *c, uint64_t at,
 	return 0;
 }
 
+/* a number's bit offset and precision (two u16): 0, or -1 past the end */
+static int ty_bits(struct tfs_cursor *c, struct h5_type *t)
+{
+	uint64_t v;
+
+	if (tfs_cursor_le(c, 2, &v))
+		return -1;
+	t->bit_off = (uint16_t)v;
+	if (tfs_cursor_le(c, 2, &v))
+		return -1;
+	t->prec = (uint16_t)v;
+	return 0;
+}
+
 static int ty_props(struct ty_ctx *z, struct tfs_cursor *c, uint64_t at,
 		    unsigned depth, struct h5_type *t)
 {
-	uint64_t v;
 
 	switch (t->cls) {
 	case H5T_FIXED:
 	case H5T_BITFIELD:
 		t->be = t->bits & 1;
 		t->sign = t->cls == H5T_FIXED && (t->bits & 8);
-		if (tfs_cursor_le(c, 2, &v))
+		if (ty_bits(c, t))
 			break;
-		t->bit_off = (uint16_t)v;
-		if (tfs_cursor_le(c, 2, &v))
-			break;
-		t->prec = (uint16_t)v;
 		return 0;
 	case H5T_FLOAT:
 		if ((t->bits & 0x41) == 0x41 || (t->bits & 0x41) == 0x40)
@@ -213,12 +222,8 @@ static int ty_props(struct ty_ctx *z, struct tfs_cursor *c, uint64_t at,
 					   "floating-point type: VAX byte "
 					   "order is not supported");
 		t->be = t->bits & 1;
-		if (tfs_cursor_le(c, 2, &v))
+		if (ty_bits(c, t))
 			break;
-		t->bit_off = (uint16_t)v;
-		if (tfs_cursor_le(c, 2, &v))
-			break;
-		t->prec = (uint16_t)v;
 		if (tfs_cursor_u8(c, &t->eloc) || tfs_cursor_u8(c, &t->esize) ||
 		    tfs_cursor_u8(c, &t->mloc) || tfs_cursor_u8(c, &t->msize) ||
 		    tfs_cursor_u32le(c, &t->bias))

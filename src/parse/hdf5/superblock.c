@@ -31,17 +31,6 @@ uint64_t h5_abs(const struct h5_file *f, uint64_t addr)
 	return f->base + addr;
 }
 
-unsigned h5_enc_size(uint64_t v)
-{
-	unsigned n = 1;
-
-	while (v > 0xff) {
-		v >>= 8;
-		n++;
-	}
-	return n;
-}
-
 unsigned h5_log2(uint64_t v)
 {
 	unsigned n = 0;
@@ -51,6 +40,11 @@ unsigned h5_log2(uint64_t v)
 		n++;
 	}
 	return n;
+}
+
+unsigned h5_enc_size(uint64_t v)
+{
+	return h5_log2(v) / 8 + 1; /* bytes up to the highest set bit */
 }
 
 int h5_span(struct h5_file *f, uint64_t addr, uint64_t len, const char *what,

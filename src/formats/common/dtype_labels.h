@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A reader's table of its format's dtype names ("F32", "float32") and the
+ * lookup of a name read from a container in it: the exact bytes, so a
+ * name with a NUL or a different case is no dtype.
+ */
+#ifndef TFS_FORMATS_DTYPE_LABELS_H
+#define TFS_FORMATS_DTYPE_LABELS_H
+
+#include <stddef.h>
+
+#include "tensorfs/dtype.h"
+
+struct tfs_dtype_label {
+	const char *name;
+	enum tfs_dtype dtype;
+};
+
+/* a whole table as the (table, count) arguments of the lookup */
+#define TFS_DTYPE_LABELS(t) (t), sizeof(t) / sizeof((t)[0])
+
+/* The entry of @table (@count of them) named @s (@n bytes), or NULL. */
+const struct tfs_dtype_label *
+tfs_dtype_label_find(const struct tfs_dtype_label *table, size_t count,
+		     const void *s, size_t n);
+
+#endif
