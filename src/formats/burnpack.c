@@ -1271,9 +1271,5 @@ out:
 	return ret;
 }
 
-const struct tfs_format tfs_format_burnpack = {
-	.name = "burnpack",
-	.description = "Burnpack (.bpk), Burn's checkpoint format",
-	.probe = bpk_probe,
-	.load = bpk_load,
-};
+TFS_FORMAT(burnpack, "Burnpack (.bpk), Burn's checkpoint format",
+	   .probe = bpk_probe, .load = bpk_load);

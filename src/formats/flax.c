@@ -733,9 +733,5 @@ static int fx_load(const struct tfs_source *src, struct tfs_builder *b,
 	return ret;
 }
 
-const struct tfs_format tfs_format_flax = {
-	.name = "flax",
-	.description = "Flax / JAX msgpack (flax.serialization.to_bytes)",
-	.probe = fx_probe,
-	.load = fx_load,
-};
+TFS_FORMAT(flax, "Flax / JAX msgpack (flax.serialization.to_bytes)",
+	   .probe = fx_probe, .load = fx_load);

@@ -1008,11 +1008,7 @@ out:
 	return ret;
 }
 
-const struct tfs_format tfs_format_ggml_legacy = {
-	.name = "ggml_legacy",
-	.family = "ggml-legacy",
-	.description = "pre-GGUF ggml: whisper.cpp, silero VAD, llama.cpp "
-		       "ggml/ggmf/ggjt",
-	.probe = gl_probe,
-	.load = gl_load,
-};
+TFS_FORMAT(ggml_legacy,
+	   "pre-GGUF ggml: whisper.cpp, silero VAD, llama.cpp "
+	   "ggml/ggmf/ggjt",
+	   .family = "ggml-legacy", .probe = gl_probe, .load = gl_load);

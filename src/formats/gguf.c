@@ -937,10 +937,5 @@ out:
 	return ret;
 }
 
-const struct tfs_format tfs_format_gguf = {
-	.name = "gguf",
-	.description = "GGUF v2/v3 (ggml, llama.cpp)",
-	.probe = gguf_probe,
-	.load = gguf_load,
-	.set_part = gguf_set_part,
-};
+TFS_FORMAT(gguf, "GGUF v2/v3 (ggml, llama.cpp)", .probe = gguf_probe,
+	   .load = gguf_load, .set_part = gguf_set_part);

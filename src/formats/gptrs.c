@@ -615,10 +615,7 @@ out:
 	return ret;
 }
 
-const struct tfs_format tfs_format_gptrs = {
-	.name = "gptrs",
-	.description = "gpt-rs checkpoint (GPTRSCHK) / tensor archive "
-		       "(GPTRSTEN), versions 1 and 2",
-	.probe = gptrs_probe,
-	.load = gptrs_load,
-};
+TFS_FORMAT(gptrs,
+	   "gpt-rs checkpoint (GPTRSCHK) / tensor archive "
+	   "(GPTRSTEN), versions 1 and 2",
+	   .probe = gptrs_probe, .load = gptrs_load);

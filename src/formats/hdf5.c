@@ -1568,9 +1568,5 @@ static int hx_load(const struct tfs_source *src, struct tfs_builder *b,
 	return tfs_hdf5_load_at(src, b, 0, src->size, d);
 }
 
-const struct tfs_format tfs_format_hdf5 = {
-	.name = "hdf5",
-	.description = "HDF5 (Keras, tf_model.h5, h5py)",
-	.probe = hx_probe,
-	.load = hx_load,
-};
+TFS_FORMAT(hdf5, "HDF5 (Keras, tf_model.h5, h5py)", .probe = hx_probe,
+	   .load = hx_load);

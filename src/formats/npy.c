@@ -520,9 +520,5 @@ out:
 	return ret;
 }
 
-const struct tfs_format tfs_format_npy = {
-	.name = "npy",
-	.description = "NumPy .npy (format 1.0, 2.0, 3.0), one array",
-	.probe = npy_probe,
-	.load = npy_load,
-};
+TFS_FORMAT(npy, "NumPy .npy (format 1.0, 2.0, 3.0), one array",
+	   .probe = npy_probe, .load = npy_load);

@@ -306,9 +306,5 @@ static int npz_load(const struct tfs_source *src, struct tfs_builder *b,
 	return ret;
 }
 
-const struct tfs_format tfs_format_npz = {
-	.name = "npz",
-	.description = "NumPy .npz (zip of .npy, stored or deflated)",
-	.probe = npz_probe,
-	.load = npz_load,
-};
+TFS_FORMAT(npz, "NumPy .npz (zip of .npy, stored or deflated)",
+	   .probe = npz_probe, .load = npz_load);

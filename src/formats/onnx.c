@@ -2647,9 +2647,5 @@ out:
 	return ret;
 }
 
-const struct tfs_format tfs_format_onnx = {
-	.name = "onnx",
-	.description = "ONNX model (protobuf ModelProto; bare TensorProto .pb)",
-	.probe = ox_probe,
-	.load = ox_load,
-};
+TFS_FORMAT(onnx, "ONNX model (protobuf ModelProto; bare TensorProto .pb)",
+	   .probe = ox_probe, .load = ox_load);

@@ -1226,9 +1226,5 @@ static int ov_load(const struct tfs_source *src, struct tfs_builder *b,
 	return ret;
 }
 
-const struct tfs_format tfs_format_openvino = {
-	.name = "openvino",
-	.description = "OpenVINO IR v10/v11 (model.xml + model.bin)",
-	.probe = ov_probe,
-	.load = ov_load,
-};
+TFS_FORMAT(openvino, "OpenVINO IR v10/v11 (model.xml + model.bin)",
+	   .probe = ov_probe, .load = ov_load);

@@ -828,10 +828,7 @@ static int pv_load(const struct tfs_source *src, struct tfs_builder *b,
 	return 0;
 }
 
-const struct tfs_format tfs_format_primitiv = {
-	.name = "primitiv",
-	.description = "primitiv v0.1 Parameter, Model or Optimizer file "
-		       "(MessagePack)",
-	.probe = pv_probe,
-	.load = pv_load,
-};
+TFS_FORMAT(primitiv,
+	   "primitiv v0.1 Parameter, Model or Optimizer file "
+	   "(MessagePack)",
+	   .probe = pv_probe, .load = pv_load);

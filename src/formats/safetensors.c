@@ -494,12 +494,7 @@ static int st_load(const struct tfs_source *src, struct tfs_builder *b,
 	return ret;
 }
 
-const struct tfs_format tfs_format_safetensors = {
-	.name = "safetensors",
-	.description = "safetensors (Hugging Face)",
-	.probe = st_probe,
-	.load = st_load,
-	/* model.safetensors.index.json: the shards mount as one tree */
-	.index_suffix = ".safetensors.index.json",
-	.index_rank = 0,
-};
+/* model.safetensors.index.json: the shards mount as one tree */
+TFS_FORMAT(safetensors, "safetensors (Hugging Face)", .probe = st_probe,
+	   .load = st_load, .index_suffix = ".safetensors.index.json",
+	   .index_rank = 0);

@@ -959,11 +959,7 @@ out:
 	return ret;
 }
 
-const struct tfs_format tfs_format_tf_checkpoint = {
-	.name = "tf_checkpoint",
-	.family = "tf-checkpoint",
-	.description = "TensorFlow V2 checkpoint (tensor bundle: .index + "
-		       ".data-* shards)",
-	.probe = tc_probe,
-	.load = tc_load,
-};
+TFS_FORMAT(tf_checkpoint,
+	   "TensorFlow V2 checkpoint (tensor bundle: .index + "
+	   ".data-* shards)",
+	   .family = "tf-checkpoint", .probe = tc_probe, .load = tc_load);

@@ -1029,9 +1029,5 @@ out:
 	return ret;
 }
 
-const struct tfs_format tfs_format_tfjs = {
-	.name = "tfjs",
-	.description = "TensorFlow.js model (model.json + weight shards)",
-	.probe = tj_probe,
-	.load = tj_load,
-};
+TFS_FORMAT(tfjs, "TensorFlow.js model (model.json + weight shards)",
+	   .probe = tj_probe, .load = tj_load);

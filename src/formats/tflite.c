@@ -1088,9 +1088,5 @@ out:
 	return ret;
 }
 
-const struct tfs_format tfs_format_tflite = {
-	.name = "tflite",
-	.description = "TensorFlow Lite / LiteRT model (FlatBuffers)",
-	.probe = tfl_probe,
-	.load = tfl_load,
-};
+TFS_FORMAT(tflite, "TensorFlow Lite / LiteRT model (FlatBuffers)",
+	   .probe = tfl_probe, .load = tfl_load);

@@ -175,9 +175,5 @@ static int tsr_load(const struct tfs_source *src, struct tfs_builder *b,
 	return 0;
 }
 
-const struct tfs_format tfs_format_tsr = {
-	.name = "tsr",
-	.description = "TSR (Technical Renaissance), one tensor",
-	.probe = tsr_probe,
-	.load = tsr_load,
-};
+TFS_FORMAT(tsr, "TSR (Technical Renaissance), one tensor", .probe = tsr_probe,
+	   .load = tsr_load);

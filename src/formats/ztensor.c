@@ -1688,10 +1688,5 @@ out:
 	return ret;
 }
 
-const struct tfs_format tfs_format_ztensor = {
-	.name = "ztensor",
-	.family = "ztensor",
-	.description = "zTensor 1.x (.zt): v0.1, v1.0, v1.1, v1.2",
-	.probe = zt_probe,
-	.load = zt_load,
-};
+TFS_FORMAT(ztensor, "zTensor 1.x (.zt): v0.1, v1.0, v1.1, v1.2",
+	   .family = "ztensor", .probe = zt_probe, .load = zt_load);

@@ -1628,10 +1628,5 @@ static int z2_load(const struct tfs_source *src, struct tfs_builder *b,
 	return ret;
 }
 
-const struct tfs_format tfs_format_ztensor2 = {
-	.name = "ztensor2",
-	.family = "ztensor",
-	.description = "zTensor 2.x (.zt, \\x89ZT2): crates 2.x, Python 2.1.x",
-	.probe = z2_probe,
-	.load = z2_load,
-};
+TFS_FORMAT(ztensor2, "zTensor 2.x (.zt, \\x89ZT2): crates 2.x, Python 2.1.x",
+	   .family = "ztensor", .probe = z2_probe, .load = z2_load);
