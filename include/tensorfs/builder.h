@@ -144,6 +144,67 @@ struct tfs_tensor_spec {
 	bool unreadable_is_fault;
 };
 
+/*
+ * Filling a spec: readers set what they know through these setters (as
+ * libarchive's archive_entry_set_*), never the fields one by one, so the
+ * spec can grow without touching every reader.  Each sets its fields only;
+ * tfs_spec_name (or tfs_spec_tensor) starts a spec and empties it first.
+ * Pointers are borrowed until the spec is added (the builder copies them).
+ * The builder checks what was set (see the header comment).
+ */
+/* *s emptied, then stored name @name (any bytes), described at byte @at
+ * of its container (diagnostics) */
+void tfs_spec_name(struct tfs_tensor_spec *s, const char *name, size_t len,
+		   uint64_t at);
+/* its dtype and shape (of a group: its xattrs; dtype INVALID: none) */
+void tfs_spec_type(struct tfs_tensor_spec *s, enum tfs_dtype dtype,
+		   const uint64_t *shape, size_t ndim);
+/* tfs_spec_name, then tfs_spec_type: a tensor or group */
+void tfs_spec_tensor(struct tfs_tensor_spec *s, const char *name, size_t len,
+		     enum tfs_dtype dtype, const uint64_t *shape, size_t ndim,
+		     uint64_t at);
+/* its @n path components, each one path component (see @path) */
+void tfs_spec_path(struct tfs_tensor_spec *s, const char *const *comps,
+		   size_t n);
+/* TFS_DTYPE_VOID: each element a record of @size bytes */
+void tfs_spec_records(struct tfs_tensor_spec *s, uint32_t size);
+/* -o npy: the header's descr (see @npy_descr) */
+void tfs_spec_npy_descr(struct tfs_tensor_spec *s, const char *descr);
+/*
+ * Its bytes as stored: [@off, +@len) of its source, @len bytes (raw).
+ * The common case: tfs_spec_tensor, then this.
+ */
+void tfs_spec_raw(struct tfs_tensor_spec *s, uint64_t off, uint64_t len);
+/*
+ * Where its stored bytes lie, [@off, +@len) of its source, when its size
+ * (tfs_spec_size) comes from elsewhere: the builder checks the two agree.
+ */
+void tfs_spec_stored(struct tfs_tensor_spec *s, uint64_t off, uint64_t len);
+/* its decoded size, as described (the file's size) */
+void tfs_spec_size(struct tfs_tensor_spec *s, uint64_t size);
+/* its stored bytes are in @source (0 or a tfs_builder_open_companion
+ * handle), not in the container */
+void tfs_spec_in(struct tfs_tensor_spec *s, uint32_t source);
+/* its stored bytes are @len bytes at @mem (copied), raw: size @len */
+void tfs_spec_mem(struct tfs_tensor_spec *s, const void *mem, uint64_t len);
+/* its stored bytes are @n pieces in order (copied); size: tfs_spec_size */
+void tfs_spec_segments(struct tfs_tensor_spec *s,
+		       const struct tfs_segment *segs, size_t n);
+/* its stored bytes are @encoding, decoded with @params (NULL: none) */
+void tfs_spec_encoded(struct tfs_tensor_spec *s, enum tfs_encoding encoding,
+		      const struct tfs_codec_params *params);
+/* its digest (text, as tfs_digest_parse reads it), of the stored bytes or,
+ * @decoded, of the decoded ones */
+void tfs_spec_digest(struct tfs_tensor_spec *s, const char *digest,
+		     bool decoded);
+/* its digest covers [@off, +@len) of the file, not the stored extent */
+void tfs_spec_digest_over(struct tfs_tensor_spec *s, const char *digest,
+			  uint64_t off, uint64_t len);
+/* listed but never served: reads fail, @why says why (see @unreadable);
+ * @is_fault: the container is at fault, else a capability is missing */
+void tfs_spec_unreadable(struct tfs_tensor_spec *s, const char *why,
+			 bool is_fault);
+
 int tfs_builder_new(struct tfs_builder **out, const struct tfs_source *src,
 		    const struct tfs_build_options *opts);
 void tfs_builder_free(struct tfs_builder *b);

@@ -104,6 +104,17 @@ struct tfs_format {
 			  struct tfs_shard_index *x, struct tfs_diag *d);
 };
 
+/*
+ * A reader's descriptor: TFS_FORMAT(npy, "NumPy .npy ...", .probe =
+ * npy_probe, .load = npy_load) defines tfs_format_npy named "npy", its
+ * name in the format list of meson.build (registry.c pastes the same
+ * tfs_format_##name); the members after the description are designated
+ * initializers.
+ */
+#define TFS_FORMAT(id, desc, ...)                                              \
+	const struct tfs_format tfs_format_##id = {                            \
+		.name = #id, .description = (desc), __VA_ARGS__}
+
 /* NULL-terminated table of every reader, in probe order */
 extern const struct tfs_format *const tfs_formats[];
 

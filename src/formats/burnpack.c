@@ -1106,22 +1106,16 @@ static int bpk_scalars(struct bpk_ctx *z, cbor_item_t *v, uint64_t off)
 static int bpk_add_tensor(struct bpk_ctx *z, struct bpk_tensor *t,
 			  json_t *qschemes)
 {
-	struct tfs_tensor_spec spec = {0};
+	struct tfs_tensor_spec spec;
 	char num[24], *dump;
 	json_t *extra, *scheme;
 	uint32_t h;
 	int ret;
 
-	spec.name = t->name;
-	spec.name_len = t->name_len;
-	spec.dtype = t->dtype;
-	spec.ndim = t->ndim;
-	spec.shape = t->shape;
-	spec.offset = z->data_start + t->start; /* checked by bpk_place */
-	spec.length = t->end - t->start;
-	spec.size = spec.length;
-	spec.encoding = TFS_ENCODING_RAW;
-	spec.desc_offset = t->desc_off;
+	tfs_spec_tensor(&spec, t->name, t->name_len, t->dtype, t->shape,
+			t->ndim, t->desc_off);
+	/* checked by bpk_place */
+	tfs_spec_raw(&spec, z->data_start + t->start, t->end - t->start);
 	ret = tfs_builder_add_tensor(z->b, &spec, &h, z->d);
 	if (ret)
 		return ret;
@@ -1275,9 +1269,5 @@ out:
 	return ret;
 }
 
-const struct tfs_format tfs_format_burnpack = {
-	.name = "burnpack",
-	.description = "Burnpack (.bpk), Burn's checkpoint format",
-	.probe = bpk_probe,
-	.load = bpk_load,
-};
+TFS_FORMAT(burnpack, "Burnpack (.bpk), Burn's checkpoint format",
+	   .probe = bpk_probe, .load = bpk_load);

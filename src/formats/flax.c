@@ -303,17 +303,11 @@ static void enter_ext(struct fx *x, const struct tfs_mp_obj *ext)
 
 static int add_array(struct fx *x, const struct fx_array *a, uint32_t *h)
 {
-	struct tfs_tensor_spec s = {0};
+	struct tfs_tensor_spec s;
 
-	s.name = x->name.p;
-	s.name_len = x->name.len;
-	s.dtype = a->dtype;
-	s.ndim = a->ndim;
-	s.shape = a->shape;
-	s.offset = a->data;
-	s.length = s.size = a->nbytes;
-	s.encoding = TFS_ENCODING_RAW;
-	s.desc_offset = a->at;
+	tfs_spec_tensor(&s, x->name.p, x->name.len, a->dtype, a->shape, a->ndim,
+			a->at);
+	tfs_spec_raw(&s, a->data, a->nbytes);
 	x->tensors++;
 	return tfs_builder_add_tensor(x->b, &s, h, x->d);
 }
@@ -494,7 +488,7 @@ static int read_chunked(struct fx *x, const struct tfs_mp_obj *map)
 	char nb[TFS_PRINTABLE_MAX];
 	const char *f = field(x, nb, sizeof(nb));
 	uint64_t shape[FX_MAX_DIMS], count, bytes, sum = 0, i;
-	struct tfs_tensor_spec s = {0};
+	struct tfs_tensor_spec s;
 	struct tfs_segment *segs = NULL;
 	struct tfs_mp_obj o, sm, cm;
 	struct fx_array a, first;
@@ -577,16 +571,10 @@ static int read_chunked(struct fx *x, const struct tfs_mp_obj *map)
 	if (ret)
 		goto out;
 	/* one file: the chunks' bytes in order, each a piece of the file */
-	s.name = x->name.p;
-	s.name_len = x->name.len;
-	s.dtype = first.dtype;
-	s.ndim = sm.n;
-	s.shape = shape;
-	s.segs = segs;
-	s.nsegs = (size_t)cm.n;
-	s.size = sum;
-	s.encoding = TFS_ENCODING_RAW;
-	s.desc_offset = map->start;
+	tfs_spec_tensor(&s, x->name.p, x->name.len, first.dtype, shape, sm.n,
+			map->start);
+	tfs_spec_segments(&s, segs, (size_t)cm.n);
+	tfs_spec_size(&s, sum);
 	x->tensors++;
 	x->chunked++;
 	ret = tfs_builder_add_tensor(x->b, &s, &h, x->d);
@@ -732,9 +720,5 @@ static int fx_load(const struct tfs_source *src, struct tfs_builder *b,
 	return ret;
 }
 
-const struct tfs_format tfs_format_flax = {
-	.name = "flax",
-	.description = "Flax / JAX msgpack (flax.serialization.to_bytes)",
-	.probe = fx_probe,
-	.load = fx_load,
-};
+TFS_FORMAT(flax, "Flax / JAX msgpack (flax.serialization.to_bytes)",
+	   .probe = fx_probe, .load = fx_load);

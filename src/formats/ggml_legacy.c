@@ -558,7 +558,7 @@ static int try_cand(const struct tfs_source *src, struct gl_cand *k)
 
 static int add_tensor(struct gl_ctx *g, const struct gl_rec *r)
 {
-	struct tfs_tensor_spec s = {0};
+	struct tfs_tensor_spec s;
 	uint64_t shape[GL_MAX_DIMS];
 	char ne[96];
 	uint32_t i, h;
@@ -566,15 +566,9 @@ static int add_tensor(struct gl_ctx *g, const struct gl_rec *r)
 
 	for (i = 0; i < r->n_dims; i++)
 		shape[i] = r->ne[r->n_dims - 1 - i]; /* row-major */
-	s.name = (const char *)r->name;
-	s.name_len = r->name_len;
-	s.dtype = r->gt->dtype;
-	s.ndim = r->n_dims;
-	s.shape = shape;
-	s.offset = r->data;
-	s.length = s.size = r->nbytes;
-	s.encoding = TFS_ENCODING_RAW;
-	s.desc_offset = r->at;
+	tfs_spec_tensor(&s, (const char *)r->name, r->name_len, r->gt->dtype,
+			shape, r->n_dims, r->at);
+	tfs_spec_raw(&s, r->data, r->nbytes);
 	ret = tfs_builder_add_tensor(g->b, &s, &h, g->d);
 	if (ret)
 		return ret;
@@ -603,17 +597,11 @@ static int add_tensor(struct gl_ctx *g, const struct gl_rec *r)
 static int add_mel_filters(struct gl_ctx *g, const struct gl_cand *k)
 {
 	uint64_t shape[2] = {(uint64_t)k->n_mel, (uint64_t)k->n_fft};
-	struct tfs_tensor_spec s = {0};
+	struct tfs_tensor_spec s;
 
-	s.name = "mel_filters";
-	s.name_len = strlen(s.name);
-	s.dtype = TFS_DTYPE_FLOAT32;
-	s.ndim = 2;
-	s.shape = shape;
-	s.offset = k->mel_at;
-	s.length = s.size = shape[0] * shape[1] * 4;
-	s.encoding = TFS_ENCODING_RAW;
-	s.desc_offset = k->mel_at - 8;
+	tfs_spec_tensor(&s, "mel_filters", strlen("mel_filters"),
+			TFS_DTYPE_FLOAT32, shape, 2, k->mel_at - 8);
+	tfs_spec_raw(&s, k->mel_at, shape[0] * shape[1] * 4);
 	return tfs_builder_add_tensor(g->b, &s, NULL, g->d);
 }
 
@@ -1020,11 +1008,7 @@ out:
 	return ret;
 }
 
-const struct tfs_format tfs_format_ggml_legacy = {
-	.name = "ggml_legacy",
-	.family = "ggml-legacy",
-	.description = "pre-GGUF ggml: whisper.cpp, silero VAD, llama.cpp "
-		       "ggml/ggmf/ggjt",
-	.probe = gl_probe,
-	.load = gl_load,
-};
+TFS_FORMAT(ggml_legacy,
+	   "pre-GGUF ggml: whisper.cpp, silero VAD, llama.cpp "
+	   "ggml/ggmf/ggjt",
+	   .family = "ggml-legacy", .probe = gl_probe, .load = gl_load);

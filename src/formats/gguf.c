@@ -650,25 +650,20 @@ static int read_info(struct gguf_ctx *z, uint64_t idx, struct gguf_info *t)
 static int add_tensor(struct gguf_ctx *z, const struct gguf_info *t,
 		      uint64_t data_start)
 {
-	struct tfs_tensor_spec s = {0};
-	uint64_t shape[GGUF_MAX_DIMS];
+	struct tfs_tensor_spec s;
+	uint64_t shape[GGUF_MAX_DIMS], off;
 	char ne[128];
 	uint32_t k, h;
 	int ret;
 
 	for (k = 0; k < t->n_dims; k++)
 		shape[k] = t->ne[t->n_dims - 1 - k]; /* row-major */
-	s.name = (const char *)t->name;
-	s.name_len = (size_t)t->name_len;
-	s.dtype = t->gt->dtype;
-	s.ndim = t->n_dims;
-	s.shape = shape;
+	tfs_spec_tensor(&s, (const char *)t->name, (size_t)t->name_len,
+			t->gt->dtype, shape, t->n_dims, t->at);
 	/* an offset that overflows is refused by the builder's range check */
-	if (!tfs_add_u64(data_start, t->offset, &s.offset))
-		s.offset = UINT64_MAX;
-	s.length = s.size = t->nbytes;
-	s.encoding = TFS_ENCODING_RAW;
-	s.desc_offset = t->at;
+	if (!tfs_add_u64(data_start, t->offset, &off))
+		off = UINT64_MAX;
+	tfs_spec_raw(&s, off, t->nbytes);
 	ret = tfs_builder_add_tensor(z->b, &s, &h, z->d);
 	if (ret)
 		return ret;
@@ -948,10 +943,5 @@ out:
 	return ret;
 }
 
-const struct tfs_format tfs_format_gguf = {
-	.name = "gguf",
-	.description = "GGUF v2/v3 (ggml, llama.cpp)",
-	.probe = gguf_probe,
-	.load = gguf_load,
-	.set_part = gguf_set_part,
-};
+TFS_FORMAT(gguf, "GGUF v2/v3 (ggml, llama.cpp)", .probe = gguf_probe,
+	   .load = gguf_load, .set_part = gguf_set_part);

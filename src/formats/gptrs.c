@@ -358,22 +358,15 @@ static int track_layout(struct gptrs_ctx *z, const struct gptrs_entry *e)
 /* describe entry @e (its dims in z->dims) to the builder */
 static int add_entry(struct gptrs_ctx *z, const struct gptrs_entry *e)
 {
-	struct tfs_tensor_spec spec = {0};
+	struct tfs_tensor_spec spec;
 	char num[8], id[2 * GPTRS_BASE_ID_LEN + 1];
 	json_t *extra;
 	uint32_t h;
 	int ret;
 
-	spec.name = (const char *)e->name;
-	spec.name_len = e->name_len;
-	spec.dtype = e->dtype;
-	spec.ndim = e->rank;
-	spec.shape = e->rank ? z->dims : NULL;
-	spec.offset = e->offset;
-	spec.length = e->length;
-	spec.size = e->length;
-	spec.encoding = TFS_ENCODING_RAW;
-	spec.desc_offset = e->at;
+	tfs_spec_tensor(&spec, (const char *)e->name, e->name_len, e->dtype,
+			e->rank ? z->dims : NULL, e->rank, e->at);
+	tfs_spec_raw(&spec, e->offset, e->length);
 	ret = tfs_builder_add_tensor(z->b, &spec, &h, z->d);
 	if (ret)
 		return ret;
@@ -615,10 +608,7 @@ out:
 	return ret;
 }
 
-const struct tfs_format tfs_format_gptrs = {
-	.name = "gptrs",
-	.description = "gpt-rs checkpoint (GPTRSCHK) / tensor archive "
-		       "(GPTRSTEN), versions 1 and 2",
-	.probe = gptrs_probe,
-	.load = gptrs_load,
-};
+TFS_FORMAT(gptrs,
+	   "gpt-rs checkpoint (GPTRSCHK) / tensor archive "
+	   "(GPTRSTEN), versions 1 and 2",
+	   .probe = gptrs_probe, .load = gptrs_load);

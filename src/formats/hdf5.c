@@ -808,11 +808,11 @@ static int hx_grid(struct hx_ctx *z, struct hx_ds *x, const uint64_t *cd,
 				    g->shape[k])
 					g->chunks[idx].mask = UINT32_MAX;
 	}
-	s->offset = lo == UINT64_MAX ? 0 : lo;
-	s->length = lo == UINT64_MAX ? 0 : hi - lo;
-	s->size = nbytes;
-	s->encoding = TFS_ENCODING_CHUNKED;
-	s->codec.chunks = g;
+	tfs_spec_stored(s, lo == UINT64_MAX ? 0 : lo,
+			lo == UINT64_MAX ? 0 : hi - lo);
+	tfs_spec_size(s, nbytes);
+	tfs_spec_encoded(s, TFS_ENCODING_CHUNKED,
+			 &(struct tfs_codec_params){.chunks = g});
 	return 0;
 }
 
@@ -870,8 +870,7 @@ static int hx_storage(struct hx_ctx *z, struct hx_ds *x, uint64_t nbytes,
 			      &c);
 		if (ret)
 			return ret;
-		s->offset = c.base;
-		s->length = nbytes;
+		tfs_spec_stored(s, c.base, nbytes);
 		return 0;
 	case H5_COMPACT:
 		*layout = "compact";
@@ -882,8 +881,7 @@ static int hx_storage(struct hx_ctx *z, struct hx_ds *x, uint64_t nbytes,
 					   "%llu bytes",
 					   hx_path(z), x->l.compact_size,
 					   (unsigned long long)nbytes);
-		s->offset = x->l.compact_at;
-		s->length = nbytes;
+		tfs_spec_stored(s, x->l.compact_at, nbytes);
 		return 0;
 	case H5_CHUNKED: {
 		struct h5_chunks ch;
@@ -905,8 +903,7 @@ static int hx_storage(struct hx_ctx *z, struct hx_ds *x, uint64_t nbytes,
 				whole = false;
 		if (ch.n == 1 && whole && x->pl.n == 0 && nbytes) {
 			/* one unfiltered chunk that is the dataset */
-			s->offset = h5_abs(f, ch.c[0].addr);
-			s->length = nbytes;
+			tfs_spec_stored(s, h5_abs(f, ch.c[0].addr), nbytes);
 		} else if (nbytes && !why[0]) {
 			ret = hx_grid(z, x, x->l.cdims, &ch, nbytes, s, why,
 				      wlen);
@@ -993,7 +990,7 @@ static int hx_dataset(struct hx_ctx *z, const struct h5_ohdr *oh)
 {
 	struct hx_ds x = {0};
 	struct hx_dtype m;
-	struct tfs_tensor_spec s = {0};
+	struct tfs_tensor_spec s;
 	struct tfs_cursor c;
 	const struct h5_msg *msg;
 	uint64_t shape[2 * H5_MAX_RANK], nbytes, nelem;
@@ -1073,6 +1070,11 @@ static int hx_dataset(struct hx_ctx *z, const struct h5_ohdr *oh)
 		ret = -ENOMEM;
 		goto out;
 	}
+	tfs_spec_tensor(&s, z->path.p, z->path.len, m.dtype, shape, nd,
+			h5_abs(&z->f, oh->addr));
+	tfs_spec_path(&s, z->comp, z->depth);
+	tfs_spec_records(&s, m.record);
+	tfs_spec_size(&s, nbytes);
 	ret = hx_storage(z, &x, nbytes, &s, why, sizeof(why), &layout);
 	if (ret == -ENOTSUP) {
 		snprintf(why, sizeof(why), "%s",
@@ -1082,21 +1084,11 @@ static int hx_dataset(struct hx_ctx *z, const struct h5_ohdr *oh)
 	}
 	if (ret)
 		goto out;
-	s.name = z->path.p;
-	s.name_len = z->path.len;
-	s.path = z->comp;
-	s.path_len = z->depth;
-	s.dtype = m.dtype;
-	s.record_size = m.record;
-	s.ndim = nd;
-	s.shape = shape;
-	s.size = nbytes;
-	s.desc_offset = h5_abs(&z->f, oh->addr);
 	if (why[0]) {
-		s.unreadable = why;
-		s.offset = s.length = 0;
-		s.encoding = TFS_ENCODING_RAW;
-		s.codec.chunks = NULL;
+		/* nothing stored is served: no extent, no grid */
+		tfs_spec_unreadable(&s, why, false);
+		tfs_spec_stored(&s, 0, 0);
+		tfs_spec_encoded(&s, TFS_ENCODING_RAW, NULL);
 		z->unreadable++;
 	}
 	ret = tfs_builder_add_tensor(z->b, &s, &h, z->d);
@@ -1537,9 +1529,5 @@ out:
 	return ret;
 }
 
-const struct tfs_format tfs_format_hdf5 = {
-	.name = "hdf5",
-	.description = "HDF5 (Keras, tf_model.h5, h5py)",
-	.probe = hx_probe,
-	.load = hx_load,
-};
+TFS_FORMAT(hdf5, "HDF5 (Keras, tf_model.h5, h5py)", .probe = hx_probe,
+	   .load = hx_load);

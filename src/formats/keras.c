@@ -158,9 +158,5 @@ out:
 	return ret;
 }
 
-const struct tfs_format tfs_format_keras = {
-	.name = "keras",
-	.description = "Keras 3 .keras archive (zip around HDF5 weights)",
-	.probe = keras_probe,
-	.load = keras_load,
-};
+TFS_FORMAT(keras, "Keras 3 .keras archive (zip around HDF5 weights)",
+	   .probe = keras_probe, .load = keras_load);

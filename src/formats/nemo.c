@@ -222,10 +222,5 @@ out:
 	return ret;
 }
 
-const struct tfs_format tfs_format_nemo = {
-	.name = "nemo",
-	.description =
-		"NeMo .nemo or tar archive of checkpoints (uncompressed)",
-	.probe = tar_probe,
-	.load = tar_load,
-};
+TFS_FORMAT(nemo, "NeMo .nemo or tar archive of checkpoints (uncompressed)",
+	   .probe = tar_probe, .load = tar_load);

@@ -445,11 +445,9 @@ void tfs_npy_free(struct tfs_npy *h)
 
 void tfs_npy_spec(const struct tfs_npy *h, struct tfs_tensor_spec *spec)
 {
-	spec->dtype = h->dtype;
-	spec->record_size = h->dtype == TFS_DTYPE_VOID ? h->itemsize : 0;
-	spec->ndim = h->ndim;
-	spec->shape = h->shape;
-	spec->npy_descr = h->view_descr;
+	tfs_spec_type(spec, h->dtype, h->shape, h->ndim);
+	tfs_spec_records(spec, h->dtype == TFS_DTYPE_VOID ? h->itemsize : 0);
+	tfs_spec_npy_descr(spec, h->view_descr);
 }
 
 int tfs_npy_describe(struct tfs_builder *b, uint32_t handle,
@@ -467,7 +465,7 @@ int tfs_npy_describe(struct tfs_builder *b, uint32_t handle,
 static int npy_load(const struct tfs_source *src, struct tfs_builder *b,
 		    struct tfs_diag *d)
 {
-	struct tfs_tensor_spec spec = {0};
+	struct tfs_tensor_spec spec;
 	struct tfs_npy h;
 	uint64_t have;
 	uint32_t handle;
@@ -494,13 +492,9 @@ static int npy_load(const struct tfs_source *src, struct tfs_builder *b,
 		ret = tfs_diag_oom(d);
 		goto out;
 	}
-	spec.name = "tensor";
-	spec.name_len = 6;
+	tfs_spec_name(&spec, "tensor", 6, h.major == 1 ? 10 : 12);
 	tfs_npy_spec(&h, &spec);
-	spec.offset = h.data_offset;
-	spec.length = h.nbytes;
-	spec.size = h.nbytes;
-	spec.desc_offset = h.major == 1 ? 10 : 12;
+	tfs_spec_raw(&spec, h.data_offset, h.nbytes);
 	ret = tfs_builder_add_tensor(b, &spec, &handle, d);
 	if (ret)
 		goto out;
@@ -526,9 +520,5 @@ out:
 	return ret;
 }
 
-const struct tfs_format tfs_format_npy = {
-	.name = "npy",
-	.description = "NumPy .npy (format 1.0, 2.0, 3.0), one array",
-	.probe = npy_probe,
-	.load = npy_load,
-};
+TFS_FORMAT(npy, "NumPy .npy (format 1.0, 2.0, 3.0), one array",
+	   .probe = npy_probe, .load = npy_load);

@@ -171,7 +171,7 @@ static int stored_header(struct npz_ctx *x, const struct tfs_zip_entry *e,
 
 static int add_member(struct npz_ctx *x, const struct tfs_zip_entry *e)
 {
-	struct tfs_tensor_spec spec = {0};
+	struct tfs_tensor_spec spec;
 	bool deflated = e->method == TFS_ZIP_DEFLATED;
 	char digest[32], crc[16];
 	uint64_t header_bytes, end;
@@ -203,27 +203,23 @@ static int add_member(struct npz_ctx *x, const struct tfs_zip_entry *e)
 				  (unsigned long long)header_bytes + h.nbytes);
 		goto out;
 	}
-	spec.name = e->name;
-	spec.name_len = e->name_len - NPY_SUFFIX_LEN;
+	tfs_spec_name(&spec, e->name, e->name_len - NPY_SUFFIX_LEN,
+		      e->central_offset);
 	tfs_npy_spec(&h, &spec);
-	spec.size = h.nbytes;
-	spec.desc_offset = e->central_offset;
 	snprintf(crc, sizeof(crc), "0x%08X", (unsigned)e->crc32);
 	if (deflated) {
-		spec.encoding = TFS_ENCODING_DEFLATE;
-		spec.offset = e->data_offset;
-		spec.length = e->comp_size;
-		spec.codec.skip = header_bytes;
-		spec.codec.check_crc32 = true;
-		spec.codec.crc32 = e->crc32;
+		struct tfs_codec_params p = {.skip = header_bytes,
+					     .check_crc32 = true,
+					     .crc32 = e->crc32};
+
+		tfs_spec_stored(&spec, e->data_offset, e->comp_size);
+		tfs_spec_size(&spec, h.nbytes);
+		tfs_spec_encoded(&spec, TFS_ENCODING_DEFLATE, &p);
 	} else {
-		spec.offset = h.data_offset;
-		spec.length = h.nbytes;
+		tfs_spec_raw(&spec, h.data_offset, h.nbytes);
 		snprintf(digest, sizeof(digest), "crc32:%s", crc);
-		spec.digest = digest;
-		spec.has_digest_extent = true;
-		spec.digest_offset = e->data_offset;
-		spec.digest_length = e->uncomp_size;
+		tfs_spec_digest_over(&spec, digest, e->data_offset,
+				     e->uncomp_size);
 	}
 	ret = tfs_builder_add_tensor(x->b, &spec, &handle, x->d);
 	if (ret)
@@ -310,9 +306,5 @@ static int npz_load(const struct tfs_source *src, struct tfs_builder *b,
 	return ret;
 }
 
-const struct tfs_format tfs_format_npz = {
-	.name = "npz",
-	.description = "NumPy .npz (zip of .npy, stored or deflated)",
-	.probe = npz_probe,
-	.load = npz_load,
-};
+TFS_FORMAT(npz, "NumPy .npz (zip of .npy, stored or deflated)",
+	   .probe = npz_probe, .load = npz_load);

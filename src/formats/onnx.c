@@ -313,6 +313,16 @@ struct ox_name {
 	bool explicit_path; /* else the builder splits qname itself */
 };
 
+/* @s named @n (through its own path if explicit), of @dtype and @shape */
+static void ox_spec(struct tfs_tensor_spec *s, const struct ox_name *n,
+		    enum tfs_dtype dtype, const uint64_t *shape, size_t ndim,
+		    uint64_t at)
+{
+	tfs_spec_tensor(s, n->qname, n->qlen, dtype, shape, ndim, at);
+	if (n->explicit_path)
+		tfs_spec_path(s, n->comp, n->ncomp);
+}
+
 static void ox_name_free(struct ox_name *n)
 {
 	free(n->qname);
@@ -1119,7 +1129,7 @@ static int ox_note_file(struct ox *z, const char *loc)
 static int ox_add(struct ox *z, struct ox_tensor *t, uint32_t group,
 		  const char *role, const char *gname)
 {
-	struct tfs_tensor_spec s = {0};
+	struct tfs_tensor_spec s;
 	struct ox_name n = {0};
 	struct ox_ext e = {0};
 	const char *storage = "raw_data";
@@ -1142,40 +1152,37 @@ static int ox_add(struct ox *z, struct ox_tensor *t, uint32_t group,
 		ret = ox_strings(z, &n, t->dims, t->ndim, &t->msg, TP_STRING);
 		goto out;
 	}
-	s.name = n.qname;
-	s.name_len = n.qlen;
-	if (n.explicit_path) {
-		s.path = n.comp;
-		s.path_len = n.ncomp;
+	if (role) {
+		/* a component: the group's name + its role */
+		if (asprintf(&cname, "%s/%s", gname, role) < 0) {
+			ret = tfs_diag_oom(z->d);
+			goto out;
+		}
+		tfs_spec_tensor(&s, cname, strlen(cname), t->dtype, t->dims,
+				t->ndim, t->at);
+	} else {
+		ox_spec(&s, &n, t->dtype, t->dims, t->ndim, t->at);
 	}
-	s.dtype = t->dtype;
-	s.ndim = t->ndim;
-	s.shape = t->dims;
-	s.encoding = TFS_ENCODING_RAW;
-	s.size = t->nbytes;
-	s.desc_offset = t->at;
+	tfs_spec_size(&s, t->nbytes);
 	if (t->data_location == 1) {
 		storage = "external";
 		ret = ox_external(z, t, who, &e);
 		if (ret)
 			goto out;
-		s.unreadable = e.unreadable;
-		s.unreadable_is_fault = e.unreadable == e.why;
+		tfs_spec_unreadable(&s, e.unreadable, e.unreadable == e.why);
 		if (!e.unreadable) {
-			s.source = e.source;
-			s.offset = e.offset;
-			s.length = e.length;
+			tfs_spec_in(&s, e.source);
+			tfs_spec_stored(&s, e.offset, e.length);
 		}
 		z->external++;
 		ret = ox_note_file(z, e.loc);
 		if (ret)
 			goto out;
 	} else if (t->has_raw) {
-		s.offset = t->raw_at;
-		s.length = t->raw_len;
+		tfs_spec_stored(&s, t->raw_at, t->raw_len);
 	} else if (!field) {
 		storage = "empty";
-		s.offset = t->at;
+		tfs_spec_stored(&s, t->at, 0);
 	} else if (t->typed_fields[field] == 1 &&
 		   t->typed_first[field].wire == TFS_PB_LEN &&
 		   ((field == TP_FLOAT && (t->dtype == TFS_DTYPE_FLOAT32 ||
@@ -1184,8 +1191,8 @@ static int ox_add(struct ox *z, struct ox_tensor *t, uint32_t group,
 					    t->dtype == TFS_DTYPE_COMPLEX128)))) {
 		/* packed little-endian values: the tensor's own bytes */
 		storage = "typed";
-		s.offset = t->typed_first[field].value_at;
-		s.length = t->typed_first[field].len;
+		tfs_spec_stored(&s, t->typed_first[field].value_at,
+				t->typed_first[field].len);
 	} else {
 		storage = "typed";
 		if (!tfs_add_u64(z->converted, t->nbytes, &z->converted) ||
@@ -1206,18 +1213,9 @@ static int ox_add(struct ox *z, struct ox_tensor *t, uint32_t group,
 		ret = ox_convert(z, t, field, buf, who);
 		if (ret)
 			goto out;
-		s.mem = buf; /* copied by the builder */
-		s.length = t->nbytes;
+		tfs_spec_mem(&s, buf, t->nbytes); /* copied by the builder */
 	}
 	if (role) {
-		if (asprintf(&cname, "%s/%s", gname, role) < 0) {
-			ret = tfs_diag_oom(z->d);
-			goto out;
-		}
-		s.name = cname;
-		s.name_len = strlen(cname);
-		s.path = NULL;
-		s.path_len = 0;
 		ret = tfs_builder_add_component(z->b, group, role, &s, &h,
 						z->d);
 	} else {
@@ -1241,7 +1239,7 @@ static int ox_sparse(struct ox *z, const struct tfs_pb_field *f,
 		     bool by_values)
 {
 	struct ox_tensor *v = NULL, *ix = NULL;
-	struct tfs_tensor_spec s = {0};
+	struct tfs_tensor_spec s;
 	struct tfs_pb_field g;
 	struct tfs_pb_values it;
 	struct tfs_cursor c;
@@ -1342,16 +1340,7 @@ static int ox_sparse(struct ox *z, const struct tfs_pb_field *f,
 	ret = ox_make_name(z, &n, f->value_at);
 	if (ret)
 		goto out;
-	s.name = n.qname;
-	s.name_len = n.qlen;
-	if (n.explicit_path) {
-		s.path = n.comp;
-		s.path_len = n.ncomp;
-	}
-	s.dtype = v->dtype;
-	s.ndim = ndim;
-	s.shape = dims;
-	s.desc_offset = f->value_at;
+	ox_spec(&s, &n, v->dtype, dims, ndim, f->value_at);
 	ret = tfs_builder_add_group(z->b, &s, &h, z->d);
 	if (!ret && tfs_builder_set_xattr_str(z->b, h, "format", "sparse_coo"))
 		ret = tfs_diag_oom(z->d);
@@ -1376,14 +1365,14 @@ static int ox_graph(struct ox *z, const struct tfs_pb_field *f, json_t *gmeta);
 /* an attribute's scalars as a Constant value_float(s) / value_int(s) */
 static int ox_attr_scalars(struct ox *z, const struct ox_attr_values *a)
 {
-	struct tfs_tensor_spec s = {0};
+	struct tfs_tensor_spec s;
 	struct ox_name n = {0};
 	struct tfs_cursor c = a->msg;
 	struct tfs_pb_field g;
 	struct tfs_pb_values it;
 	bool is_float = a->field == 2 || a->field == 7;
 	bool list = a->field == 7 || a->field == 8;
-	uint64_t dims[1] = {a->count}, v, k = 0;
+	uint64_t dims[1] = {a->count}, v, k = 0, size;
 	uint8_t *buf = NULL;
 	uint32_t h;
 	int ret;
@@ -1391,19 +1380,10 @@ static int ox_attr_scalars(struct ox *z, const struct ox_attr_values *a)
 	ret = ox_make_name(z, &n, a->at);
 	if (ret)
 		return ret;
-	s.name = n.qname;
-	s.name_len = n.qlen;
-	if (n.explicit_path) {
-		s.path = n.comp;
-		s.path_len = n.ncomp;
-	}
-	s.dtype = is_float ? TFS_DTYPE_FLOAT32 : TFS_DTYPE_INT64;
-	s.ndim = list ? 1 : 0;
-	s.shape = dims;
-	s.encoding = TFS_ENCODING_RAW;
-	s.size = a->count * (is_float ? 4 : 8); /* count < file size */
-	s.desc_offset = a->at;
-	if (!tfs_add_u64(z->converted, s.size, &z->converted) ||
+	ox_spec(&s, &n, is_float ? TFS_DTYPE_FLOAT32 : TFS_DTYPE_INT64, dims,
+		list ? 1 : 0, a->at);
+	size = a->count * (is_float ? 4 : 8); /* count < file size */
+	if (!tfs_add_u64(z->converted, size, &z->converted) ||
 	    z->converted > OX_CONVERT_MAX) {
 		ret = tfs_diag_at(z->d, -E2BIG, a->at,
 				  "attribute values: more than %llu bytes to "
@@ -1411,8 +1391,8 @@ static int ox_attr_scalars(struct ox *z, const struct ox_attr_values *a)
 				  OX_CONVERT_MAX);
 		goto out;
 	}
-	if (s.size) {
-		buf = malloc(s.size);
+	if (size) {
+		buf = malloc(size);
 		if (!buf) {
 			ret = tfs_diag_oom(z->d);
 			goto out;
@@ -1430,7 +1410,7 @@ static int ox_attr_scalars(struct ox *z, const struct ox_attr_values *a)
 
 			if (!list)
 				k = 0; /* a scalar: the last one wins */
-			if (k + w > s.size)
+			if (k + w > size)
 				break;
 			for (i = 0; i < w; i++)
 				buf[k + i] = (uint8_t)(v >> (8 * i));
@@ -1441,8 +1421,7 @@ static int ox_attr_scalars(struct ox *z, const struct ox_attr_values *a)
 	}
 	if (ret < 0)
 		goto out;
-	s.mem = buf; /* copied by the builder */
-	s.length = s.size;
+	tfs_spec_mem(&s, buf, size); /* copied by the builder */
 	ret = tfs_builder_add_tensor(z->b, &s, &h, z->d);
 	if (!ret)
 		ret = ox_xattrs(z, h, "attribute", NULL, NULL, NULL);
@@ -2617,9 +2596,5 @@ out:
 	return ret;
 }
 
-const struct tfs_format tfs_format_onnx = {
-	.name = "onnx",
-	.description = "ONNX model (protobuf ModelProto; bare TensorProto .pb)",
-	.probe = ox_probe,
-	.load = ox_load,
-};
+TFS_FORMAT(onnx, "ONNX model (protobuf ModelProto; bare TensorProto .pb)",
+	   .probe = ox_probe, .load = ox_load);

@@ -880,7 +880,7 @@ static int ov_xattr_u64(struct ov *z, uint32_t h, const char *key, uint64_t v)
 
 static int ov_const(struct ov *z, struct ov_layer *l, json_t *consts)
 {
-	struct tfs_tensor_spec s = {0};
+	struct tfs_tensor_spec s;
 	const struct ov_type *t;
 	uint64_t dims[OV_MAX_DIMS], count, bits, need, one;
 	size_t ndim, i, e;
@@ -945,31 +945,22 @@ static int ov_const(struct ov *z, struct ov_layer *l, json_t *consts)
 	ret = ov_name(z, l);
 	if (ret)
 		return ret;
-	s.name = l->tensor;
-	s.name_len = strlen(l->tensor);
-	s.dtype = t->dtype;
-	s.ndim = ndim;
-	s.shape = dims;
+	tfs_spec_tensor(&s, l->tensor, strlen(l->tensor), t->dtype, dims, ndim,
+			l->data_at);
 	/* an odd count of a whole-block dtype (f4e2m1): its bytes */
 	opaque = t->dtype == TFS_DTYPE_VOID ||
 		 tfs_dtype_bytes(t->dtype, count, &one) != 0;
 	if (opaque) {
 		/* opaque packed bytes: one record per byte */
 		one = l->size;
-		s.dtype = TFS_DTYPE_VOID;
-		s.record_size = 1;
-		s.ndim = 1;
-		s.shape = &one;
+		tfs_spec_type(&s, TFS_DTYPE_VOID, &one, 1);
+		tfs_spec_records(&s, 1);
 	}
-	s.encoding = TFS_ENCODING_RAW;
-	s.size = l->size;
-	s.desc_offset = l->data_at;
-	s.unreadable = z->unreadable;
-	s.unreadable_is_fault = z->unreadable_fault;
+	tfs_spec_size(&s, l->size);
+	tfs_spec_unreadable(&s, z->unreadable, z->unreadable_fault);
 	if (!z->unreadable) {
-		s.source = z->bin;
-		s.offset = l->offset;
-		s.length = l->size;
+		tfs_spec_in(&s, z->bin);
+		tfs_spec_stored(&s, l->offset, l->size);
 	}
 	ret = tfs_builder_add_tensor(z->b, &s, &h, z->d);
 	if (ret)
@@ -1273,9 +1264,5 @@ static int ov_load(const struct tfs_source *src, struct tfs_builder *b,
 	return ret;
 }
 
-const struct tfs_format tfs_format_openvino = {
-	.name = "openvino",
-	.description = "OpenVINO IR v10/v11 (model.xml + model.bin)",
-	.probe = ov_probe,
-	.load = ov_load,
-};
+TFS_FORMAT(openvino, "OpenVINO IR v10/v11 (model.xml + model.bin)",
+	   .probe = ov_probe, .load = ov_load);

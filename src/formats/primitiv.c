@@ -326,18 +326,6 @@ static int pv_read_tensor(struct pv *p, const char *name, struct pv_tensor *t)
 	return 0;
 }
 
-static void pv_fill_spec(struct tfs_tensor_spec *spec, const char *name,
-			 const struct pv_tensor *t)
-{
-	memset(spec, 0, sizeof(*spec));
-	spec->name = name;
-	spec->name_len = strlen(name);
-	spec->dtype = TFS_DTYPE_FLOAT32;
-	spec->ndim = t->ndim;
-	spec->shape = t->shape;
-	spec->desc_offset = t->desc_offset;
-}
-
 /*
  * Add tensor file @role: to group @group, or (TFS_BUILDER_ROOT) at the root
  * with @role as its one, unsplit path component.
@@ -350,14 +338,11 @@ static int pv_add_file(struct pv *p, uint32_t group, const char *role,
 	uint32_t h;
 	int ret;
 
-	pv_fill_spec(&spec, role, t);
-	spec.offset = t->data_offset;
-	spec.length = t->data_length;
-	spec.size = t->data_length;
-	spec.encoding = TFS_ENCODING_RAW;
+	tfs_spec_tensor(&spec, role, strlen(role), TFS_DTYPE_FLOAT32, t->shape,
+			t->ndim, t->desc_offset);
+	tfs_spec_raw(&spec, t->data_offset, t->data_length);
 	if (group == TFS_BUILDER_ROOT) {
-		spec.path = path;
-		spec.path_len = 1;
+		tfs_spec_path(&spec, path, 1);
 		ret = tfs_builder_add_tensor(p->b, &spec, &h, p->d);
 	} else {
 		ret = tfs_builder_add_component(p->b, group, role, &spec, &h,
@@ -578,10 +563,9 @@ static int pv_read_model_entry(struct pv *p, uint32_t idx, void **keys)
 	if (ret)
 		goto out;
 	/* the group is the parameter: its value's dtype, shape and order */
-	pv_fill_spec(&spec, k.name, &t);
-	spec.path = (const char *const *)k.elems;
-	spec.path_len = (size_t)k.n;
-	spec.desc_offset = key_start;
+	tfs_spec_tensor(&spec, k.name, strlen(k.name), TFS_DTYPE_FLOAT32,
+			t.shape, t.ndim, key_start);
+	tfs_spec_path(&spec, (const char *const *)k.elems, (size_t)k.n);
 	ret = tfs_builder_add_group(p->b, &spec, &group, p->d);
 	if (ret)
 		goto out;
@@ -850,10 +834,7 @@ static int pv_load(const struct tfs_source *src, struct tfs_builder *b,
 	return 0;
 }
 
-const struct tfs_format tfs_format_primitiv = {
-	.name = "primitiv",
-	.description = "primitiv v0.1 Parameter, Model or Optimizer file "
-		       "(MessagePack)",
-	.probe = pv_probe,
-	.load = pv_load,
-};
+TFS_FORMAT(primitiv,
+	   "primitiv v0.1 Parameter, Model or Optimizer file "
+	   "(MessagePack)",
+	   .probe = pv_probe, .load = pv_load);

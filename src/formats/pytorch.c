@@ -305,13 +305,8 @@ static int pt_load(const struct tfs_source *src, struct tfs_builder *b,
 	return ret;
 }
 
-const struct tfs_format tfs_format_pytorch = {
-	.name = "pytorch",
-	.description = "PyTorch checkpoint (torch.save: zip or legacy)",
-	.probe = pt_probe,
-	.load = pt_load,
-	/* pytorch_model.bin.index.json (after a safetensors index) */
-	.index_suffix = ".bin.index.json",
-	.index_rank = 1,
-	.read_index = tfs_hf_read_index,
-};
+/* pytorch_model.bin.index.json (after a safetensors index) */
+TFS_FORMAT(pytorch, "PyTorch checkpoint (torch.save: zip or legacy)",
+	   .probe = pt_probe, .load = pt_load,
+	   .index_suffix = ".bin.index.json", .index_rank = 1,
+	   .read_index = tfs_hf_read_index);

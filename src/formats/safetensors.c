@@ -367,20 +367,13 @@ static int st_layout(struct st_ctx *z)
 
 static int st_add(struct st_ctx *z, const struct st_tensor *x)
 {
-	struct tfs_tensor_spec s = {0};
+	struct tfs_tensor_spec s;
 	uint32_t h;
 	int ret;
 
-	s.name = x->name;
-	s.name_len = x->name_len;
-	s.dtype = x->dtype;
-	s.ndim = x->ndim;
-	s.shape = x->shape;
-	s.offset = z->buf_start + x->begin;
-	s.length = x->end - x->begin;
-	s.size = s.length;
-	s.encoding = TFS_ENCODING_RAW;
-	s.desc_offset = x->at;
+	tfs_spec_tensor(&s, x->name, x->name_len, x->dtype, x->shape, x->ndim,
+			x->at);
+	tfs_spec_raw(&s, z->buf_start + x->begin, x->end - x->begin);
 	ret = tfs_builder_add_tensor(z->b, &s, &h, z->d);
 	if (!ret &&
 	    tfs_builder_set_xattr_str(z->b, h, "safetensors.dtype", x->native))
@@ -438,13 +431,7 @@ static int st_load(const struct tfs_source *src, struct tfs_builder *b,
 	return ret;
 }
 
-const struct tfs_format tfs_format_safetensors = {
-	.name = "safetensors",
-	.description = "safetensors (Hugging Face)",
-	.probe = st_probe,
-	.load = st_load,
-	/* model.safetensors.index.json: the shards mount as one tree */
-	.index_suffix = ".safetensors.index.json",
-	.index_rank = 0,
-	.read_index = tfs_hf_read_index,
-};
+/* model.safetensors.index.json: the shards mount as one tree */
+TFS_FORMAT(safetensors, "safetensors (Hugging Face)", .probe = st_probe,
+	   .load = st_load, .index_suffix = ".safetensors.index.json",
+	   .index_rank = 0, .read_index = tfs_hf_read_index);

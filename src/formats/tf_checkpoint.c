@@ -676,7 +676,7 @@ static int collect_dirs(struct tc *z)
 static int add_tensor(struct tc *z, struct tc_entry *e)
 {
 	char digest[32];
-	struct tfs_tensor_spec s = {0};
+	struct tfs_tensor_spec s;
 	const char **comp = NULL;
 	char *disp = NULL, *c;
 	size_t dlen = e->key_len, ncomp = 0, k = strlen(TC_SUFFIX);
@@ -724,13 +724,8 @@ static int add_tensor(struct tc *z, struct tc_entry *e)
 					   e->size, count,
 					   tfs_dtype_size(e->dt->dtype));
 	}
-	s.name = e->key;
-	s.name_len = e->key_len;
-	s.dtype = e->dt->dtype;
-	s.ndim = e->ndim;
-	s.shape = e->shape;
-	s.size = e->size;
-	s.desc_offset = e->at;
+	tfs_spec_tensor(&s, e->key, e->key_len, e->dt->dtype, e->shape, e->ndim,
+			e->at);
 	if (z->shard_src) {
 		e->source = z->shard_src[e->shard];
 		ssize = tfs_builder_source(z->b, e->source)->size;
@@ -742,9 +737,8 @@ static int add_tensor(struct tc *z, struct tc_entry *e)
 					   " bytes)",
 					   TFS_SHOWN(e->key, e->key_len),
 					   e->offset, e->size, e->shard, ssize);
-		s.source = e->source;
-		s.offset = e->offset;
-		s.length = e->size;
+		tfs_spec_in(&s, e->source);
+		tfs_spec_raw(&s, e->offset, e->size);
 		if (e->dt->string) {
 			strs = json_array();
 			if (!strs)
@@ -761,12 +755,15 @@ static int add_tensor(struct tc *z, struct tc_entry *e)
 		} else if (e->has_crc) {
 			snprintf(digest, sizeof(digest), "crc32c:0x%08X",
 				 e->crc);
-			s.digest = digest;
+			tfs_spec_digest(&s, digest, false);
 		}
 	} else {
-		s.unreadable = "shard files: the index was not read from a "
-			       "file named PREFIX.index, so its .data shards "
-			       "are not found";
+		tfs_spec_size(&s, e->size);
+		tfs_spec_unreadable(&s,
+				    "shard files: the index was not read "
+				    "from a file named PREFIX.index, so its "
+				    ".data shards are not found",
+				    false);
 	}
 	/* the display name: without the TF2 suffix unless a folder */
 	if (dlen > k && memcmp(e->key + dlen - k, TC_SUFFIX, k) == 0) {
@@ -792,8 +789,7 @@ static int add_tensor(struct tc *z, struct tc_entry *e)
 		*sl = 0;
 		c = sl + 1;
 	}
-	s.path = comp;
-	s.path_len = ncomp;
+	tfs_spec_path(&s, comp, ncomp);
 	ret = tfs_builder_add_tensor(z->b, &s, &h, z->d);
 	if (!ret &&
 	    (tfs_builder_set_xattr(z->b, h, "key", e->key, e->key_len) ||
@@ -996,11 +992,7 @@ out:
 	return ret;
 }
 
-const struct tfs_format tfs_format_tf_checkpoint = {
-	.name = "tf_checkpoint",
-	.family = "tf-checkpoint",
-	.description = "TensorFlow V2 checkpoint (tensor bundle: .index + "
-		       ".data-* shards)",
-	.probe = tc_probe,
-	.load = tc_load,
-};
+TFS_FORMAT(tf_checkpoint,
+	   "TensorFlow V2 checkpoint (tensor bundle: .index + "
+	   ".data-* shards)",
+	   .family = "tf-checkpoint", .probe = tc_probe, .load = tc_load);

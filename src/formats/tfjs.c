@@ -689,7 +689,7 @@ static int add_weight(struct tj *z, struct tj_weight *w, uint64_t pos,
 		      uint64_t size)
 {
 	const struct tj_group *g = &z->g[w->group];
-	struct tfs_tensor_spec s = {0};
+	struct tfs_tensor_spec s;
 	struct tfs_segment segs[TJ_MAX_PATHS > 64 ? 64 : TJ_MAX_PATHS];
 	struct tfs_segment *seg = segs;
 	const char **comp = NULL;
@@ -717,18 +717,16 @@ static int add_weight(struct tj *z, struct tj_weight *w, uint64_t pos,
 		*e = 0;
 		c = e + 1;
 	}
-	s.name = w->name;
-	s.name_len = w->name_len;
-	s.path = comp;
-	s.path_len = ncomp;
-	s.dtype = stored_dtype(w);
-	s.ndim = w->ndim;
-	s.shape = w->shape;
-	s.size = size;
-	s.desc_offset = w->at;
+	tfs_spec_tensor(&s, w->name, w->name_len, stored_dtype(w), w->shape,
+			w->ndim, w->at);
+	tfs_spec_path(&s, comp, ncomp);
+	tfs_spec_size(&s, size);
 	if (z->from_memory) {
-		s.unreadable = "shard files: the model was read from memory, "
-			       "so its weight files are not found";
+		tfs_spec_unreadable(&s,
+				    "shard files: the model was read from "
+				    "memory, so its weight files are not "
+				    "found",
+				    false);
 	} else {
 		/* the pieces of [pos, end) among the group's files */
 		if (g->npaths > 64) {
@@ -754,17 +752,13 @@ static int add_weight(struct tj *z, struct tj_weight *w, uint64_t pos,
 			pos += k;
 		}
 		if (nseg > 1) {
-			s.segs = seg;
-			s.nsegs = nseg;
+			tfs_spec_segments(&s, seg, nseg);
 		} else if (nseg == 1) {
-			s.source = seg[0].source;
-			s.offset = seg[0].offset;
-			s.length = seg[0].length;
+			tfs_spec_in(&s, seg[0].source);
+			tfs_spec_stored(&s, seg[0].offset, seg[0].length);
 		} else {
 			/* an empty weight */
-			s.source = g->npaths ? z->f[g->fpath].source : 0;
-			s.offset = 0;
-			s.length = 0;
+			tfs_spec_in(&s, g->npaths ? z->f[g->fpath].source : 0);
 		}
 	}
 	ret = tfs_builder_add_tensor(z->b, &s, &h, z->d);
@@ -969,9 +963,5 @@ out:
 	return ret;
 }
 
-const struct tfs_format tfs_format_tfjs = {
-	.name = "tfjs",
-	.description = "TensorFlow.js model (model.json + weight shards)",
-	.probe = tj_probe,
-	.load = tj_load,
-};
+TFS_FORMAT(tfjs, "TensorFlow.js model (model.json + weight shards)",
+	   .probe = tj_probe, .load = tj_load);

@@ -902,24 +902,16 @@ static int add_const(struct tfl *z, const struct tfl_const *c,
 		     const char **comps, size_t ncomps)
 {
 	const struct tfl_buffer *buf = &z->bufs[c->buffer];
-	struct tfs_tensor_spec spec = {0};
+	struct tfs_tensor_spec spec;
 	struct tfl_quant q;
 	char num[24];
 	uint32_t h;
 	int ret;
 
-	spec.name = c->path;
-	spec.name_len = strlen(c->path);
-	spec.path = comps;
-	spec.path_len = ncomps;
-	spec.dtype = c->dtype;
-	spec.ndim = c->ndim;
-	spec.shape = c->shape;
-	spec.offset = buf->off;
-	spec.length = buf->size;
-	spec.size = buf->size;
-	spec.encoding = TFS_ENCODING_RAW;
-	spec.desc_offset = c->desc;
+	tfs_spec_tensor(&spec, c->path, strlen(c->path), c->dtype, c->shape,
+			c->ndim, c->desc);
+	tfs_spec_path(&spec, comps, ncomps);
+	tfs_spec_raw(&spec, buf->off, buf->size);
 	ret = tfs_builder_add_tensor(z->b, &spec, &h, z->d);
 	if (ret)
 		return ret;
@@ -1093,9 +1085,5 @@ out:
 	return ret;
 }
 
-const struct tfs_format tfs_format_tflite = {
-	.name = "tflite",
-	.description = "TensorFlow Lite / LiteRT model (FlatBuffers)",
-	.probe = tfl_probe,
-	.load = tfl_load,
-};
+TFS_FORMAT(tflite, "TensorFlow Lite / LiteRT model (FlatBuffers)",
+	   .probe = tfl_probe, .load = tfl_load);

@@ -307,9 +307,5 @@ out:
 	return ret;
 }
 
-const struct tfs_format tfs_format_torchscript = {
-	.name = "torchscript",
-	.description = "TorchScript archive (torch.jit.save)",
-	.probe = ts_probe,
-	.load = ts_load,
-};
+TFS_FORMAT(torchscript, "TorchScript archive (torch.jit.save)",
+	   .probe = ts_probe, .load = ts_load);

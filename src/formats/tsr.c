@@ -101,7 +101,7 @@ static int check_dims(const struct tsr_header *h, uint64_t *shape,
 static int tsr_load(const struct tfs_source *src, struct tfs_builder *b,
 		    struct tfs_diag *d)
 {
-	struct tfs_tensor_spec spec = {0};
+	struct tfs_tensor_spec spec;
 	struct tsr_header h = {0};
 	struct tfs_cursor c;
 	uint64_t shape[4], bytes, want;
@@ -153,14 +153,8 @@ static int tsr_load(const struct tfs_source *src, struct tfs_builder *b,
 			(unsigned long long)src->size,
 			(unsigned long long)bytes, (unsigned long long)want);
 
-	spec.name = "tensor";
-	spec.name_len = 6;
-	spec.dtype = dt;
-	spec.ndim = (size_t)h.ndim;
-	spec.shape = shape;
-	spec.offset = TSR_HEADER_SIZE;
-	spec.length = bytes;
-	spec.size = bytes;
+	tfs_spec_tensor(&spec, "tensor", 6, dt, shape, (size_t)h.ndim, 0);
+	tfs_spec_raw(&spec, TSR_HEADER_SIZE, bytes);
 	ret = tfs_builder_add_tensor(b, &spec, NULL, d);
 	if (ret)
 		return ret;
@@ -181,9 +175,5 @@ static int tsr_load(const struct tfs_source *src, struct tfs_builder *b,
 	return 0;
 }
 
-const struct tfs_format tfs_format_tsr = {
-	.name = "tsr",
-	.description = "TSR (Technical Renaissance), one tensor",
-	.probe = tsr_probe,
-	.load = tsr_load,
-};
+TFS_FORMAT(tsr, "TSR (Technical Renaissance), one tensor", .probe = tsr_probe,
+	   .load = tsr_load);

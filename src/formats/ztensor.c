@@ -708,24 +708,18 @@ static int zt_check_comp(struct zt_ctx *z, const struct zt_obj *o,
 	return 0;
 }
 
-static int zt_spec_common(struct zt_ctx *z, const struct zt_obj *o,
-			  struct tfs_tensor_spec *s)
+/* the file of component @c of @o, shown with @shape */
+static void zt_comp_spec(const struct zt_ctx *z, const struct zt_obj *o,
+			 const struct zt_comp *c, const uint64_t *shape,
+			 size_t ndim, struct tfs_tensor_spec *s)
 {
-	memset(s, 0, sizeof(*s));
-	s->name = o->name;
-	s->name_len = o->name_len;
-	s->desc_offset = z->man_off;
-	return 0;
-}
-
-static void zt_comp_spec(const struct zt_comp *c, struct tfs_tensor_spec *s)
-{
-	s->dtype = c->dtype;
-	s->offset = c->offset;
-	s->length = c->length;
-	s->encoding = c->zstd ? TFS_ENCODING_ZSTD : TFS_ENCODING_RAW;
-	s->size = c->size;
-	s->digest = c->digest;
+	tfs_spec_tensor(s, o->name, o->name_len, c->dtype, shape, ndim,
+			z->man_off);
+	tfs_spec_stored(s, c->offset, c->length);
+	tfs_spec_size(s, c->size);
+	tfs_spec_encoded(s, c->zstd ? TFS_ENCODING_ZSTD : TFS_ENCODING_RAW,
+			 NULL);
+	tfs_spec_digest(s, c->digest, false);
 }
 
 /* small scalar attributes as user.tensorfs.attr.<key> on @handle */
@@ -896,21 +890,20 @@ static int zt_emit_group(struct zt_ctx *z, struct zt_obj *o)
 {
 	struct tfs_tensor_spec s;
 	const struct zt_comp *v = zt_find(o, "values");
+	enum tfs_dtype dtype;
 	uint64_t nnz = 0, dims[2], want;
 	uint32_t group, h;
 	size_t i, ndim;
 	bool have_nnz = false;
 	int ret;
 
-	zt_spec_common(z, o, &s);
 	if (!v)
 		v = zt_find(o, "data");
-	if (o->dtype != TFS_DTYPE_INVALID)
-		s.dtype = o->dtype;
-	else if (v)
-		s.dtype = v->dtype;
-	s.ndim = o->ndim;
-	s.shape = o->shape;
+	dtype = o->dtype;
+	if (dtype == TFS_DTYPE_INVALID && v)
+		dtype = v->dtype;
+	tfs_spec_tensor(&s, o->name, o->name_len, dtype, o->shape, o->ndim,
+			z->man_off);
 	v = zt_find(o, "values");
 	for (i = 0; i < o->ncomps; i++) {
 		/* dense with extra roles: 'data' still has the tensor's size */
@@ -957,11 +950,8 @@ static int zt_emit_group(struct zt_ctx *z, struct zt_obj *o)
 	for (i = 0; i < o->ncomps && !ret; i++) {
 		struct zt_comp *c = &o->comps[i];
 
-		zt_spec_common(z, o, &s);
-		zt_comp_spec(c, &s);
 		zt_comp_shape(o, c, nnz, have_nnz, dims, &ndim);
-		s.ndim = ndim;
-		s.shape = dims;
+		zt_comp_spec(z, o, c, dims, ndim, &s);
 		ret = tfs_builder_add_component(z->b, group, c->role, &s, &h,
 						z->d);
 		if (!ret)
@@ -1000,10 +990,7 @@ static int zt_emit(struct zt_ctx *z, struct zt_obj *o)
 	ret = zt_check_comp(z, o, c, true, bytes);
 	if (ret)
 		return ret;
-	zt_spec_common(z, o, &s);
-	zt_comp_spec(c, &s);
-	s.ndim = o->ndim;
-	s.shape = o->shape;
+	zt_comp_spec(z, o, c, o->shape, o->ndim, &s);
 	ret = tfs_builder_add_tensor(z->b, &s, &h, z->d);
 	if (!ret)
 		ret = zt_decorate(z, o, h);
@@ -1702,10 +1689,5 @@ out:
 	return ret;
 }
 
-const struct tfs_format tfs_format_ztensor = {
-	.name = "ztensor",
-	.family = "ztensor",
-	.description = "zTensor 1.x (.zt): v0.1, v1.0, v1.1, v1.2",
-	.probe = zt_probe,
-	.load = zt_load,
-};
+TFS_FORMAT(ztensor, "zTensor 1.x (.zt): v0.1, v1.0, v1.1, v1.2",
+	   .family = "ztensor", .probe = zt_probe, .load = zt_load);

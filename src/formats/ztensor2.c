@@ -1347,18 +1347,16 @@ static void z2_view(const struct z2_part *p, const uint64_t *shape, size_t ndim,
 
 	if (shape && (!p->type || lt) &&
 	    tfs_shape_product(shape, ndim, &count)) {
-		s->dtype = lt ? lt->shown : p->dtype;
-		if (tfs_dtype_bytes(s->dtype, count, &bytes) == 0 &&
+		enum tfs_dtype shown = lt ? lt->shown : p->dtype;
+
+		if (tfs_dtype_bytes(shown, count, &bytes) == 0 &&
 		    bytes == p->size) {
-			s->shape = shape;
-			s->ndim = ndim;
+			tfs_spec_type(s, shown, shape, ndim);
 			return;
 		}
 	}
-	s->dtype = p->size % w ? TFS_DTYPE_UINT8 : p->dtype;
 	*dim = p->size / (p->size % w ? 1 : w);
-	s->shape = dim;
-	s->ndim = 1;
+	tfs_spec_type(s, p->size % w ? TFS_DTYPE_UINT8 : p->dtype, dim, 1);
 }
 
 /* the builder's description of part @p of @o (@digest: scratch text) */
@@ -1366,30 +1364,28 @@ static void z2_spec(struct z2_ctx *z, const struct z2_obj *o,
 		    const struct z2_part *p, struct tfs_tensor_spec *s,
 		    char *digest, size_t dlen)
 {
-	memset(s, 0, sizeof(*s));
-	s->name = o->name;
-	s->name_len = o->name_len;
-	s->desc_offset = z->man_off;
-	s->size = p->size;
-	s->unreadable = p->unreadable;
-	s->unreadable_is_fault = p->fault;
+	const char *text = p->digest;
+
+	tfs_spec_name(s, o->name, o->name_len, z->man_off);
+	tfs_spec_size(s, p->size);
+	tfs_spec_unreadable(s, p->unreadable, p->fault);
 	if (p->unreadable && p->shard)
 		return; /* nothing of this file */
-	s->source = p->shard ? p->handle : 0;
-	s->offset = p->off;
-	s->length = p->len;
-	s->encoding = p->encoding && !p->unreadable ? TFS_ENCODING_ZSTD
-						    : TFS_ENCODING_RAW;
-	/* a zTensor digest covers the decoded bytes */
+	tfs_spec_in(s, p->shard ? p->handle : 0);
+	tfs_spec_stored(s, p->off, p->len);
+	tfs_spec_encoded(s,
+			 p->encoding && !p->unreadable ? TFS_ENCODING_ZSTD
+						       : TFS_ENCODING_RAW,
+			 NULL);
 	if (!p->digest || p->unreadable)
 		return;
-	s->digest_decoded = p->encoding != NULL;
 	/* crc32c in the project's spelling; the others as written */
-	s->digest = p->digest;
 	if (strncmp(p->digest, "crc32c:", 7) == 0) {
 		snprintf(digest, dlen, "crc32c:0x%s", p->digest + 7);
-		s->digest = digest;
+		text = digest;
 	}
+	/* a zTensor digest covers the decoded bytes */
+	tfs_spec_digest(s, text, p->encoding != NULL);
 }
 
 /* small scalar attributes as user.tensorfs.attr.<key> on @handle */
@@ -1499,12 +1495,8 @@ static int z2_emit(struct z2_ctx *z, struct z2_obj *o, json_t *obj_attrs)
 			ret = z2_decorate_part(z, &o->parts[0], h);
 		return ret;
 	}
-	memset(&s, 0, sizeof(s));
-	s.name = o->name;
-	s.name_len = o->name_len;
-	s.desc_offset = z->man_off;
-	s.shape = o->shape;
-	s.ndim = o->ndim;
+	tfs_spec_tensor(&s, o->name, o->name_len, TFS_DTYPE_INVALID, o->shape,
+			o->ndim, z->man_off);
 	ret = tfs_builder_add_group(z->b, &s, &group, z->d);
 	if (!ret)
 		ret = z2_decorate_obj(z, o, group, obj_attrs);
@@ -1640,10 +1632,5 @@ static int z2_load(const struct tfs_source *src, struct tfs_builder *b,
 	return ret;
 }
 
-const struct tfs_format tfs_format_ztensor2 = {
-	.name = "ztensor2",
-	.family = "ztensor",
-	.description = "zTensor 2.x (.zt, \\x89ZT2): crates 2.x, Python 2.1.x",
-	.probe = z2_probe,
-	.load = z2_load,
-};
+TFS_FORMAT(ztensor2, "zTensor 2.x (.zt, \\x89ZT2): crates 2.x, Python 2.1.x",
+	   .family = "ztensor", .probe = z2_probe, .load = z2_load);

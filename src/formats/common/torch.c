@@ -997,7 +997,7 @@ static int emit(struct tfs_torch *z, const struct tfs_torch_tensor *x)
 {
 	const struct tfs_torch_storage *s = &z->st[x->storage];
 	struct tfs_gather_params g = {0};
-	struct tfs_tensor_spec sp = {0};
+	struct tfs_tensor_spec sp;
 	char digest[32];
 	uint64_t span, size, start, end, have;
 	uint32_t h;
@@ -1024,24 +1024,17 @@ static int emit(struct tfs_torch *z, const struct tfs_torch_tensor *x)
 				   tfs_name_printable((char[64]){0}, 64, s->key,
 						      s->key_len),
 				   (unsigned long long)have);
-	sp.name = x->name;
-	sp.name_len = x->name_len;
-	sp.dtype = s->dtype;
-	sp.ndim = x->ndim;
-	sp.shape = x->dims;
-	sp.size = size;
-	sp.desc_offset = x->at;
-	sp.encoding = TFS_ENCODING_RAW;
+	tfs_spec_tensor(&sp, x->name, x->name_len, s->dtype, x->dims, x->ndim,
+			x->at);
+	tfs_spec_size(&sp, size);
 	if (!span) { /* empty: nothing stored */
-		sp.offset = s->data;
+		tfs_spec_stored(&sp, s->data, 0);
 	} else if (contiguous(g.shape, g.stride, g.ndim)) {
-		sp.offset = s->data + start;
-		sp.length = size;
+		tfs_spec_stored(&sp, s->data + start, size);
 	} else {
-		sp.offset = s->data + start;
-		sp.length = span;
-		sp.encoding = TFS_ENCODING_GATHER;
-		sp.codec.gather = &g;
+		tfs_spec_stored(&sp, s->data + start, span);
+		tfs_spec_encoded(&sp, TFS_ENCODING_GATHER,
+				 &(struct tfs_codec_params){.gather = &g});
 	}
 	/*
 	 * A zip member's CRC-32 covers its whole storage, as an npz
@@ -1050,10 +1043,7 @@ static int emit(struct tfs_torch *z, const struct tfs_torch_tensor *x)
 	if (s->has_crc && span) {
 		snprintf(digest, sizeof(digest), "crc32:0x%08X",
 			 (unsigned)s->crc32);
-		sp.digest = digest;
-		sp.has_digest_extent = true;
-		sp.digest_offset = s->data;
-		sp.digest_length = s->member_size;
+		tfs_spec_digest_over(&sp, digest, s->data, s->member_size);
 	}
 	ret = tfs_builder_add_tensor(z->b, &sp, &h, z->d);
 	return ret ? ret : set_xattrs(z, h, x, s);
