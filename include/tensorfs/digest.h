@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "tensorfs/abi.h"
+#include "tensorfs/crc32c.h"
 
 enum tfs_digest_alg {
 	TFS_DIGEST_NONE = 0, /* no digest given */
@@ -58,11 +59,6 @@ TFS_PRIVATE const char *tfs_digest_alg_name(enum tfs_digest_alg alg);
 /* The canonical text of @dg ("crc32c:0x%08X", "sha256:" / "xxh3:" +
  * lowercase hex). */
 void tfs_digest_format(const struct tfs_digest *dg, char *buf, size_t len);
-
-/* CRC-32C of @len bytes continuing from @crc (start with 0). */
-uint32_t tfs_crc32c(uint32_t crc, const void *p, size_t len);
-/* the portable table version (the tests compare both) */
-uint32_t tfs_crc32c_sw(uint32_t crc, const void *p, size_t len);
 
 /*
  * Incremental computation of @alg over a byte stream.  A context must be

@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "formats/npy.h"
+#include "formats/common/npy_header.h"
 #include "lib/private.h"
 #include "tensorfs/checked.h"
 #include "tensorfs/dtype.h"

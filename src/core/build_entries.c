@@ -17,6 +17,7 @@
 #include "tensorfs/diag.h"
 #include "tensorfs/names.h"
 #include "tensorfs/text.h"
+#include "npy_view.h"
 #include "strmap.h"
 #include "builder_i.h"
 
@@ -431,7 +432,8 @@ static int add_entry(struct tfs_builder *b, enum entry_kind kind,
 	if (!ret && kind != ENTRY_COMPONENT)
 		ret = set_wanted_path(b, e, s);
 	if (!ret && kind == ENTRY_TENSOR && b->opts.npy)
-		ret = add_suffix(b, &e->comps[e->ncomps - 1], ".npy");
+		ret = add_suffix(b, &e->comps[e->ncomps - 1],
+				 TFS_NPY_VIEW_SUFFIX);
 	if (!ret && s->digest && !(e->digest = strdup(s->digest)))
 		ret = -ENOMEM;
 	if (!ret && s->npy_descr && b->opts.npy &&

@@ -687,7 +687,8 @@ int tfs_build_nodes(struct tfs_builder *b, struct tfs_node_list *nl,
 		for (k = 0; e->kind == ENTRY_GROUP && k < e->nmembers; k++) {
 			struct entry *c = &b->e[e->members[k]];
 
-			const char *sfx = b->opts.npy ? ".npy" : "";
+			const char *sfx =
+				b->opts.npy ? TFS_NPY_VIEW_SUFFIX : "";
 			char *fname = NULL;
 
 			if (asprintf(&fname, "%s%s", c->comps[0], sfx) < 0)

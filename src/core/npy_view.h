@@ -14,6 +14,12 @@
 #include "tensorfs/dtype.h"
 
 /*
+ * With -o npy every tensor file is named with this suffix: the view's own
+ * name for what it makes, not a container format the core reads
+ */
+#define TFS_NPY_VIEW_SUFFIX ".npy"
+
+/*
  * The header for a tensor of @dtype (@record_size bytes per record for
  * TFS_DTYPE_VOID), @ndim dims @shape, @size bytes, stored big-endian or
  * column-major as said.  numpy's own rules: version 1.0 unless the header

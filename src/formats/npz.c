@@ -2,8 +2,8 @@
 /*
  * NumPy .npz (specs/npy.md section 5; numpy's savez/savez_compressed and
  * NpzFile): a zip archive (parse/zip.h) whose members NAME.npy are .npy
- * files (formats/npy.h); member NAME.npy is the tensor NAME, split at '.'
- * and '/' as usual.
+ * files (formats/common/npy_header.h); member NAME.npy is the tensor NAME,
+ * split at '.' and '/' as usual.
  *
  * Stored members (np.savez) are served from the mapping: the tensor is the
  * member's array bytes, and the member's CRC-32 is its digest, covering the
@@ -32,7 +32,7 @@
 #include <string.h>
 
 #include "codec/deflate.h"
-#include "formats/npy.h"
+#include "formats/common/npy_header.h"
 #include "parse/zip.h"
 #include "tensorfs/builder.h"
 #include "tensorfs/diag.h"

@@ -2,7 +2,7 @@
 /* Private exports of reader-owned functions (src/lib/private.h). */
 #include "lib/private.h"
 
-#include "formats/npy.h"
+#include "formats/common/npy_header.h"
 
 int tfs_npy_header_parse(const uint8_t *p, uint64_t avail, struct tfs_npy *h)
 {

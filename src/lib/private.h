@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Private exports (include/tensorfs/abi.h) of functions whose headers
- * belong to a format reader.  src/formats/npy.h is the .npy and .npz
- * readers' own header, so its functions keep the core's hidden visibility;
+ * belong to a format reader.  src/formats/common/npy_header.h is the .npy and
+ * .npz readers' own header, so its functions keep the core's hidden visibility;
  * `tensorfs pack` (src/cli/pack.c) reads a .npy file's header through
  * these instead.  Not on any read path.
  */

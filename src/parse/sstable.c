@@ -14,7 +14,7 @@
 #include "tensorfs/checked.h"
 #include "tensorfs/cursor.h"
 #include "tensorfs/diag.h"
-#include "tensorfs/digest.h"
+#include "tensorfs/crc32c.h"
 
 #define MASK_DELTA 0xa282ead8u
 

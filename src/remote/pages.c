@@ -131,9 +131,10 @@ static void *fault_loop(void *arg)
 						       UINT64_MAX, false)
 				    : -EIO;
 		if (ret && !tfs_remote_is_mounted()) {
-			/* loading the container: the command cannot go on */
-			fprintf(stderr, "tensorfs: %s: cannot fetch: %s\n",
-				r->shown, strerror(-ret));
+			/* loading the container: the command cannot go on
+			 * (the program's log says why: the library has none) */
+			tfs_remote_log(r, "%s: cannot fetch: %s", r->shown,
+				       strerror(-ret));
 			_exit(4);
 		}
 		if (ret)

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The .npy header (specs/npy.md sections 1-4), shared by the .npy reader
- * (npy.c) and the .npz reader (npz.c), whose members are .npy files.
+ * (npy.c), the .npz reader (npz.c), whose members are .npy files, and
+ * tensorfs pack (through src/lib/private.h).
  */
-#ifndef TFS_FORMATS_NPY_H
-#define TFS_FORMATS_NPY_H
+#ifndef TFS_FORMATS_COMMON_NPY_HEADER_H
+#define TFS_FORMATS_COMMON_NPY_HEADER_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -15,6 +16,9 @@
 struct tfs_builder;
 struct tfs_diag;
 struct tfs_tensor_spec;
+
+#define TFS_NPY_MAGIC "\x93NUMPY"
+#define TFS_NPY_MAGIC_LEN 6
 
 /* numpy's default max_header_size: longer headers are refused */
 #define TFS_NPY_HEADER_MAX 10000u
