@@ -232,6 +232,22 @@ static int probe_all(struct walk *w, bool keep_unclaimed, struct tfs_diag *d)
 	return 0;
 }
 
+/* probe_all, every candidate a container: a file no reader claims is
+ * refused, named by its path (@by_path) or relative name */
+static int probe_known(struct walk *w, bool by_path, struct tfs_diag *d)
+{
+	int ret = probe_all(w, true, d);
+	size_t i;
+
+	for (i = 0; !ret && i < w->n; i++)
+		if (!w->v[i].fmt)
+			ret = tfs_diag_at(d, -ENOEXEC, 0,
+					  "%s: magic: not a container format "
+					  "tensorfs recognises",
+					  by_path ? w->v[i].path : w->v[i].rel);
+	return ret;
+}
+
 /* each container's directory: its path less the extension, unless shared */
 static int choose_dirs(struct walk *w)
 {
@@ -581,13 +597,7 @@ static int load_all(struct tfs_image **out, struct walk *w, const char *top,
 		ret = tfs_image_finish_load(
 			img, b, p->merged ? common_format(w) : "directory", d);
 out:
-	tfs_builder_free(b);
-	if (ret) {
-		tfs_image_close(img);
-		return ret;
-	}
-	*out = img;
-	return 0;
+	return tfs_image_load_end(img, b, ret, out);
 }
 
 /* ---- a sharded model: the index says which tensor is in which file ---- */
@@ -775,13 +785,7 @@ static int open_sharded(struct tfs_image **out, const char *dir,
 			ret = tfs_diag_oom(d);
 	}
 	if (!ret)
-		ret = probe_all(&w, true, d);
-	for (i = 0; !ret && i < w.n; i++)
-		if (!w.v[i].fmt)
-			ret = tfs_diag_at(d, -ENOEXEC, 0,
-					  "%s: magic: not a container format "
-					  "tensorfs recognises",
-					  w.v[i].rel);
+		ret = probe_known(&w, false, d);
 	if (!ret)
 		ret = load_all(out, &w, dir,
 			       &(struct plan){.merged = true,
@@ -1319,13 +1323,7 @@ int tfs_image_open_files(struct tfs_image **out, const char *const *paths,
 	if (ret)
 		ret = tfs_diag_oom(d);
 	if (!ret)
-		ret = probe_all(&w, true, d);
-	for (i = 0; !ret && i < w.n; i++)
-		if (!w.v[i].fmt)
-			ret = tfs_diag_at(d, -ENOEXEC, 0,
-					  "%s: magic: not a container format "
-					  "tensorfs recognises",
-					  w.v[i].path);
+		ret = probe_known(&w, true, d);
 	if (!ret)
 		ret = add_set_parts(&w, d);
 	if (!ret && (choose_dirs(&w) || group_sets(&w)))

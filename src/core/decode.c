@@ -205,6 +205,23 @@ static void report(struct tfs_image *img, uint32_t idx, const char *fmt, ...)
 	rs->opts.log(rs->opts.log_arg, line);
 }
 
+/* tensor @idx's digest did not match (@what bytes: stored, decoded): it
+ * failed for good, said once */
+static void mismatch(struct tfs_image *img, uint32_t idx,
+		     const struct tfs_digest *got, const char *what)
+{
+	struct tfs_read_state *rs = img->rs;
+	char want_s[TFS_DIGEST_TEXT_MAX], got_s[TFS_DIGEST_TEXT_MAX];
+
+	atomic_fetch_add(&rs->digest_failures, 1);
+	tfs_digest_format(&state_of(rs, idx)->digest, want_s, sizeof(want_s));
+	tfs_digest_format(got, got_s, sizeof(got_s));
+	atomic_fetch_or(&rs->flags[idx], TS_FAILED);
+	report(img, idx,
+	       "digest mismatch: the container says %s, the %s bytes have %s",
+	       want_s, what, got_s);
+}
+
 /* the tensor's bytes are wrong for good: remember, report, -EIO */
 static int fail_tensor(struct tfs_image *img, uint32_t idx, const char *why)
 {
@@ -251,7 +268,6 @@ static int digest_verify(struct tfs_image *img, uint32_t idx)
 	struct tfs_read_state *rs = img->rs;
 	const struct tfs_tensor *x = &img->tree->tensors[idx];
 	struct tfs_digest got;
-	char want_s[TFS_DIGEST_TEXT_MAX], got_s[TFS_DIGEST_TEXT_MAX];
 	int ret;
 
 	uint64_t off = x->has_digest_extent ? x->digest_offset : x->offset;
@@ -278,14 +294,7 @@ static int digest_verify(struct tfs_image *img, uint32_t idx)
 	atomic_fetch_add(&rs->digest_checks, 1);
 	if (ret != -EBADMSG)
 		return ret;
-	atomic_fetch_add(&rs->digest_failures, 1);
-	tfs_digest_format(&state_of(rs, idx)->digest, want_s, sizeof(want_s));
-	tfs_digest_format(&got, got_s, sizeof(got_s));
-	atomic_fetch_or(&rs->flags[idx], TS_FAILED);
-	report(img, idx,
-	       "digest mismatch: the container says %s, the stored bytes "
-	       "have %s",
-	       want_s, got_s);
+	mismatch(img, idx, &got, "stored");
 	return -EBADMSG;
 }
 
@@ -353,7 +362,6 @@ static int decoded_digest_check(struct tfs_image *img, uint32_t idx,
 {
 	struct tfs_read_state *rs = img->rs;
 	struct tfs_digest got;
-	char want_s[TFS_DIGEST_TEXT_MAX], got_s[TFS_DIGEST_TEXT_MAX];
 	int ret;
 
 	atomic_fetch_add(&rs->digest_checks, 1);
@@ -361,14 +369,7 @@ static int decoded_digest_check(struct tfs_image *img, uint32_t idx,
 			       len ? p : (const uint8_t *)"", len, &got);
 	if (ret != -EBADMSG)
 		return ret ? -EIO : 0;
-	atomic_fetch_add(&rs->digest_failures, 1);
-	tfs_digest_format(&state_of(rs, idx)->digest, want_s, sizeof(want_s));
-	tfs_digest_format(&got, got_s, sizeof(got_s));
-	atomic_fetch_or(&rs->flags[idx], TS_FAILED);
-	report(img, idx,
-	       "digest mismatch: the container says %s, the decoded bytes "
-	       "have %s",
-	       want_s, got_s);
+	mismatch(img, idx, &got, "decoded");
 	return -EIO;
 }
 

@@ -74,6 +74,12 @@ int tfs_image_load_format(struct tfs_image **out, struct tfs_source *src,
 		ret = tfs_image_finish_load(img, b,
 					    tfs_format_shown(img->format), d);
 out:
+	return tfs_image_load_end(img, b, ret, out);
+}
+
+int tfs_image_load_end(struct tfs_image *img, struct tfs_builder *b, int ret,
+		       struct tfs_image **out)
+{
 	tfs_builder_free(b);
 	if (ret) {
 		tfs_image_close(img);

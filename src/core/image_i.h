@@ -84,6 +84,13 @@ int tfs_image_finish_load(struct tfs_image *img, struct tfs_builder *b,
 			  const char *format, struct tfs_diag *d);
 
 /*
+ * The end of a load (image.c, collection.c): the builder goes; 0 with
+ * *@out = @img, or @img closed and @ret (non-zero) returned
+ */
+int tfs_image_load_end(struct tfs_image *img, struct tfs_builder *b, int ret,
+		       struct tfs_image **out);
+
+/*
  * Bytes [@off, +@len) of tensor record @idx's own bytes (in range): the
  * tensor-read layer (src/core/tensor_read.c) that the views call
  */

@@ -1,5 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
+ * Why one file of this size: four generations of one container, each
+ * with its own manifest schema and detection rule (spec section 2), share
+ * the component and encoding rules that make most of this file; the CBOR
+ * walking is shared (parse/cbor.c).
+ *
  * zTensor 1.x (.zt), every generation: v0.1, v1.0, v1.1, v1.2.
  * Spec: shared/specs/ztensor.md (+ cbor.md); docs/formats/ztensor.md.
  *
