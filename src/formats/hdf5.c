@@ -1,10 +1,5 @@
 // SPDX-License-Identifier: MIT
 /*
- * Why one file of this size: the HDF5 object model (groups, datasets,
- * datatypes, dataspaces, layouts, filters, attributes) has to be mapped to
- * tensors in one place; the file format itself (superblocks, object
- * headers, B-trees, heaps, chunk indexes) is parse/hdf5/.
- *
  * HDF5 (specs/hdf5.md): Keras / tf.keras weights, Hugging Face
  * tf_model.h5, scientific data.  Our own bounded reader (src/parse/hdf5)
  * walks the group graph from the root through hard links; every dataset
@@ -38,6 +33,11 @@
  * and its byte offset; a dataset that uses something not supported
  * (-ENOTSUP: an unknown filter, a virtual layout...) is listed unreadable
  * with the reason and the rest mounts.
+ *
+ * Why one file of this size: the HDF5 object model (groups, datasets,
+ * datatypes, dataspaces, layouts, filters, attributes) has to be mapped to
+ * tensors in one place; the file format itself (superblocks, object
+ * headers, B-trees, heaps, chunk indexes) is parse/hdf5/.
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -1,13 +1,5 @@
 // SPDX-License-Identifier: MIT
 /*
- * Why one file of this size (src/ keeps files under 1,500 lines but for
- * readers whose format demands it): ONNX describes its tensors in eleven
- * places of one protobuf schema (initializers, sparse initializers,
- * Constant nodes, tensor attributes, subgraphs, training and function
- * graphs, external data in companions), each with its own naming rule, and
- * the walk that names them must see the whole schema at once; the wire
- * reader and the field checks are shared (parse/protobuf.c).
- *
  * ONNX models (specs/onnx.md): one protobuf ModelProto, read with the
  * bounded wire reader of parse/protobuf.h, in file order, recursing into
  * the graphs where they appear.  Every tensor of the model becomes a file
@@ -30,6 +22,14 @@
  *
  * A bare TensorProto (.pb, onnx's test data) is one tensor.  STRING
  * tensors are not files: their values are in metadata.json.
+ *
+ * Why one file of this size (src/ keeps files under 1,500 lines but for
+ * readers whose format demands it): ONNX describes its tensors in eleven
+ * places of one protobuf schema (initializers, sparse initializers,
+ * Constant nodes, tensor attributes, subgraphs, training and function
+ * graphs, external data in companions), each with its own naming rule, and
+ * the walk that names them must see the whole schema at once; the wire
+ * reader and the field checks are shared (parse/protobuf.c).
  */
 #include <errno.h>
 #include <inttypes.h>

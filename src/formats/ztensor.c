@@ -1,10 +1,5 @@
 // SPDX-License-Identifier: MIT
 /*
- * Why one file of this size: four generations of one container, each
- * with its own manifest schema and detection rule (spec section 2), share
- * the component and encoding rules that make most of this file; the CBOR
- * walking is shared (parse/cbor.c).
- *
  * zTensor 1.x (.zt), every generation: v0.1, v1.0, v1.1, v1.2.
  * Spec: shared/specs/ztensor.md (+ cbor.md); docs/formats/ztensor.md.
  *
@@ -38,6 +33,11 @@
  * Field errors point at the manifest start: libcbor keeps no positions.
  * zTensor 2.x (magic \x89ZT2...) is another container, read by
  * src/formats/ztensor2.c.
+ *
+ * Why one file of this size: four generations of one container, each
+ * with its own manifest schema and detection rule (spec section 2), share
+ * the component and encoding rules that make most of this file; the CBOR
+ * walking is shared (parse/cbor.c).
  */
 #include <errno.h>
 #include <stdarg.h>

@@ -1,10 +1,5 @@
 // SPDX-License-Identifier: MIT
 /*
- * Why one file of this size: the spec's "open" is one ordered list of
- * rules (sections 9 A-D) whose refusals must name the reference's rule in
- * the reference's order, for the conformance corpus; split, that order
- * would live in two places.  CBOR walking is shared (parse/cbor.c).
- *
  * zTensor 2.x (.zt, container version 2: crates 2.x, Python 2.1.x).
  * Spec: shared/specs/ztensor-v2.md; docs/formats/ztensor.md.
  *
@@ -33,6 +28,11 @@
  * (CSR, quantized profiles, unknown layouts) a directory with one file per
  * part, as for 1.x.  CBOR goes through libcbor only after the byte-level
  * check, so field errors point at the manifest start.
+ *
+ * Why one file of this size: the spec's "open" is one ordered list of
+ * rules (sections 9 A-D) whose refusals must name the reference's rule in
+ * the reference's order, for the conformance corpus; split, that order
+ * would live in two places.  CBOR walking is shared (parse/cbor.c).
  */
 #include <errno.h>
 #include <stdarg.h>
