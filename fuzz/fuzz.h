@@ -11,8 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tensorfs/diag.h"
-#include "tensorfs/image.h"
+#include "core/diag.h"
+#include "core/image.h"
 
 /* The libFuzzer entry point each target defines. */
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -28,8 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensorfs/builder.h"
-#include "tensorfs/format.h"
+#include "core/builder.h"
+#include "core/format.h"
 #include "fuzz.h"
 
 /*

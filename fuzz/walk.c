@@ -8,7 +8,7 @@
  * lookup (a binary search) misses, a broken parent link that makes ".."
  * loop.  So after every successful load we walk the whole tree the way the
  * daemon would (resolve every path, read the first and last byte of every
- * file, list every xattr) and check the contract of include/tensorfs/tree.h
+ * file, list every xattr) and check the contract of src/core/tree.h
  * and the builder's naming rules.  A violation abort()s, which libFuzzer
  * reports as a crash with the input that caused it.
  *
@@ -24,13 +24,13 @@
 
 #include <jansson.h>
 
-#include "tensorfs/checked.h"
+#include "core/checked.h"
 #include "views/export.h"
 #include "core/view_ops.h"
 #include "fuzz.h"
-#include "tensorfs/names.h"
-#include "tensorfs/text.h"
-#include "tensorfs/values.h"
+#include "core/names.h"
+#include "core/text.h"
+#include "core/values.h"
 
 #define META_DIR ".tensorfs"
 

@@ -11,9 +11,9 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "tensorfs/builder.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/image.h"
+#include "core/builder.h"
+#include "core/diag.h"
+#include "core/image.h"
 
 /* Exit statuses (README "Exit status" lists them). */
 enum tfs_exit {

@@ -15,12 +15,12 @@
 #include <wchar.h>
 
 #include "cli/cli.h"
-#include "tensorfs/checked.h"
-#include "tensorfs/codec.h"
-#include "tensorfs/format.h"
-#include "tensorfs/names.h"
-#include "tensorfs/text.h"
-#include "tensorfs/tree.h"
+#include "core/checked.h"
+#include "codec/codec.h"
+#include "core/format.h"
+#include "core/names.h"
+#include "core/text.h"
+#include "core/tree.h"
 
 int tfs_exit_for(int err)
 {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * tensorfs convert: any input out as safetensors, the bytes of the mount's
- * .tensorfs/export/ files (include/tensorfs/export.h: one code path), and
+ * .tensorfs/export/ files (src/views/export.h: one code path), and
  * tensorfs pack: a tree of tensor files back into safetensors (pack.c).
  */
 #include <errno.h>

@@ -15,8 +15,8 @@
 #include <jansson.h>
 
 #include "cli/cli.h"
-#include "tensorfs/tree.h"
-#include "tensorfs/values.h"
+#include "core/tree.h"
+#include "core/values.h"
 
 #define CHUNK 65536u /* elements per read */
 

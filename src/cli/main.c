@@ -8,7 +8,7 @@
 
 #include "config.h"
 #include "cli/cli.h"
-#include "tensorfs/source.h"
+#include "core/source.h"
 
 static void short_usage(void)
 {

@@ -25,10 +25,10 @@
 #include "cli/cli.h"
 #include "formats/common/npy_header.h"
 #include "lib/private.h"
-#include "tensorfs/checked.h"
-#include "tensorfs/dtype.h"
+#include "core/checked.h"
+#include "core/dtype.h"
 #include "views/export.h"
-#include "tensorfs/names.h"
+#include "core/names.h"
 
 #define MAX_NDIM 64
 

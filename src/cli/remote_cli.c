@@ -11,10 +11,10 @@
 #include <string.h>
 
 #include "cli/cli.h"
-#include "tensorfs/text.h"
+#include "core/text.h"
 #include "config.h"
-#include "tensorfs/image.h"
-#include "tensorfs/source.h"
+#include "core/image.h"
+#include "core/source.h"
 #if TFS_HAVE_FUSE
 #include <fuse_log.h>
 #endif

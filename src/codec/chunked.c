@@ -8,9 +8,9 @@
 #include <zlib.h>
 
 #include "codec/chunked.h"
-#include "tensorfs/checked.h"
-#include "tensorfs/cursor.h"
-#include "tensorfs/codec.h"
+#include "core/checked.h"
+#include "core/cursor.h"
+#include "codec/codec.h"
 
 #define CHUNK_MAX (4ull << 30) /* one decoded chunk */
 #define SLAB_MAX (1ull << 30)  /* one row of the grid, decoded */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The chunked codec (TFS_ENCODING_CHUNKED, include/tensorfs/codec.h): an
+ * The chunked codec (TFS_ENCODING_CHUNKED, src/codec/codec.h): an
  * N-dimensional grid of chunks, each stored by itself through a filter
  * pipeline (HDF5 chunked datasets), served as the row-major array.  The
  * functions follow the stream contract of src/codec/zstd.h.  The output is

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The encodings table: include/tensorfs/codec.h.  Each stream codec is a
+ * The encodings table: src/codec/codec.h.  Each stream codec is a
  * set of functions with the zstd decoder's contract (src/codec/zstd.h).
  */
 #include <errno.h>
@@ -10,7 +10,7 @@
 #include "codec/deflate.h"
 #include "codec/gather.h"
 #include "codec/zstd.h"
-#include "tensorfs/codec.h"
+#include "codec/codec.h"
 #include "codec/guard.h"
 
 tfs_codec_guard_fn tfs_codec_guard;

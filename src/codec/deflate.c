@@ -15,7 +15,7 @@
 
 #include "codec/guard.h"
 #include "codec/deflate.h"
-#include "tensorfs/codec.h"
+#include "codec/codec.h"
 
 #define IN_SLICE (256u << 10)
 #define SKIP_SCRATCH 4096u

@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "codec/gather.h"
-#include "tensorfs/checked.h"
-#include "tensorfs/codec.h"
+#include "core/checked.h"
+#include "codec/codec.h"
 
 struct gather {
 	struct tfs_gather_params g;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The gather codec (TFS_ENCODING_GATHER, include/tensorfs/codec.h): the
+ * The gather codec (TFS_ENCODING_GATHER, src/codec/codec.h): the
  * row-major copy of a strided view, computed on read.  The functions follow
  * the stream contract of src/codec/zstd.h; "decoding" is copying elements,
  * so a stream never fails once made, and may be made and used in any

@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "tensorfs/codec.h"
+#include "codec/codec.h"
 
 /* codec.c: the guard set by tfs_codec_set_guard(), or NULL */
 extern tfs_codec_guard_fn tfs_codec_guard;

@@ -6,8 +6,8 @@
 
 #include "as_view.h"
 #include "image_i.h"
-#include "tensorfs/builder.h"
-#include "tensorfs/values.h"
+#include "core/builder.h"
+#include "core/values.h"
 
 int tfs_parse_as(const char *s, enum tfs_dtype *out, bool *all)
 {

@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tensorfs/dtype.h"
+#include "core/dtype.h"
 
 struct tfs_image;
 struct tfs_view;

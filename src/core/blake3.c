@@ -14,7 +14,7 @@
  */
 #include <string.h>
 
-#include "tensorfs/blake3.h"
+#include "core/blake3.h"
 
 #define B3_BLOCK_LEN 64
 #define B3_CHUNK_LEN 1024

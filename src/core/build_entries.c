@@ -3,7 +3,7 @@
  * The builder's entries: what a reader adds (tensors, groups, components:
  * their checks against the shared rules, their wanted paths as interned
  * components) and their xattrs and metadata files.  See
- * include/tensorfs/builder.h.
+ * src/core/builder.h.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -11,12 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensorfs/builder.h"
-#include "tensorfs/checked.h"
-#include "tensorfs/codec.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/names.h"
-#include "tensorfs/text.h"
+#include "core/builder.h"
+#include "core/checked.h"
+#include "codec/codec.h"
+#include "core/diag.h"
+#include "core/names.h"
+#include "core/text.h"
 #include "npy_view.h"
 #include "strmap.h"
 #include "builder_i.h"

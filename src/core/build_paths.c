@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensorfs/builder.h"
-#include "tensorfs/names.h"
+#include "core/builder.h"
+#include "core/names.h"
 #include "strmap.h"
 #include "builder_i.h"
 

@@ -10,9 +10,9 @@
 
 #include <xxhash.h>
 
-#include "tensorfs/builder.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/names.h"
+#include "core/builder.h"
+#include "core/diag.h"
+#include "core/names.h"
 #include "builder_i.h"
 
 /*

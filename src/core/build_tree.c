@@ -12,10 +12,10 @@
 
 #include <xxhash.h>
 
-#include "tensorfs/builder.h"
-#include "tensorfs/dtype.h"
-#include "tensorfs/names.h"
-#include "tensorfs/text.h"
+#include "core/builder.h"
+#include "core/dtype.h"
+#include "core/names.h"
+#include "core/text.h"
 #include "as_view.h"
 #include "npy_view.h"
 #include "manifest.h"

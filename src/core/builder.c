@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The tree builder (include/tensorfs/builder.h): the builder and its
+ * The tree builder (src/core/builder.h): the builder and its
  * sources, warnings and metadata, and finishing.  Its other jobs have a
  * file each: adding entries and xattrs (build_entries.c), placing paths
  * (build_paths.c), the tensor records, nodes and JSON files
@@ -31,12 +31,12 @@
 
 #include <xxhash.h>
 
-#include "tensorfs/builder.h"
+#include "core/builder.h"
 #include "builder_sources.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/source.h"
-#include "tensorfs/names.h"
-#include "tensorfs/text.h"
+#include "core/diag.h"
+#include "core/source.h"
+#include "core/names.h"
+#include "core/text.h"
 #include "strmap.h"
 #include "builder_i.h"
 #include "nodes.h"

@@ -12,9 +12,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "tensorfs/builder.h"
-#include "tensorfs/source.h"
-#include "tensorfs/tree.h"
+#include "core/builder.h"
+#include "core/source.h"
+#include "core/tree.h"
 #include "strmap.h"
 
 /*

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The builder's side that readers never see (include/tensorfs/builder.h is
+ * The builder's side that readers never see (src/core/builder.h is
  * the readers' interface): several containers in one mount, and what the
  * image takes from the builder when it is finished.  For the core's
  * modules that load containers (image.c, collection.c).
@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "tensorfs/builder.h"
+#include "core/builder.h"
 
 /*
  * Several containers in one mount.  Call tfs_builder_begin_source() before

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * Mounts of several containers: a directory (tfs_image_open_dir) or a list
- * of files (tfs_image_open_files), see include/tensorfs/image.h.
+ * of files (tfs_image_open_files), see src/core/image.h.
  *
  * Every candidate file is opened and probed first (the readers' probes look
  * at a few bytes only), so the directory each container gets can be chosen
@@ -23,13 +23,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "tensorfs/builder.h"
+#include "core/builder.h"
 #include "builder_sources.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/format.h"
-#include "tensorfs/image.h"
-#include "tensorfs/names.h"
-#include "tensorfs/source.h"
+#include "core/diag.h"
+#include "core/format.h"
+#include "core/image.h"
+#include "core/names.h"
+#include "core/source.h"
 #include "image_i.h"
 #include "open_i.h"
 

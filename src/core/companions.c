@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * What a tensor's stored bytes may be besides one extent of its container
- * (include/tensorfs/builder.h): an extent of a companion file (a file
+ * (src/core/builder.h): an extent of a companion file (a file
  * beside the container: a model's external data, a bundle's shards), bytes in
  * memory, several pieces, or the tensors of a container inside the
  * container (a slice).  Readers name these through handles: 0 is the
@@ -16,10 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensorfs/checked.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/format.h"
-#include "tensorfs/names.h"
+#include "core/checked.h"
+#include "core/diag.h"
+#include "core/format.h"
+#include "core/names.h"
 #include "builder_i.h"
 #include "builder_sources.h"
 

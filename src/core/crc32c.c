@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * CRC-32C (Castagnoli, reflected polynomial 0x82F63B78, init and final xor
- * 0xFFFFFFFF): see include/tensorfs/crc32c.h.  No Debian library exposes it
+ * 0xFFFFFFFF): see src/core/crc32c.h.  No Debian library exposes it
  * conveniently, so it is here: the SSE4.2 crc32 instruction on x86-64 CPUs
  * that have it (about 8 bytes per 3 cycles), slicing-by-8 tables
  * otherwise.  The tables are built once, on first use, under pthread_once.
@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "tensorfs/crc32c.h"
+#include "core/crc32c.h"
 
 #define CRC32C_POLY 0x82F63B78u
 

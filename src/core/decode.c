@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * The decode engine: encoded tensors (zstd, ...) decoded through the codec
- * seam (include/tensorfs/codec.h) into the decode cache, the digest checks
+ * seam (src/codec/codec.h) into the decode cache, the digest checks
  * of stored bytes, and the background decoder threads.  The behaviour is
- * described in include/tensorfs/image.h; image.c dispatches reads here.
+ * described in src/core/image.h; image.c dispatches reads here.
  *
  * Locks, outermost first:
  *   ts->fill     one per tensor: whoever holds it continues that tensor's
@@ -25,9 +25,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tensorfs/diag.h"
-#include "tensorfs/image.h"
-#include "tensorfs/codec.h"
+#include "core/diag.h"
+#include "core/image.h"
+#include "codec/codec.h"
 #include "core/image_i.h"
 
 /* whole mode: bytes decoded per publication */

@@ -30,7 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tensorfs/image.h" /* struct tfs_cache_stats */
+#include "core/image.h" /* struct tfs_cache_stats */
 
 struct tfs_cache;
 

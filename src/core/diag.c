@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
-/* Diagnostics: see include/tensorfs/diag.h. */
+/* Diagnostics: see src/core/diag.h. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "tensorfs/diag.h"
-#include "tensorfs/text.h"
+#include "core/diag.h"
+#include "core/text.h"
 
 void tfs_diag_clear(struct tfs_diag *d)
 {

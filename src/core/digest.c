@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Digests: see include/tensorfs/digest.h.
+ * Digests: see src/core/digest.h.
  *
  * CRC-32C is crc32c.c's; XXH3-64 (seed 0) is Debian's libxxhash; SHA-256
  * OpenSSL's.
@@ -14,9 +14,9 @@
 #include <zlib.h>
 #include <xxhash.h>
 
-#include "tensorfs/crc32c.h"
-#include "tensorfs/digest.h"
-#include "tensorfs/source.h"
+#include "core/crc32c.h"
+#include "core/digest.h"
+#include "core/source.h"
 
 /* ---- text form ----------------------------------------------------------- */
 

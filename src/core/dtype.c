@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
-/* The dtype table: see include/tensorfs/dtype.h. */
+/* The dtype table: see src/core/dtype.h. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "tensorfs/checked.h"
-#include "tensorfs/dtype.h"
+#include "core/checked.h"
+#include "core/dtype.h"
 
 #define T(id, nm, be, bb, k) [TFS_DTYPE_##id] = {nm, be, bb, TFS_KIND_##k}
 /* packed sub-byte integers: @be per byte, the last byte may be partial */

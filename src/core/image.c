@@ -3,7 +3,7 @@
  * Images: open, detect, load, and the read dispatch: raw tensors straight
  * from the mapping, encoded ones through the decode engine
  * (src/core/decode.c), in-memory files from the tree.  See
- * include/tensorfs/image.h.
+ * src/core/image.h.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -12,10 +12,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "tensorfs/codec.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/format.h"
-#include "tensorfs/image.h"
+#include "codec/codec.h"
+#include "core/diag.h"
+#include "core/format.h"
+#include "core/image.h"
 #include "as_view.h"
 #include "builder_sources.h"
 #include "view_ops.h"

@@ -14,9 +14,9 @@
 #include <stdint.h>
 
 #include "core/decode_cache.h"
-#include "tensorfs/digest.h"
-#include "tensorfs/codec.h"
-#include "tensorfs/image.h"
+#include "core/digest.h"
+#include "codec/codec.h"
+#include "core/image.h"
 
 enum { DG_UNCHECKED, DG_CHECKING, DG_OK, DG_FAILED };
 /* what a view holds: nothing, a decode cache entry, a bounce buffer, or

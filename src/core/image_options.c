@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tensorfs/image.h"
+#include "core/image.h"
 
 #define DEFAULT_CACHE (1ull << 30)
 

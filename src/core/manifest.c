@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensorfs/codec.h"
-#include "tensorfs/names.h"
+#include "codec/codec.h"
+#include "core/names.h"
 #include "manifest.h"
 #include "strbuf.h"
 #include "strmap.h"

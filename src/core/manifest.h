@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tensorfs/tree.h"
+#include "core/tree.h"
 
 /* The fields of one manifest entry (a tensor, a group or a component). */
 struct tfs_mf_fields {

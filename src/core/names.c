@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensorfs/names.h"
+#include "core/names.h"
 
 size_t tfs_utf8_seq(const unsigned char *s, size_t len)
 {

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tensorfs/tree.h"
+#include "core/tree.h"
 
 struct tfs_node_list {
 	struct tfs_node *v;

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tensorfs/dtype.h"
+#include "core/dtype.h"
 
 /*
  * With -o npy every tensor file is named with this suffix: the view's own

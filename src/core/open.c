@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Opening a path (include/tensorfs/image.h): a remote directory holding a
+ * Opening a path (src/core/image.h): a remote directory holding a
  * shard index, a local directory, one part of a set of files, or one
  * container.  The one place that chooses between a single load (image.c)
  * and a mount of several containers (collection.c).
@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#include "tensorfs/diag.h"
-#include "tensorfs/format.h"
-#include "tensorfs/image.h"
-#include "tensorfs/source.h"
+#include "core/diag.h"
+#include "core/format.h"
+#include "core/image.h"
+#include "core/source.h"
 #include "open_i.h"
 
 int tfs_image_open(struct tfs_image **out, const char *path,

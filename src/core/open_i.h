@@ -7,8 +7,8 @@
 #ifndef TFS_CORE_OPEN_I_H
 #define TFS_CORE_OPEN_I_H
 
-#include "tensorfs/format.h"
-#include "tensorfs/image.h"
+#include "core/format.h"
+#include "core/image.h"
 
 /*
  * @path's container (@src, of format @fmt) as a part of a set of files

@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "formats.h" /* TFS_FORMAT_LIST, generated from meson.build */
-#include "tensorfs/format.h"
-#include "tensorfs/source.h"
+#include "core/format.h"
+#include "core/source.h"
 
 #define X(name) extern const struct tfs_format tfs_format_##name;
 TFS_FORMAT_LIST

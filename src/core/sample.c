@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * A tensor's element values (include/tensorfs/values.h): its bytes read
+ * A tensor's element values (src/core/values.h): its bytes read
  * through the image's read path a chunk of blocks at a time, decoded by
  * values.c.  What stats, diff, the float32 view and previews read.
  */
@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensorfs/image.h"
-#include "tensorfs/tree.h"
-#include "tensorfs/values.h"
+#include "core/image.h"
+#include "core/tree.h"
+#include "core/values.h"
 
 uint64_t tfs_values_count(const struct tfs_tree *tree, uint32_t tensor)
 {

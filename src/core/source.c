@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Container sources: see include/tensorfs/source.h. */
+/* Container sources: see src/core/source.h. */
 #include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
@@ -14,10 +14,10 @@
 
 #include <linux/openat2.h>
 
-#include "tensorfs/checked.h"
-#include "tensorfs/codec.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/source.h"
+#include "core/checked.h"
+#include "codec/codec.h"
+#include "core/diag.h"
+#include "core/source.h"
 
 void tfs_source_init_memory(struct tfs_source *s, const void *data,
 			    uint64_t size)

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * The setters of a reader's tensor spec (include/tensorfs/builder.h): each
+ * The setters of a reader's tensor spec (src/core/builder.h): each
  * sets its fields only; the builder checks them when the spec is added.
  */
 #include <string.h>
 
-#include "tensorfs/builder.h"
+#include "core/builder.h"
 
 void tfs_spec_name(struct tfs_tensor_spec *s, const char *name, size_t len,
 		   uint64_t at)

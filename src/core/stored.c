@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensorfs/checked.h"
+#include "core/checked.h"
 #include "image_i.h"
 
 /* the piece of @x holding stored byte @off: its index, its start in *@at */

@@ -5,13 +5,13 @@
  * after the digest rule (decode.c); an encoded one is decoded through the
  * decode engine (decode.c).  The views (as_view.c, preview.c, the export),
  * stats and the library read tensors here, and this file calls none of
- * them: reads flow down.  See include/tensorfs/image.h.
+ * them: reads flow down.  See src/core/image.h.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensorfs/image.h"
+#include "core/image.h"
 #include "core/image_i.h"
 
 int tfs_tensor_read(struct tfs_image *img, uint32_t idx, uint64_t off,

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
-/* The one escaper of printed text: see include/tensorfs/text.h. */
+/* The one escaper of printed text: see src/core/text.h. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensorfs/names.h"
-#include "tensorfs/text.h"
+#include "core/names.h"
+#include "core/text.h"
 
 size_t tfs_text_safe_len(const char *s, size_t n)
 {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Tree queries: see include/tensorfs/tree.h.  Lock-free: the tree is
+/* Tree queries: see src/core/tree.h.  Lock-free: the tree is
  * immutable once built. */
 #include <errno.h>
 #include <limits.h>
@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensorfs/codec.h"
-#include "tensorfs/tree.h"
+#include "codec/codec.h"
+#include "core/tree.h"
 
 static int cmp_name(const char *a, const char *b, size_t blen)
 {

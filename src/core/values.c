@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Element values of every numeric dtype: see include/tensorfs/values.h.
+ * Element values of every numeric dtype: see src/core/values.h.
  * Pure decoding of bytes into numbers; reading them out of a tensor is
  * sample.c's.
  * The ggml block decoders follow dequantize_row_* of ggml-quants.c (the
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensorfs/values.h"
+#include "core/values.h"
 
 /* ---- loads ----------------------------------------------------------------
  */

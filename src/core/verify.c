@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensorfs/digest.h"
-#include "tensorfs/image.h"
-#include "tensorfs/source.h"
-#include "tensorfs/codec.h"
+#include "core/digest.h"
+#include "core/image.h"
+#include "core/source.h"
+#include "codec/codec.h"
 #include "image_i.h"
 
 #define CHECK_SLICE (16u << 20) /* hash/decode this much per step */

@@ -8,8 +8,8 @@
 
 #include "views.h" /* TFS_VIEW_LIST, generated from meson.build */
 #include "core/view_ops.h"
-#include "tensorfs/image.h"
-#include "tensorfs/tree.h"
+#include "core/image.h"
+#include "core/tree.h"
 
 #define X(name) extern const struct tfs_view_ops tfs_view_##name;
 TFS_VIEW_LIST

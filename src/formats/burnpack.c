@@ -41,15 +41,15 @@
 #include <string.h>
 
 #include "formats/common/dtype_labels.h"
-#include "tensorfs/builder.h"
-#include "tensorfs/cbor.h"
-#include "tensorfs/checked.h"
-#include "tensorfs/cursor.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/names.h"
-#include "tensorfs/dtype.h"
-#include "tensorfs/format.h"
-#include "tensorfs/source.h"
+#include "core/builder.h"
+#include "parse/cbor.h"
+#include "core/checked.h"
+#include "core/cursor.h"
+#include "core/diag.h"
+#include "core/names.h"
+#include "core/dtype.h"
+#include "core/format.h"
+#include "core/source.h"
 
 #define BPK_MAGIC "NRUB"
 #define BPK_HEADER_SIZE 10u

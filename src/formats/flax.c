@@ -30,13 +30,13 @@
 #include "common/spans.h"
 #include "core/strbuf.h"
 #include "parse/msgpack.h"
-#include "tensorfs/builder.h"
-#include "tensorfs/checked.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/dtype.h"
-#include "tensorfs/format.h"
-#include "tensorfs/names.h"
-#include "tensorfs/source.h"
+#include "core/builder.h"
+#include "core/checked.h"
+#include "core/diag.h"
+#include "core/dtype.h"
+#include "core/format.h"
+#include "core/names.h"
+#include "core/source.h"
 
 #define FX_MAX_DEPTH 64
 #define FX_MAX_DIMS 32

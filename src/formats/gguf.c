@@ -32,14 +32,14 @@
 
 #include "common/ggml_types.h"
 #include "common/spans.h"
-#include "tensorfs/builder.h"
-#include "tensorfs/checked.h"
-#include "tensorfs/cursor.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/dtype.h"
-#include "tensorfs/format.h"
-#include "tensorfs/names.h"
-#include "tensorfs/source.h"
+#include "core/builder.h"
+#include "core/checked.h"
+#include "core/cursor.h"
+#include "core/diag.h"
+#include "core/dtype.h"
+#include "core/format.h"
+#include "core/names.h"
+#include "core/source.h"
 
 #define GGUF_MAGIC "GGUF"
 #define GGUF_STRING_MAX (1ull << 30)

@@ -33,15 +33,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensorfs/names.h"
-#include "tensorfs/blake3.h"
-#include "tensorfs/builder.h"
-#include "tensorfs/checked.h"
-#include "tensorfs/cursor.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/dtype.h"
-#include "tensorfs/format.h"
-#include "tensorfs/source.h"
+#include "core/names.h"
+#include "core/blake3.h"
+#include "core/builder.h"
+#include "core/checked.h"
+#include "core/cursor.h"
+#include "core/diag.h"
+#include "core/dtype.h"
+#include "core/format.h"
+#include "core/source.h"
 
 #define GPTRS_MAGIC_CKPT "GPTRSCHK"
 #define GPTRS_MAGIC_ARCHIVE "GPTRSTEN"

@@ -48,16 +48,16 @@
 
 #include "core/strbuf.h"
 #include "parse/hdf5/h5.h"
-#include "tensorfs/builder.h"
-#include "tensorfs/checked.h"
-#include "tensorfs/codec.h"
-#include "tensorfs/cursor.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/dtype.h"
-#include "tensorfs/format.h"
-#include "tensorfs/names.h"
-#include "tensorfs/source.h"
-#include "tensorfs/values.h"
+#include "core/builder.h"
+#include "core/checked.h"
+#include "codec/codec.h"
+#include "core/cursor.h"
+#include "core/diag.h"
+#include "core/dtype.h"
+#include "core/format.h"
+#include "core/names.h"
+#include "core/source.h"
+#include "core/values.h"
 
 #define HX_MAX_DEPTH 256
 #define HX_MAX_OBJECTS 1000000u

@@ -20,10 +20,10 @@
 #include <string.h>
 
 #include "parse/zip.h"
-#include "tensorfs/builder.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/format.h"
-#include "tensorfs/source.h"
+#include "core/builder.h"
+#include "core/diag.h"
+#include "core/format.h"
+#include "core/source.h"
 
 #define KERAS_WEIGHTS "model.weights.h5"
 #define KERAS_JSON_MAX (64u << 20)

@@ -17,11 +17,11 @@
 #include <string.h>
 
 #include "parse/tar.h"
-#include "tensorfs/builder.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/format.h"
-#include "tensorfs/names.h"
-#include "tensorfs/source.h"
+#include "core/builder.h"
+#include "core/diag.h"
+#include "core/format.h"
+#include "core/names.h"
+#include "core/source.h"
 
 #define TAR_TEXT_MAX (64u << 10)  /* bytes of one text member shown */
 #define TAR_TEXT_TOTAL (1u << 20) /* bytes of text shown in all */

@@ -21,12 +21,12 @@
 #include <string.h>
 
 #include "formats/common/npy_header.h"
-#include "tensorfs/builder.h"
-#include "tensorfs/checked.h"
-#include "tensorfs/cursor.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/format.h"
-#include "tensorfs/source.h"
+#include "core/builder.h"
+#include "core/checked.h"
+#include "core/cursor.h"
+#include "core/diag.h"
+#include "core/format.h"
+#include "core/source.h"
 
 static int npy_probe(const struct tfs_source *src)
 {

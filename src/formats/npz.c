@@ -34,11 +34,11 @@
 #include "codec/deflate.h"
 #include "formats/common/npy_header.h"
 #include "parse/zip.h"
-#include "tensorfs/builder.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/format.h"
-#include "tensorfs/names.h"
-#include "tensorfs/source.h"
+#include "core/builder.h"
+#include "core/diag.h"
+#include "core/format.h"
+#include "core/names.h"
+#include "core/source.h"
 
 #define NPY_SUFFIX ".npy"
 #define NPY_SUFFIX_LEN 4

@@ -40,14 +40,14 @@
 
 #include "core/strmap.h"
 #include "parse/protobuf.h"
-#include "tensorfs/builder.h"
-#include "tensorfs/checked.h"
-#include "tensorfs/cursor.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/dtype.h"
-#include "tensorfs/format.h"
-#include "tensorfs/names.h"
-#include "tensorfs/source.h"
+#include "core/builder.h"
+#include "core/checked.h"
+#include "core/cursor.h"
+#include "core/diag.h"
+#include "core/dtype.h"
+#include "core/format.h"
+#include "core/names.h"
+#include "core/source.h"
 
 #define OX_FILE_MAX 0x7fffffffull /* protobuf's 2 GiB - 1 */
 #define OX_MAX_DIMS 64

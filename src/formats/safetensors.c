@@ -26,14 +26,14 @@
 
 #include "formats/common/dtype_labels.h"
 #include "parse/json.h"
-#include "tensorfs/builder.h"
-#include "tensorfs/checked.h"
-#include "tensorfs/cursor.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/dtype.h"
-#include "tensorfs/format.h"
-#include "tensorfs/names.h"
-#include "tensorfs/source.h"
+#include "core/builder.h"
+#include "core/checked.h"
+#include "core/cursor.h"
+#include "core/diag.h"
+#include "core/dtype.h"
+#include "core/format.h"
+#include "core/names.h"
+#include "core/source.h"
 
 #include "common/hf_index.h"
 

@@ -23,14 +23,14 @@
 #include "core/strmap.h"
 #include "parse/protobuf.h"
 #include "parse/sstable.h"
-#include "tensorfs/builder.h"
-#include "tensorfs/checked.h"
-#include "tensorfs/cursor.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/digest.h"
-#include "tensorfs/format.h"
-#include "tensorfs/names.h"
-#include "tensorfs/source.h"
+#include "core/builder.h"
+#include "core/checked.h"
+#include "core/cursor.h"
+#include "core/diag.h"
+#include "core/digest.h"
+#include "core/format.h"
+#include "core/names.h"
+#include "core/source.h"
 
 #define TC_INDEX_MAX (1ull << 30)
 #define TC_MAX_DIMS 64

@@ -27,13 +27,13 @@
 #include "formats/common/dtype_labels.h"
 #include "core/strmap.h"
 #include "parse/json.h"
-#include "tensorfs/builder.h"
-#include "tensorfs/checked.h"
-#include "tensorfs/cursor.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/format.h"
-#include "tensorfs/names.h"
-#include "tensorfs/source.h"
+#include "core/builder.h"
+#include "core/checked.h"
+#include "core/cursor.h"
+#include "core/diag.h"
+#include "core/format.h"
+#include "core/names.h"
+#include "core/source.h"
 
 #define TJ_FILE_MAX (256ull << 20) /* model.json at most (spec §1) */
 #define TJ_PROBE_SCAN_REMOTE (256u << 10)

@@ -27,14 +27,14 @@
 
 #include "core/strmap.h"
 #include "parse/flatbuf.h"
-#include "tensorfs/builder.h"
-#include "tensorfs/checked.h"
-#include "tensorfs/cursor.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/dtype.h"
-#include "tensorfs/format.h"
-#include "tensorfs/names.h"
-#include "tensorfs/source.h"
+#include "core/builder.h"
+#include "core/checked.h"
+#include "core/cursor.h"
+#include "core/diag.h"
+#include "core/dtype.h"
+#include "core/format.h"
+#include "core/names.h"
+#include "core/source.h"
 
 #define TFL_MAX_COUNT (1u << 24) /* tensors, buffers, subgraphs, ... */
 #define TFL_MAX_RANK 16

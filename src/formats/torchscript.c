@@ -24,10 +24,10 @@
 #include "common/torch.h"
 #include "parse/pickle.h"
 #include "parse/zip.h"
-#include "tensorfs/builder.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/format.h"
-#include "tensorfs/source.h"
+#include "core/builder.h"
+#include "core/diag.h"
+#include "core/format.h"
+#include "core/source.h"
 
 #define TS_PROBE_ENTRIES 4096
 #define TS_MAX_VERSION 16 /* bytes of P/version */

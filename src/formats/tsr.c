@@ -10,13 +10,13 @@
 #include <errno.h>
 #include <string.h>
 
-#include "tensorfs/builder.h"
-#include "tensorfs/checked.h"
-#include "tensorfs/cursor.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/dtype.h"
-#include "tensorfs/format.h"
-#include "tensorfs/source.h"
+#include "core/builder.h"
+#include "core/checked.h"
+#include "core/cursor.h"
+#include "core/diag.h"
+#include "core/dtype.h"
+#include "core/format.h"
+#include "core/source.h"
 
 #define TSR_HEADER_SIZE 64
 

@@ -42,17 +42,17 @@
 #include <xxhash.h>
 
 #include "formats/common/dtype_labels.h"
-#include "tensorfs/builder.h"
-#include "tensorfs/cbor.h"
+#include "core/builder.h"
+#include "parse/cbor.h"
 #include "formats/common/cbor_xattrs.h"
-#include "tensorfs/checked.h"
-#include "tensorfs/cursor.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/digest.h"
-#include "tensorfs/dtype.h"
-#include "tensorfs/format.h"
-#include "tensorfs/names.h"
-#include "tensorfs/source.h"
+#include "core/checked.h"
+#include "core/cursor.h"
+#include "core/diag.h"
+#include "core/digest.h"
+#include "core/dtype.h"
+#include "core/format.h"
+#include "core/names.h"
+#include "core/source.h"
 
 #define Z2_MAGIC "\x89ZT2\r\n\x1a\n"
 #define Z2_FOOTER 40

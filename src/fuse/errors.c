@@ -7,8 +7,8 @@
 #include <time.h>
 
 #include "fuse/errors.h"
-#include "tensorfs/image.h"
-#include "tensorfs/tree.h"
+#include "core/image.h"
+#include "core/tree.h"
 
 struct failure {
 	uint32_t tensor;

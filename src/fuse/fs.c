@@ -23,8 +23,8 @@
 
 #include "fuse/errors.h"
 #include "fuse/fs.h"
-#include "tensorfs/image.h"
-#include "tensorfs/tree.h"
+#include "core/image.h"
+#include "core/tree.h"
 
 /* the tree never changes: let the kernel keep what it learns */
 #define TFS_CACHE_TIMEOUT 86400.0

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "tensorfs/image.h"
+#include "core/image.h"
 
 struct tfs_fuse_args {
 	const char *mountpoint;

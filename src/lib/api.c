@@ -12,12 +12,12 @@
 #include <string.h>
 
 #include "config.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/image.h"
-#include "tensorfs/source.h"
+#include "core/diag.h"
+#include "core/image.h"
+#include "core/source.h"
 #include "tensorfs/tensorfs.h"
-#include "tensorfs/tree.h"
-#include "tensorfs/values.h"
+#include "core/tree.h"
+#include "core/values.h"
 #if TFS_HAVE_REMOTE
 #include "remote/remote.h"
 #endif

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Private exports (include/tensorfs/abi.h) of functions whose headers
+ * Private exports (src/core/abi.h) of functions whose headers
  * belong to a format reader.  src/formats/common/npy_header.h is the .npy and
  * .npz readers' own header, so its functions keep the core's hidden visibility;
  * `tensorfs pack` (src/cli/pack.c) reads a .npy file's header through
@@ -11,7 +11,7 @@
 
 #include <stdint.h>
 
-#include "tensorfs/abi.h"
+#include "core/abi.h"
 
 struct tfs_npy;
 

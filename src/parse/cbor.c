@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* CBOR helpers: see include/tensorfs/cbor.h and shared/specs/cbor.md. */
+/* CBOR helpers: see src/parse/cbor.h and shared/specs/cbor.md. */
 #include <errno.h>
 #include <float.h>
 #include <math.h>
@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensorfs/cbor.h"
-#include "tensorfs/cursor.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/names.h"
+#include "parse/cbor.h"
+#include "core/cursor.h"
+#include "core/diag.h"
+#include "core/names.h"
 
 /* ---- the structural pre-pass --------------------------------------------- */
 

@@ -4,9 +4,9 @@
 #include <string.h>
 
 #include "parse/flatbuf.h"
-#include "tensorfs/checked.h"
-#include "tensorfs/cursor.h"
-#include "tensorfs/diag.h"
+#include "core/checked.h"
+#include "core/cursor.h"
+#include "core/diag.h"
 
 void tfs_fb_init(struct tfs_fb *fb, const void *p, uint64_t n)
 {

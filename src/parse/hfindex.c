@@ -6,8 +6,8 @@
 
 #include "parse/hfindex.h"
 #include "parse/json.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/names.h"
+#include "core/diag.h"
+#include "core/names.h"
 
 #define HF_META_NODES 100000
 

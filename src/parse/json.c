@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "parse/json.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/names.h"
+#include "core/diag.h"
+#include "core/names.h"
 
 /* what may come next inside an open container */
 enum {

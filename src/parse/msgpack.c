@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "msgpack.h"
-#include "tensorfs/checked.h"
-#include "tensorfs/diag.h"
+#include "core/checked.h"
+#include "core/diag.h"
 
 /* the accepted type bytes of each length-prefixed kind (spec.md) */
 static const struct mp_form {

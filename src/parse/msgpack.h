@@ -17,7 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "tensorfs/cursor.h"
+#include "core/cursor.h"
 
 struct tfs_diag;
 

@@ -17,9 +17,9 @@
 #include <string.h>
 
 #include "parse/pickle.h"
-#include "tensorfs/cursor.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/names.h"
+#include "core/cursor.h"
+#include "core/diag.h"
+#include "core/names.h"
 
 #define MEMO_SLACK 256
 

@@ -3,7 +3,7 @@
 #include <errno.h>
 
 #include "parse/protobuf.h"
-#include "tensorfs/diag.h"
+#include "core/diag.h"
 
 const char *tfs_pb_wire_name(unsigned wire)
 {

@@ -30,7 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tensorfs/cursor.h"
+#include "core/cursor.h"
 
 struct tfs_diag;
 

@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "parse/pyliteral.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/names.h"
+#include "core/diag.h"
+#include "core/names.h"
 
 #define DEFAULT_DEPTH 32
 

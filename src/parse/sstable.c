@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensorfs/checked.h"
-#include "tensorfs/cursor.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/crc32c.h"
+#include "core/checked.h"
+#include "core/cursor.h"
+#include "core/diag.h"
+#include "core/crc32c.h"
 
 #define MASK_DELTA 0xa282ead8u
 

@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "parse/tar.h"
-#include "tensorfs/checked.h"
-#include "tensorfs/diag.h"
+#include "core/checked.h"
+#include "core/diag.h"
 
 #define F_NAME 0
 #define F_SIZE 124

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "parse/xml.h"
-#include "tensorfs/diag.h"
+#include "core/diag.h"
 
 struct xml_state {
 	XML_Parser p;

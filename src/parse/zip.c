@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "parse/zip.h"
-#include "tensorfs/checked.h"
-#include "tensorfs/cursor.h"
-#include "tensorfs/diag.h"
+#include "core/checked.h"
+#include "core/cursor.h"
+#include "core/diag.h"
 
 #define SIG_LOCAL 0x04034b50u
 #define SIG_CENTRAL 0x02014b50u

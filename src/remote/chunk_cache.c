@@ -16,7 +16,7 @@
 #include <xxhash.h>
 
 #include "remote/chunk_cache.h"
-#include "tensorfs/cursor.h"
+#include "core/cursor.h"
 
 #define CACHE_MAGIC "TFSBLK02"
 

@@ -15,7 +15,7 @@
 
 #include "remote/range_plan.h"
 #include "remote/remote_i.h"
-#include "tensorfs/checked.h"
+#include "core/checked.h"
 
 /*
  * Fetch chunks [@c0, @c1) (none present): each block's into its cache file

@@ -10,7 +10,7 @@
 
 #include "remote/remote.h"
 #include "remote/remote_i.h"
-#include "tensorfs/image.h"
+#include "core/image.h"
 
 void tfs_remote_config_default(struct tfs_remote_config *c)
 {

@@ -33,9 +33,9 @@
 #include "remote/remote_i.h"
 #include "remote/range_plan.h"
 #include "remote/resolve.h"
-#include "tensorfs/checked.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/source.h"
+#include "core/checked.h"
+#include "core/diag.h"
+#include "core/source.h"
 
 static struct tfs_remote_config config;
 static bool configured;

@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tensorfs/abi.h"
+#include "core/abi.h"
 
 struct tfs_source;
 struct tfs_diag;

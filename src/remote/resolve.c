@@ -9,8 +9,8 @@
 #include <jansson.h>
 
 #include "remote/resolve.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/format.h"
+#include "core/diag.h"
+#include "core/format.h"
 
 static const char *env(const char *name)
 {

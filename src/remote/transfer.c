@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "remote/remote_i.h"
-#include "tensorfs/diag.h"
+#include "core/diag.h"
 
 /*
  * One transfer.  Its body goes to @buf (the probe) or straight into the

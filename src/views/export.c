@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Any tree out as safetensors: see include/tensorfs/export.h. */
+/* Any tree out as safetensors: see src/views/export.h. */
 #include <errno.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -9,12 +9,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tensorfs/checked.h"
-#include "tensorfs/dtype.h"
+#include "core/checked.h"
+#include "core/dtype.h"
 #include "views/export.h"
-#include "tensorfs/image.h"
-#include "tensorfs/names.h"
-#include "tensorfs/tree.h"
+#include "core/image.h"
+#include "core/names.h"
+#include "core/tree.h"
 #include "core/as_view.h"
 #include "core/image_i.h"
 #include "core/strbuf.h"

@@ -26,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tensorfs/abi.h"
+#include "core/abi.h"
 
 struct tfs_image;
 struct tfs_tree;

@@ -15,10 +15,10 @@
 
 #include "core/nodes.h"
 #include "core/view_ops.h"
-#include "tensorfs/builder.h"
-#include "tensorfs/checked.h"
-#include "tensorfs/image.h"
-#include "tensorfs/tree.h"
+#include "core/builder.h"
+#include "core/checked.h"
+#include "core/image.h"
+#include "core/tree.h"
 #include "views/export.h"
 
 #define META_DIR ".tensorfs"

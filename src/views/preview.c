@@ -13,10 +13,10 @@
 #include "core/nodes.h"
 #include "core/strmap.h"
 #include "core/view_ops.h"
-#include "tensorfs/builder.h"
-#include "tensorfs/names.h"
-#include "tensorfs/tree.h"
-#include "tensorfs/values.h"
+#include "core/builder.h"
+#include "core/names.h"
+#include "core/tree.h"
+#include "core/values.h"
 #include "views/preview.h"
 
 /*

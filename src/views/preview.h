@@ -21,8 +21,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "tensorfs/abi.h"
-#include "tensorfs/dtype.h"
+#include "core/abi.h"
+#include "core/dtype.h"
 
 struct tfs_image;
 struct tfs_view;

@@ -25,12 +25,12 @@ put() { # put FILE TEXT: a file of the tree under $tmp/t
 
 clean_tree() {
 	rm -rf "$tmp/t"
-	put include/tensorfs/checked.h '/* inline arithmetic */'
-	put include/tensorfs/diag.h '#include "tensorfs/abi.h"'
-	put include/tensorfs/abi.h '#define TFS_PRIVATE'
-	put include/tensorfs/tree.h '#include "tensorfs/abi.h"'
-	put include/tensorfs/codec.h '#include "tensorfs/abi.h"'
-	put src/core/tree.c '#include "tensorfs/tree.h"
+	put src/core/checked.h '/* inline arithmetic */'
+	put src/core/diag.h '#include "core/abi.h"'
+	put src/core/abi.h '#define TFS_PRIVATE'
+	put src/core/tree.h '#include "core/abi.h"'
+	put src/codec/codec.h '#include "core/abi.h"'
+	put src/core/tree.c '#include "core/tree.h"
 #include "parse/json.h"
 #include <stdio.h>
 int tfs_tree_x(char *b, FILE *f)
@@ -38,22 +38,22 @@ int tfs_tree_x(char *b, FILE *f)
 	snprintf(b, 8, "%s", "a.json"); /* "model.safetensors" */
 	return fprintf(f, "config.json");
 }'
-	put src/core/diag.c '#include "tensorfs/diag.h"'
-	put src/core/strmap.h '#include "tensorfs/checked.h"'
-	put src/codec/zstd.c '#include "tensorfs/codec.h"
-#include "tensorfs/checked.h"
-#include "tensorfs/diag.h"
+	put src/core/diag.c '#include "core/diag.h"'
+	put src/core/strmap.h '#include "core/checked.h"'
+	put src/codec/zstd.c '#include "codec/codec.h"
+#include "core/checked.h"
+#include "core/diag.h"
 #include "codec/gather.h"'
-	put src/codec/gather.h '#include "tensorfs/checked.h"'
-	put src/parse/json.h '#include "tensorfs/diag.h"'
+	put src/codec/gather.h '#include "core/checked.h"'
+	put src/parse/json.h '#include "core/diag.h"'
 	put src/parse/json.c '#include "parse/json.h"'
 	put src/parse/hfindex.h '#include "parse/json.h"'
-	put src/formats/common/spans.h '#include "tensorfs/checked.h"'
+	put src/formats/common/spans.h '#include "core/checked.h"'
 	put src/formats/hdf5.h '#include "common/spans.h"'
 	put src/formats/hdf5.c '#include "formats/hdf5.h"
 #include "formats/common/spans.h"
-#include "tensorfs/tree.h"'
-	put src/remote/resolve.c '#include "tensorfs/tree.h"
+#include "core/tree.h"'
+	put src/remote/resolve.c '#include "core/tree.h"
 #include "parse/json.h"
 static const char *x = "https://";'
 	put src/cli/main.c '#include <stdio.h>
@@ -91,15 +91,15 @@ while IFS='|' read -r file text line; do
 	expect 1 "$line"
 	grep -qxF "NEW $line" "$tmp/out" || fail "not found: NEW $line: $(cat "$tmp/out")"
 done <<'CASES'
-src/codec/deflate.c|#include "tensorfs/tree.h"|leaf: src/codec/deflate.c includes include/tensorfs/tree.h (core)
-include/tensorfs/codec.h|#include "tensorfs/tree.h"|leaf: include/tensorfs/codec.h includes include/tensorfs/tree.h (core)
+src/codec/deflate.c|#include "core/tree.h"|leaf: src/codec/deflate.c includes src/core/tree.h (core)
+src/codec/codec.h|#include "core/tree.h"|leaf: src/codec/codec.h includes src/core/tree.h (core)
 src/parse/zip.c|#include "core/strmap.h"\n#include "parse/json.h"|leaf: src/parse/zip.c includes src/core/strmap.h (core)
-src/core/diag.c|#include "tensorfs/diag.h"\n#include "tensorfs/tree.h"|leaf: src/core/diag.c includes include/tensorfs/tree.h (core)
+src/core/diag.c|#include "core/diag.h"\n#include "core/tree.h"|leaf: src/core/diag.c includes src/core/tree.h (core)
 src/parse/zip.c|#include "codec/gather.h"|leaf: src/parse/zip.c includes src/codec/gather.h (codec)
 src/core/collection.c|#include "parse/hfindex.h"|no-format: src/core/collection.c includes src/parse/hfindex.h (a format's parser)
 src/remote/resolve.c|#include "formats/hdf5.h"|no-format: src/remote/resolve.c includes src/formats/hdf5.h (a reader)
 src/remote/resolve.c|const char *s = ".safetensors.index.json";|no-format: src/remote/resolve.c names ".safetensors.index.json"
-include/tensorfs/tree.h|#define X "%s.gguf"|no-format: include/tensorfs/tree.h names "%s.gguf"
+src/core/tree.h|#define X "%s.gguf"|no-format: src/core/tree.h names "%s.gguf"
 src/formats/keras.c|#include "formats/hdf5.h"|formats: src/formats/keras.c includes src/formats/hdf5.h (another reader)
 src/formats/common/spans.c|#include "formats/hdf5.h"|formats: src/formats/common/spans.c includes src/formats/hdf5.h (another reader)
 src/core/tree.c|void f(void) { printf("x"); }|print: src/core/tree.c calls printf
@@ -107,6 +107,7 @@ src/parse/json.c|void f(void) { fprintf(stderr, "x"); }|print: src/parse/json.c 
 src/formats/hdf5.c|void f(const char *s) { fputs(s, stdout); }|print: src/formats/hdf5.c calls fputs(stdout)
 src/lib/api.c|void f(void) { dprintf(2, "x"); }|print: src/lib/api.c calls dprintf(2)
 src/remote/remote.c|void f(void) { fuse_log(3, "x"); }|print: src/remote/remote.c calls fuse_log
+include/tensorfs/builder.h|#define X 1|public: include/tensorfs/builder.h is not an installed header (internal headers live beside their code in src/)
 src/cli/commands.c|int\ntfs_cmd_ls(void)\n{\n\treturn *tfs_progname;\n}|cycle: src/cli/commands.c <-> src/cli/main.c
 CASES
 

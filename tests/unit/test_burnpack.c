@@ -19,10 +19,10 @@
 #include <cbor.h>
 #include <jansson.h>
 
-#include "tensorfs/builder.h"
-#include "tensorfs/format.h"
-#include "tensorfs/source.h"
-#include "tensorfs/tree.h"
+#include "core/builder.h"
+#include "core/format.h"
+#include "core/source.h"
+#include "core/tree.h"
 #include "testutil.h"
 
 #define REF_BPK "burnpack/reference/mnist-inference-web_model.bpk"

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensorfs/cbor.h"
+#include "parse/cbor.h"
 #include "testutil.h"
 
 static int decode(const char *hex_bytes, size_t len, cbor_item_t **out,

@@ -13,10 +13,10 @@
 #include <zlib.h>
 
 #include "codec/chunked.h"
-#include "tensorfs/builder.h"
-#include "tensorfs/codec.h"
-#include "tensorfs/format.h"
-#include "tensorfs/image.h"
+#include "core/builder.h"
+#include "codec/codec.h"
+#include "core/format.h"
+#include "core/image.h"
 #include "testutil.h"
 
 /* the array: 5 x 7 uint32, element (i, j) = 1000 i + j; chunks 2 x 3 */

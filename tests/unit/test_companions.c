@@ -16,11 +16,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tensorfs/builder.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/format.h"
-#include "tensorfs/image.h"
-#include "tensorfs/source.h"
+#include "core/builder.h"
+#include "core/diag.h"
+#include "core/format.h"
+#include "core/image.h"
+#include "core/source.h"
 #include "testutil.h"
 
 static char dir[64];

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The contract every registered format keeps (include/tensorfs/format.h,
+ * The contract every registered format keeps (src/core/format.h,
  * docs/architecture.md), checked over every valid fixture whatever its
  * reader, so a new reader is held to it without a line of its own:
  *   - a valid fixture loads, and every file of its tree reads whole;
@@ -23,9 +23,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "tensorfs/format.h"
-#include "tensorfs/image.h"
-#include "tensorfs/text.h"
+#include "core/format.h"
+#include "core/image.h"
+#include "core/text.h"
 #include "testutil.h"
 
 #define SHARED_MAX (256u << 10) /* shared fixtures above this: skipped */

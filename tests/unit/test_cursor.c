@@ -3,8 +3,8 @@
 #include <errno.h>
 #include <stdint.h>
 
-#include "tensorfs/checked.h"
-#include "tensorfs/cursor.h"
+#include "core/checked.h"
+#include "core/cursor.h"
 #include "testutil.h"
 
 START_TEST(reads_little_endian)

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensorfs/digest.h"
+#include "core/digest.h"
 #include "testutil.h"
 
 START_TEST(crc32c_check_value)

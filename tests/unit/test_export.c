@@ -11,12 +11,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensorfs/diag.h"
+#include "core/diag.h"
 #include "views/export.h"
 #include "core/view_ops.h"
-#include "tensorfs/image.h"
-#include "tensorfs/source.h"
-#include "tensorfs/tree.h"
+#include "core/image.h"
+#include "core/source.h"
+#include "core/tree.h"
 #include "testutil.h"
 
 /* a safetensors file: 8-byte length, @json, @data */

@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensorfs/format.h"
-#include "tensorfs/image.h"
-#include "tensorfs/source.h"
+#include "core/format.h"
+#include "core/image.h"
+#include "core/source.h"
 #include "testutil.h"
 
 #define FIX "flax-msgpack/"

@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include "formats/common/ggml_types.h"
-#include "tensorfs/image.h"
-#include "tensorfs/values.h"
+#include "core/image.h"
+#include "core/values.h"
 #include "testutil.h"
 
 #define FIX "ggml-legacy/"

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tensorfs/image.h"
+#include "core/image.h"
 #include "testutil.h"
 
 /* ---- helpers ------------------------------------------------------------ */

@@ -12,9 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tensorfs/blake3.h"
-#include "tensorfs/cursor.h"
-#include "tensorfs/tree.h"
+#include "core/blake3.h"
+#include "core/cursor.h"
+#include "core/tree.h"
 #include "testutil.h"
 
 /* ---- a small in-memory writer ------------------------------------------ */

@@ -18,9 +18,9 @@
 #include <string.h>
 
 #include "parse/hdf5/h5.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/image.h"
-#include "tensorfs/tree.h"
+#include "core/diag.h"
+#include "core/image.h"
+#include "core/tree.h"
 #include "testutil.h"
 
 /* ---- helpers ------------------------------------------------------------ */

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensorfs/image.h"
-#include "tensorfs/tree.h"
+#include "core/image.h"
+#include "core/tree.h"
 #include "testutil.h"
 
 /* expected.json's entry of the archive; @json is the file's path */

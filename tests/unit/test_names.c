@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensorfs/diag.h"
-#include "tensorfs/names.h"
-#include "tensorfs/text.h"
+#include "core/diag.h"
+#include "core/names.h"
+#include "core/text.h"
 #include "testutil.h"
 
 static void expect(const char *in, size_t len, const char *want)
@@ -75,7 +75,7 @@ START_TEST(utf8)
 }
 END_TEST
 
-/* the one escaper of printed text (tensorfs/text.h) */
+/* the one escaper of printed text (core/text.h) */
 static void safe_is(const char *in, size_t n, size_t buflen, const char *want)
 {
 	char buf[256];

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensorfs/builder.h"
-#include "tensorfs/image.h"
+#include "core/builder.h"
+#include "core/image.h"
 #include "testutil.h"
 
 START_TEST(mlp_nemo)

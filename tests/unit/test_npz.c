@@ -15,8 +15,8 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "tensorfs/format.h"
-#include "tensorfs/source.h"
+#include "core/format.h"
+#include "core/source.h"
 #include "testutil.h"
 
 static char logged[4][600];

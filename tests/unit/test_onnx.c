@@ -19,11 +19,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tensorfs/builder.h"
-#include "tensorfs/format.h"
-#include "tensorfs/image.h"
-#include "tensorfs/source.h"
-#include "tensorfs/values.h"
+#include "core/builder.h"
+#include "core/format.h"
+#include "core/image.h"
+#include "core/source.h"
+#include "core/values.h"
 #include "testutil.h"
 
 /* ---- helpers ------------------------------------------------------------ */

@@ -17,10 +17,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tensorfs/format.h"
-#include "tensorfs/image.h"
-#include "tensorfs/source.h"
-#include "tensorfs/values.h"
+#include "core/format.h"
+#include "core/image.h"
+#include "core/source.h"
+#include "core/values.h"
 #include "testutil.h"
 
 /*

@@ -11,10 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensorfs/builder.h"
-#include "tensorfs/format.h"
-#include "tensorfs/source.h"
-#include "tensorfs/tree.h"
+#include "core/builder.h"
+#include "core/format.h"
+#include "core/source.h"
+#include "core/tree.h"
 #include "testutil.h"
 
 extern const struct tfs_format tfs_format_primitiv;

@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "parse/protobuf.h"
-#include "tensorfs/cursor.h"
-#include "tensorfs/diag.h"
+#include "core/cursor.h"
+#include "core/diag.h"
 #include "testutil.h"
 
 static int varint(const void *p, size_t n, uint64_t *v, uint64_t *pos)

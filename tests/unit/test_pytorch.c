@@ -19,8 +19,8 @@
 #include <string.h>
 
 #include "core/image_i.h"
-#include "tensorfs/codec.h"
-#include "tensorfs/image.h"
+#include "codec/codec.h"
+#include "core/image.h"
 #include "testutil.h"
 
 static json_t *expected(void)

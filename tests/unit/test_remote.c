@@ -24,7 +24,7 @@
 #include "remote/range_plan.h"
 #include "remote/remote.h"
 #include "remote/resolve.h"
-#include "tensorfs/source.h"
+#include "core/source.h"
 #include "testutil.h"
 
 enum {

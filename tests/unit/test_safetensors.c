@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensorfs/image.h"
+#include "core/image.h"
 #include "testutil.h"
 
 static void expect_tensor(struct tfs_image *img, const char *name,

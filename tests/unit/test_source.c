@@ -12,8 +12,8 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#include "tensorfs/digest.h"
-#include "tensorfs/source.h"
+#include "core/digest.h"
+#include "core/source.h"
 #include "codec/zstd.h"
 #include "testutil.h"
 

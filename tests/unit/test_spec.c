@@ -7,9 +7,9 @@
 #include <errno.h>
 #include <string.h>
 
-#include "tensorfs/builder.h"
-#include "tensorfs/source.h"
-#include "tensorfs/tree.h"
+#include "core/builder.h"
+#include "core/source.h"
+#include "core/tree.h"
 #include "testutil.h"
 
 static const uint64_t shape2[2] = {2, 3};

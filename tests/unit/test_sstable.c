@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "parse/sstable.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/digest.h"
+#include "core/diag.h"
+#include "core/digest.h"
 #include "testutil.h"
 
 START_TEST(mask_as_leveldb)

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "parse/tar.h"
-#include "tensorfs/diag.h"
+#include "core/diag.h"
 #include "testutil.h"
 
 /* a header: @name, @size (octal), @type, ustar magic, its checksum */

@@ -18,8 +18,8 @@
 #include <string.h>
 
 #include "parse/sstable.h"
-#include "tensorfs/format.h"
-#include "tensorfs/image.h"
+#include "core/format.h"
+#include "core/image.h"
 #include "testutil.h"
 
 /*

@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensorfs/format.h"
-#include "tensorfs/image.h"
-#include "tensorfs/source.h"
+#include "core/format.h"
+#include "core/image.h"
+#include "core/source.h"
 #include "testutil.h"
 
 /*

@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensorfs/format.h"
-#include "tensorfs/image.h"
+#include "core/format.h"
+#include "core/image.h"
 #include "testutil.h"
 
 /* "[a,b]" of a JSON array of integers */

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensorfs/image.h"
+#include "core/image.h"
 #include "testutil.h"
 
 static json_t *expected(void)

@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensorfs/builder.h"
-#include "tensorfs/names.h"
-#include "tensorfs/source.h"
-#include "tensorfs/tree.h"
+#include "core/builder.h"
+#include "core/names.h"
+#include "core/source.h"
+#include "core/tree.h"
 #include "core/builder_sources.h"
 #include "testutil.h"
 

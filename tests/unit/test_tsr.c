@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensorfs/tree.h"
+#include "core/tree.h"
 #include "testutil.h"
 
 /*

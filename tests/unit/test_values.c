@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensorfs/source.h"
-#include "tensorfs/values.h"
+#include "core/source.h"
+#include "core/values.h"
 #include "testutil.h"
 
 /* equal as values: both NaN, or the same number with the same sign */

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <zstd.h>
 
-#include "tensorfs/tree.h"
+#include "core/tree.h"
 #include "testutil.h"
 
 #define WEIGHT_SHA                                                             \

@@ -25,9 +25,9 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "tensorfs/format.h"
-#include "tensorfs/image.h"
-#include "tensorfs/source.h"
+#include "core/format.h"
+#include "core/image.h"
+#include "core/source.h"
 #include "testutil.h"
 
 static json_t *load_table(const char *path)

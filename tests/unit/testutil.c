@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensorfs/source.h"
-#include "tensorfs/tree.h"
+#include "core/source.h"
+#include "core/tree.h"
 #include "testutil.h"
-#include "tensorfs/text.h"
+#include "core/text.h"
 
 static const char *env_path(const char *var, const char *rel)
 {

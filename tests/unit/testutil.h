@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tensorfs/diag.h"
-#include "tensorfs/image.h"
+#include "core/diag.h"
+#include "core/image.h"
 
 /* path of a file under the shared fixtures (TFS_FIXTURES); static buffer */
 const char *tu_fixture(const char *rel);

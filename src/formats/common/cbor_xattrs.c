@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tensorfs/builder.h"
-#include "tensorfs/cbor.h"
+#include "core/builder.h"
+#include "parse/cbor.h"
 #include "formats/common/cbor_xattrs.h"
 
 #define ATTR_XATTR_MAX 1024 /* longest attribute value as xattr */

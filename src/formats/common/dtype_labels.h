@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "tensorfs/dtype.h"
+#include "core/dtype.h"
 
 struct tfs_dtype_label {
 	const char *name;

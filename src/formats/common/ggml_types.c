@@ -4,7 +4,7 @@
 #include <stdio.h>
 
 #include "ggml_types.h"
-#include "tensorfs/names.h"
+#include "core/names.h"
 
 /* ggml type ids (ggml.h), removed ids have no dtype */
 static const struct tfs_ggml_type ggml_types[] = {

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tensorfs/dtype.h"
+#include "core/dtype.h"
 
 struct tfs_ggml_type {
 	enum tfs_dtype dtype;

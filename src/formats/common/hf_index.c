@@ -5,8 +5,8 @@
 
 #include "hf_index.h"
 #include "parse/hfindex.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/format.h"
+#include "core/diag.h"
+#include "core/format.h"
 
 static void release(struct tfs_shard_index *x)
 {

@@ -13,10 +13,10 @@
 
 #include "formats/common/npy_header.h"
 #include "parse/pyliteral.h"
-#include "tensorfs/builder.h"
-#include "tensorfs/checked.h"
-#include "tensorfs/cursor.h"
-#include "tensorfs/diag.h"
+#include "core/builder.h"
+#include "core/checked.h"
+#include "core/cursor.h"
+#include "core/diag.h"
 
 /* nesting of structured dtypes (fields of fields) */
 #define NPY_DESCR_DEPTH 8

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tensorfs/dtype.h"
+#include "core/dtype.h"
 
 struct tfs_builder;
 struct tfs_diag;

@@ -10,13 +10,13 @@
 #include <string.h>
 
 #include "torch.h"
-#include "tensorfs/builder.h"
-#include "tensorfs/checked.h"
-#include "tensorfs/cursor.h"
-#include "tensorfs/diag.h"
-#include "tensorfs/format.h"
-#include "tensorfs/names.h"
-#include "tensorfs/source.h"
+#include "core/builder.h"
+#include "core/checked.h"
+#include "core/cursor.h"
+#include "core/diag.h"
+#include "core/format.h"
+#include "core/names.h"
+#include "core/source.h"
 
 /*
  * values visited while walking the object (shared values count each time),

@@ -18,8 +18,8 @@
 
 #include "parse/pickle.h"
 #include "parse/zip.h"
-#include "tensorfs/codec.h"
-#include "tensorfs/dtype.h"
+#include "codec/codec.h"
+#include "core/dtype.h"
 
 struct tfs_builder;
 struct tfs_diag;

@@ -9,8 +9,8 @@
 #include <errno.h>
 
 #include "parse/hdf5/h5.h"
-#include "tensorfs/checked.h"
-#include "tensorfs/diag.h"
+#include "core/checked.h"
+#include "core/diag.h"
 
 struct bt2_level {
 	uint64_t max_nrec, cum_max_nrec;

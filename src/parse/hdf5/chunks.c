@@ -12,8 +12,8 @@
 #include <string.h>
 
 #include "parse/hdf5/h5.h"
-#include "tensorfs/checked.h"
-#include "tensorfs/diag.h"
+#include "core/checked.h"
+#include "core/diag.h"
 
 #define CK_MAX_CHUNKS (16u << 20)
 

@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "parse/hdf5/h5.h"
-#include "tensorfs/checked.h"
-#include "tensorfs/diag.h"
+#include "core/checked.h"
+#include "core/diag.h"
 
 int h5_space_parse(struct h5_file *f, struct tfs_cursor *c, struct h5_space *s)
 {

@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "parse/hdf5/h5.h"
-#include "tensorfs/checked.h"
-#include "tensorfs/diag.h"
+#include "core/checked.h"
+#include "core/diag.h"
 
 struct ty_ctx {
 	struct h5_file *f;

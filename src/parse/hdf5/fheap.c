@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "parse/hdf5/h5.h"
-#include "tensorfs/checked.h"
-#include "tensorfs/diag.h"
+#include "core/checked.h"
+#include "core/diag.h"
 
 #define FH_MAX_ROWS 64
 #define FH_MAX_BLOCK (1ull << 31)

@@ -7,8 +7,8 @@
 #include <errno.h>
 
 #include "parse/hdf5/h5.h"
-#include "tensorfs/checked.h"
-#include "tensorfs/diag.h"
+#include "core/checked.h"
+#include "core/diag.h"
 
 int h5_gheap_get(struct h5_file *f, uint64_t coll, uint32_t index, uint64_t at,
 		 const uint8_t **p, uint64_t *len)

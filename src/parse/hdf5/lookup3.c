@@ -6,8 +6,8 @@
 #include <errno.h>
 
 #include "parse/hdf5/h5.h"
-#include "tensorfs/checked.h"
-#include "tensorfs/diag.h"
+#include "core/checked.h"
+#include "core/diag.h"
 
 #define ROT(x, k) (((x) << (k)) | ((x) >> (32 - (k))))
 

@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "parse/hdf5/h5.h"
-#include "tensorfs/checked.h"
-#include "tensorfs/diag.h"
+#include "core/checked.h"
+#include "core/diag.h"
 
 #define H5_MSG_CONT 0x10
 #define H5_MSG_KNOWN_MAX 0x18

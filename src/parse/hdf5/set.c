@@ -4,7 +4,7 @@
 #include <stdlib.h>
 
 #include "parse/hdf5/h5.h"
-#include "tensorfs/diag.h"
+#include "core/diag.h"
 
 static size_t set_slot(uint64_t x, size_t cap)
 {

@@ -34,8 +34,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tensorfs/abi.h"
-#include "tensorfs/dtype.h"
+#include "core/abi.h"
+#include "core/dtype.h"
 
 struct tfs_image;
 struct tfs_tree;

@@ -28,9 +28,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "tensorfs/abi.h"
-#include "tensorfs/codec.h" /* enum tfs_encoding, struct tfs_codec_params */
-#include "tensorfs/dtype.h"
+#include "core/abi.h"
+#include "codec/codec.h" /* enum tfs_encoding, struct tfs_codec_params */
+#include "core/dtype.h"
 
 #define TFS_ROOT_NODE 0u
 #define TFS_NO_NODE UINT32_MAX

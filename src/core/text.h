@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "tensorfs/abi.h"
+#include "core/abi.h"
 
 /*
  * Copy @n bytes of @s into @buf (@len bytes, always NUL-terminated) as

@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "tensorfs/abi.h"
+#include "core/abi.h"
 
 #define TFS_NAME_MAX 255
 

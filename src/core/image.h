@@ -39,11 +39,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "tensorfs/abi.h"
-#include "tensorfs/builder.h"
-#include "tensorfs/digest.h"
-#include "tensorfs/source.h"
-#include "tensorfs/tree.h"
+#include "core/abi.h"
+#include "core/builder.h"
+#include "core/digest.h"
+#include "core/source.h"
+#include "core/tree.h"
 
 struct tfs_diag;
 struct tfs_format;

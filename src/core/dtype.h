@@ -21,7 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "tensorfs/abi.h"
+#include "core/abi.h"
 
 enum tfs_dtype {
 	TFS_DTYPE_INVALID = 0,

@@ -20,8 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tensorfs/abi.h"
-#include "tensorfs/crc32c.h"
+#include "core/abi.h"
+#include "core/crc32c.h"
 
 enum tfs_digest_alg {
 	TFS_DIGEST_NONE = 0, /* no digest given */

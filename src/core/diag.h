@@ -21,7 +21,7 @@
 #include <stdint.h>
 #include <stddef.h>
 
-#include "tensorfs/abi.h"
+#include "core/abi.h"
 
 #define TFS_DIAG_MSG_MAX 320
 

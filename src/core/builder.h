@@ -30,9 +30,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tensorfs/abi.h"
-#include "tensorfs/dtype.h"
-#include "tensorfs/tree.h"
+#include "core/abi.h"
+#include "core/dtype.h"
+#include "core/tree.h"
 
 struct tfs_builder;
 struct tfs_diag;

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tensorfs/abi.h"
+#include "core/abi.h"
 
 /* CRC-32C of @len bytes continuing from @crc (start with 0). */
 uint32_t tfs_crc32c(uint32_t crc, const void *p, size_t len);

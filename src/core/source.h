@@ -24,7 +24,7 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "tensorfs/abi.h"
+#include "core/abi.h"
 
 struct tfs_diag;
 
