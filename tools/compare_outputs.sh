@@ -8,6 +8,8 @@
 #
 # DIR defaults to ../shared/fixtures and tests/fixtures.  Used for the
 # round-3 core change: 920 files, the 8c31f30 binary against the new one.
+# tools/ab_compare.sh compares two binaries over more (mounts and their
+# views, directories, the fuzz corpus) in less time.
 set -uo pipefail
 BIN=$1 OUT=$2
 shift 2

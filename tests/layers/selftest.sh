@@ -121,7 +121,5 @@ expect 1 "a fixed violation still listed" --known "$tmp/known"
 grep -qF "FIXED (delete this line from $tmp/known): print: src/core/image.c calls perror" \
 	"$tmp/out" || fail "the line to delete is not named: $(cat "$tmp/out")"
 
-# and the repository's own tree passes with its list
-"$check" >"$tmp/out" 2>&1 || fail "the tree: $(cat "$tmp/out")"
 [ "$fails" -eq 0 ] && echo "check-layers self test: ok"
 exit $((fails > 0))
