@@ -554,11 +554,12 @@ static int zt_entry_v01(struct zt_ctx *z, cbor_item_t *m, struct zt_obj *o,
 		return ret;
 	m = tfs_cbor_untag(m);
 	ret = zt_text(z, m, "name", true, NULL, &o->name);
-	if (!ret)
+	if (!ret) {
+		o->name_len = strlen(o->name); /* messages name it from here */
 		ret = zt_text(z, m, "layout", false, o, layout);
+	}
 	if (ret || (*layout && **layout && strcmp(*layout, "dense") != 0))
 		return ret; /* not dense: the caller skips it */
-	o->name_len = strlen(o->name);
 	c = zt_add_comp(z, o, "data");
 	if (!c)
 		return zt_oom(z);
