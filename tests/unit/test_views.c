@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The view seam (src/core/view_ops.h, src/core/view_registry.c) and the
+ * tensor-read layer below it (src/core/tensor_read.c): the builder plans no
+ * view, the mount's finish step does; a view's nodes are dispatched by its
+ * hooks; tensors read through the layer the views use give the container's
+ * own bytes.
+ */
+#include <errno.h>
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/builder.h"
+#include "core/diag.h"
+#include "core/format.h"
+#include "core/image.h"
+#include "core/source.h"
+#include "core/tree.h"
+#include "core/view_ops.h"
+#include "testutil.h"
+
+/* b: F32 [2] = 1, 2; a: I16 [3] = 1, -2, 3 (a safetensors file) */
+static const uint8_t data_ba[] = {0x00, 0x00, 0x80, 0x3f, 0x00, 0x00, 0x00,
+				  0x40, 0x01, 0x00, 0xfe, 0xff, 0x03, 0x00};
+
+static uint8_t *source_ba(size_t *len)
+{
+	static const char json[] = "{\"b\":{\"dtype\":\"F32\",\"shape\":[2],"
+				   "\"data_offsets\":[0,8]},"
+				   "\"a\":{\"dtype\":\"I16\",\"shape\":[3],"
+				   "\"data_offsets\":[8,14]}}";
+	size_t n = strlen(json), i;
+	uint8_t *b = malloc(8 + n + sizeof(data_ba));
+
+	ck_assert_ptr_nonnull(b);
+	for (i = 0; i < 8; i++)
+		b[i] = (uint8_t)((uint64_t)n >> (8 * i));
+	memcpy(b + 8, json, n);
+	memcpy(b + 8 + n, data_ba, sizeof(data_ba));
+	*len = 8 + n + sizeof(data_ba);
+	return b;
+}
+
+static struct tfs_image *load_with(const uint8_t *src, size_t len,
+				   const struct tfs_build_options *bo)
+{
+	struct tfs_source s;
+	struct tfs_image *img;
+	struct tfs_diag d;
+
+	tfs_source_init_memory(&s, src, len);
+	ck_assert_int_eq(tfs_image_load(&img, &s, bo, &d), 0);
+	return img;
+}
+
+static const char *view_name(const struct tfs_image *img, uint32_t node)
+{
+	const struct tfs_view_ops *v = tfs_view_of(img, node);
+
+	return v ? v->name : NULL;
+}
+
+START_TEST(registry_lists_each_view_once)
+{
+	uint32_t i, k;
+
+	for (i = 0; tfs_view_kinds[i]; i++) {
+		ck_assert_ptr_nonnull(tfs_view_kinds[i]->name);
+		ck_assert_ptr_nonnull(tfs_view_kinds[i]->plan);
+		ck_assert_ptr_nonnull(tfs_view_kinds[i]->read);
+		for (k = 0; k < i; k++)
+			ck_assert_str_ne(tfs_view_kinds[k]->name,
+					 tfs_view_kinds[i]->name);
+	}
+	ck_assert_uint_ge(i, 2); /* preview, export */
+}
+END_TEST
+
+/* tfs_builder_finish alone: the tensors and .tensorfs/'s JSON, no view */
+START_TEST(the_builder_plans_no_view)
+{
+	struct tfs_build_options bo = {.previews = true};
+	size_t len;
+	uint8_t *src = source_ba(&len);
+	struct tfs_source s;
+	struct tfs_builder *b;
+	struct tfs_tree *t;
+	struct tfs_diag d;
+	uint32_t i;
+
+	tfs_source_init_memory(&s, src, len);
+	ck_assert_int_eq(tfs_builder_new(&b, &s, &bo), 0);
+	ck_assert_int_eq(tfs_format_by_name("safetensors")->load(&s, b, &d), 0);
+	ck_assert_int_eq(tfs_builder_finish(b, "safetensors", &t, &d), 0);
+	tfs_builder_free(b);
+	ck_assert_uint_eq(t->ntensors, 2);
+	for (i = 0; i < t->nnodes; i++)
+		ck_assert_int_ne(t->nodes[i].kind, TFS_NODE_VIEW);
+	ck_assert_uint_eq(tfs_tree_resolve(t, ".tensorfs/export"), TFS_NO_NODE);
+	ck_assert_uint_eq(tfs_tree_resolve(t, "b.png"), TFS_NO_NODE);
+	ck_assert_uint_ne(tfs_tree_resolve(t, ".tensorfs/manifest.json"),
+			  TFS_NO_NODE);
+	ck_assert_ptr_null(t->lazy_dir);
+	tfs_tree_free(t);
+	free(src);
+}
+END_TEST
+
+/* the mount's finish step plans them: previews beside, the export below */
+START_TEST(the_finish_step_plans_them)
+{
+	struct tfs_build_options bo = {.previews = true};
+	size_t len, got_len;
+	uint8_t *src = source_ba(&len), *png;
+	struct tfs_image *img = load_with(src, len, &bo);
+	uint32_t pb = tfs_tree_resolve(img->tree, "b.png");
+	uint32_t dir = tfs_tree_resolve(img->tree, ".tensorfs/export");
+	uint32_t tb = tfs_tree_resolve(img->tree, "b");
+
+	ck_assert_uint_ne(pb, TFS_NO_NODE);
+	ck_assert_str_eq(view_name(img, pb), "preview");
+	/* a preview shows its tensor: the view's own number is the record */
+	ck_assert_uint_eq(img->tree->nodes[pb].tensor,
+			  img->tree->nodes[tb].tensor);
+	ck_assert_ptr_null(tfs_view_of(img, tb));
+	ck_assert_uint_ne(dir, TFS_NO_NODE);
+	ck_assert_ptr_null(tfs_view_of(img, dir));
+	ck_assert_str_eq(view_name(img, tfs_tree_resolve(
+						img->tree,
+						".tensorfs/export/"
+						"model.safetensors")),
+			 "export");
+	/* its size known at load, its bytes a PNG of that size */
+	png = tu_read_node(img, pb, &got_len);
+	ck_assert_uint_eq(got_len, tfs_node_size(img->tree, pb));
+	ck_assert_mem_eq(png, "\x89PNG\r\n\x1a\n", 8);
+	free(png);
+	tfs_image_close(img);
+	free(src);
+}
+END_TEST
+
+/* a view's own xattrs through its hooks; other nodes have none */
+START_TEST(xattrs_through_the_hooks)
+{
+	struct tfs_build_options bo = {.previews = true};
+	size_t len;
+	uint8_t *src = source_ba(&len);
+	struct tfs_image *img = load_with(src, len, &bo);
+	uint32_t pb = tfs_tree_resolve(img->tree, "b.png");
+	uint32_t tb = tfs_tree_resolve(img->tree, "b");
+	char buf[256];
+	ssize_t n;
+
+	/* b holds 1 and 2: its picture's scale says so */
+	n = tfs_image_view_getxattr(img, pb, "user.tensorfs.preview.min", buf,
+				    sizeof(buf));
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq(atof((buf[n] = '\0', buf)) == 1.0, 1);
+	n = tfs_image_view_getxattr(img, pb, "user.tensorfs.preview.max", buf,
+				    sizeof(buf));
+	ck_assert_int_gt(n, 0);
+	ck_assert_int_eq(atof((buf[n] = '\0', buf)) == 2.0, 1);
+	ck_assert_int_eq(tfs_image_view_getxattr(img, pb, "user.other", buf,
+						 sizeof(buf)),
+			 -ENODATA);
+	ck_assert_int_eq(tfs_image_view_getxattr(img, tb,
+						 "user.tensorfs.preview.min",
+						 buf, sizeof(buf)),
+			 -ENODATA);
+	/* listxattr: the names appended to what is there */
+	n = tfs_image_view_listxattr(img, pb, buf, sizeof(buf), 3);
+	ck_assert_int_eq(n, 3 + (ssize_t)strlen("user.tensorfs.preview.min") +
+				    1 + strlen("user.tensorfs.preview.max") +
+				    1 +
+				    strlen("user.tensorfs.preview.scale_low") +
+				    1 +
+				    strlen("user.tensorfs.preview.scale_high") +
+				    1);
+	ck_assert_str_eq(buf + 3, "user.tensorfs.preview.min");
+	ck_assert_int_eq(tfs_image_view_listxattr(img, tb, buf, sizeof(buf),
+						  7),
+			 7);
+	tfs_image_close(img);
+	free(src);
+}
+END_TEST
+
+/* the layer the views read through: the container's bytes, in range */
+START_TEST(tensor_reads_below_the_views)
+{
+	struct tfs_build_options bo = {0};
+	size_t len;
+	uint8_t *src = source_ba(&len);
+	struct tfs_image *img = load_with(src, len, &bo);
+	uint32_t tb = img->tree->nodes[tfs_tree_resolve(img->tree, "b")].tensor;
+	uint32_t ta = img->tree->nodes[tfs_tree_resolve(img->tree, "a")].tensor;
+	struct tfs_view v;
+
+	ck_assert_int_eq(tfs_image_read_tensor(img, tb, 0, 8, &v), 0);
+	ck_assert_uint_eq(v.len, 8);
+	ck_assert_mem_eq(v.data, data_ba, 8);
+	tfs_view_release(img, &v);
+	/* clipped at the tensor's end, then nothing */
+	ck_assert_int_eq(tfs_image_read_tensor(img, ta, 2, 100, &v), 0);
+	ck_assert_uint_eq(v.len, 4);
+	ck_assert_mem_eq(v.data, data_ba + 10, 4);
+	tfs_view_release(img, &v);
+	ck_assert_int_eq(tfs_image_read_tensor(img, ta, 6, 1, &v), 0);
+	ck_assert_uint_eq(v.len, 0);
+	ck_assert_int_eq(
+		tfs_image_read_tensor(img, img->tree->ntensors, 0, 1, &v),
+		-ENOENT);
+	tfs_image_close(img);
+	free(src);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("views");
+	TCase *tc = tcase_create("views");
+
+	tcase_add_test(tc, registry_lists_each_view_once);
+	tcase_add_test(tc, the_builder_plans_no_view);
+	tcase_add_test(tc, the_finish_step_plans_them);
+	tcase_add_test(tc, xattrs_through_the_hooks);
+	tcase_add_test(tc, tensor_reads_below_the_views);
+	suite_add_tcase(s, tc);
+	return tu_run(s);
+}
