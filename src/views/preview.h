@@ -60,9 +60,9 @@ int tfs_preview_read(struct tfs_image *img, uint32_t node, uint64_t off,
  * picture's -errno.  tfs_preview_listxattr: the names, NUL-terminated each,
  * appended to the @used bytes of @buf; the new length, or -ERANGE.
  */
-TFS_PRIVATE ssize_t tfs_preview_getxattr(struct tfs_image *img, uint32_t node,
+ssize_t tfs_preview_getxattr(struct tfs_image *img, uint32_t node,
 					 const char *name, char *buf,
 					 size_t size);
-TFS_PRIVATE ssize_t tfs_preview_listxattr(char *buf, size_t size, size_t used);
+ssize_t tfs_preview_listxattr(char *buf, size_t size, size_t used);
 
 #endif
