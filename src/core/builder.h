@@ -57,9 +57,9 @@ struct tfs_build_options {
 	 */
 	bool as_all;
 	/* -o previews: "<file>.png" beside each numeric tensor of one or
-	 * more dimensions (src/core/preview.h) */
+	 * more dimensions (src/views/preview.h) */
 	bool previews;
-	/* -o export=off: no .tensorfs/export/ (export.h) */
+	/* -o export=off: no .tensorfs/export/ (src/views/export.h) */
 	bool no_export;
 	/* -o export_shard=SIZE: the export's shard size; 0: the default */
 	uint64_t export_shard;

@@ -13,10 +13,10 @@
  *   TFS_NODE_TENSOR  a regular file whose bytes are a tensor's elements,
  *                    described by tree->tensors[node->tensor]
  *   TFS_NODE_MEMFILE a regular file held in memory (the .json files)
- *   TFS_NODE_PREVIEW a PNG picture of tree->tensors[node->tensor] (-o
- *                    previews), node->mem_len bytes, made on first read
- *   TFS_NODE_EXPORT  file node->tensor of the safetensors export
- *                    (tree->export, export.h), node->mem_len bytes
+ *   TFS_NODE_VIEW    a view's file (src/core/view_ops.h): node->view says
+ *                    which (tfs_view_kinds: a preview PNG, a file of the
+ *                    safetensors export, ...), node->tensor what it shows,
+ *                    node->mem_len its size; read through the view's hook
  */
 #ifndef TENSORFS_TREE_H
 #define TENSORFS_TREE_H

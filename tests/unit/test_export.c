@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The safetensors export (src/core/export.c): its bytes against files built
+ * The safetensors export (src/views/export.c, export_view.c): its bytes against files built
  * here by hand from the spec, reads at every offset, big-endian Fortran
  * data swapped and transposed, shards and their index, zero-copy reads.
  */
