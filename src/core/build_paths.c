@@ -118,6 +118,22 @@ int tfs_build_place_leaves(struct tfs_builder *b)
 
 	tfs_strmap_init(&ps.claims);
 	tfs_strmap_init(&counts);
+	/*
+	 * The reserved .tensorfs as the first of several components (a
+	 * directory of tensors, a container's directory) would be a second
+	 * directory of that name at the root: it is escaped like '.' and
+	 * '..' are ("%2Etensorfs" cannot be an escaped stored name, whose
+	 * '%' is "%25").  A leaf named .tensorfs is a collision (~N), below.
+	 */
+	for (i = 1; i < b->n; i++) {
+		struct entry *e = &b->e[i];
+
+		if ((e->kind == ENTRY_DIR ||
+		     ((e->kind == ENTRY_TENSOR || e->kind == ENTRY_GROUP) &&
+		      e->ncomps > 1)) &&
+		    e->ncomps && !strcmp(e->comps[0], META_DIR))
+			e->comps[0] = META_DIR_ESCAPED; /* interned: shared */
+	}
 	ret = tfs_path_own(&ps, strdup(META_DIR));
 	if (!ret)
 		ret = tfs_strmap_put(&ps.claims, ps.owned[0], CLAIM_DIR);

@@ -148,6 +148,8 @@ struct companion {
 };
 
 #define META_DIR ".tensorfs"
+/* META_DIR as the directory of tensors it would otherwise be (paths.c) */
+#define META_DIR_ESCAPED "%2Etensorfs"
 #define TFS_PATH_MAX_DEPTH 64
 
 struct tfs_node_list;

@@ -123,6 +123,39 @@ START_TEST(conflicts_are_deterministic)
 }
 END_TEST
 
+/*
+ * .tensorfs as a directory of tensors (an explicit path, a reader's '/'
+ * names): escaped, so the root keeps one .tensorfs (found by the fuzzer:
+ * a TensorFlow.js weight ".tensorfs////////s" made two)
+ */
+START_TEST(reserved_as_a_directory)
+{
+	static const char *const comps[] = {".tensorfs", "s"};
+	struct tfs_tensor_spec s = spec_for(".tensorfs/s", 0, 4);
+	struct tfs_tree *t;
+	uint32_t i, n = 0;
+
+	s.path = comps;
+	s.path_len = 2;
+	ck_assert_int_eq(tfs_builder_add_tensor(b, &s, NULL, &d), 0);
+	ck_assert_int_eq(add(".tensorfs.manifest.json"), 0); /* split at '.' */
+	t = finish();
+	ck_assert_str_eq(path_of(t, ".tensorfs/s"), "%2Etensorfs/s");
+	ck_assert_str_eq(path_of(t, ".tensorfs.manifest.json"),
+			 "%/tensorfs/manifest/json");
+	for (i = 0; i < t->nodes[0].nchildren; i++)
+		n += !strcmp(t->nodes[t->children[t->nodes[0].first_child + i]]
+				     .name,
+			     ".tensorfs");
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_ne(tfs_tree_resolve(t, ".tensorfs/manifest.json"),
+			  TFS_NO_NODE);
+	ck_assert_uint_eq(t->nodes[tfs_tree_resolve(t, "%2Etensorfs/s")].kind,
+			  TFS_NODE_TENSOR);
+	tfs_tree_free(t);
+}
+END_TEST
+
 START_TEST(flat_and_reserved)
 {
 	struct tfs_build_options o = {.flat = true};
@@ -775,6 +808,7 @@ int main(void)
 	tcase_add_test(tc, splits_names);
 	tcase_add_test(tc, conflicts_are_deterministic);
 	tcase_add_test(tc, flat_and_reserved);
+	tcase_add_test(tc, reserved_as_a_directory);
 	tcase_add_test(tc, deep_names_are_capped);
 	tcase_add_test(tc, shared_checks);
 	tcase_add_test(tc, groups_and_xattrs);
