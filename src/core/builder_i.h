@@ -147,7 +147,7 @@ struct companion {
 	uint32_t owner; /* the builder source that opened it */
 };
 
-#define META_DIR ".tensorfs"
+#define META_DIR TFS_META_DIR
 /* META_DIR as the directory of tensors it would otherwise be (paths.c) */
 #define META_DIR_ESCAPED "%2Etensorfs"
 #define TFS_PATH_MAX_DEPTH 64

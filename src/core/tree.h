@@ -35,6 +35,8 @@
 #define TFS_ROOT_NODE 0u
 #define TFS_NO_NODE UINT32_MAX
 #define TFS_XATTR_PREFIX "user.tensorfs."
+/* the mount's own directory at the root (.tensorfs/: JSON files, export) */
+#define TFS_META_DIR ".tensorfs"
 
 enum tfs_node_kind {
 	TFS_NODE_DIR,

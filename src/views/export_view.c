@@ -21,8 +21,6 @@
 #include "core/tree.h"
 #include "views/export.h"
 
-#define META_DIR ".tensorfs"
-
 /* .tensorfs/export/'s children, made when first looked in (tree.h) */
 struct lazy_export {
 	struct tfs_lazy_dir ld; /* first: the tree knows only this */
@@ -163,7 +161,7 @@ static int plan_export(struct tfs_draft *dr, uint32_t id)
 	for (i = 1; i < nl->n; i++)
 		if (nl->v[i].parent == TFS_ROOT_NODE &&
 		    nl->v[i].kind == TFS_NODE_DIR &&
-		    !strcmp(nl->v[i].name, META_DIR))
+		    !strcmp(nl->v[i].name, TFS_META_DIR))
 			meta = i;
 	/* the draft's strings, now the export's */
 	le->source = dr->sources;
