@@ -2,7 +2,7 @@
 /*
  * The tree from the builder's entries at finish: the directories and
  * tensor nodes, the tensor records, xattrs onto nodes (shared blocks), the
- * layout flags and the converting view's sizes, and .tensorfs/'s JSON
+ * layout flags the views read, and .tensorfs/'s JSON
  * files (metadata.json and manifest.json made when first read).
  */
 #include <errno.h>
@@ -16,7 +16,6 @@
 #include "core/dtype.h"
 #include "core/names.h"
 #include "core/text.h"
-#include "as_view.h"
 #include "npy_view.h"
 #include "manifest.h"
 #include "strmap.h"
@@ -66,28 +65,6 @@ static int cmp_xattrs(const void *a, const void *b)
 }
 
 /*
- * -o as: the converted bytes are little-endian, so a byte_order=big of the
- * stored bytes becomes stored_byte_order (dtype and stored_dtype come from
- * the record)
- */
-static int view_xattrs(struct entry *e)
-{
-	char *name;
-	uint32_t i;
-
-	for (i = 0; i < e->nxattrs; i++) {
-		if (strcmp(e->xattrs[i].name, TFS_XATTR_PREFIX "byte_order"))
-			continue;
-		name = strdup(TFS_XATTR_PREFIX "stored_byte_order");
-		if (!name)
-			return -ENOMEM;
-		free(e->xattrs[i].name);
-		e->xattrs[i].name = name;
-	}
-	return 0;
-}
-
-/*
  * The xattrs tensorfs itself stores: the root's format, a container
  * directory's name, a file's shard, a group's name, dtype and shape.  A
  * file's other standard xattrs are made from its record (tree.h).
@@ -109,7 +86,7 @@ static int standard_xattrs(struct entry *e, const char *format,
 		ret = tfs_build_entry_set_xattr(e, "shard", shard,
 						strlen(shard), false);
 	if (e->kind != ENTRY_GROUP)
-		return ret || !e->view ? ret : view_xattrs(e);
+		return ret;
 	if (!ret)
 		ret = tfs_build_entry_set_xattr(e, "name", e->name, e->name_len,
 						false);
@@ -204,21 +181,17 @@ static int block_map_grow(struct block_map *m)
 }
 
 /*
- * The entry's xattrs into the node, packed in one allocation: the sorted
- * array, then the listxattr buffer (which holds the names the array points
- * at), then the values.  A tree of 100,000 tensors holds 800,000 xattrs;
- * one block per node instead of two strings per xattr saves most of their
- * allocator overhead.  The block is in the tree's arena.
+ * The entry's xattrs into the node (tfs_nodes_pack_xattrs), or the block of
+ * a node with the same ones: most tensors of a model have equal xattrs.
  */
 static int move_xattrs(struct tfs_tree *t, struct tfs_node *nodes,
 		       struct tfs_node *nd, struct entry *e,
 		       struct block_map *shared)
 {
-	size_t names = 0, values = 0, size, l, slot;
-	struct tfs_xattr *x;
-	char *np, *vp;
 	uint32_t i, n = e->nxattrs;
+	size_t slot;
 	uint64_t h;
+	int ret = 0;
 
 	if (!n)
 		return 0;
@@ -237,36 +210,12 @@ static int move_xattrs(struct tfs_tree *t, struct tfs_node *nodes,
 			goto out;
 		}
 	}
+	ret = tfs_nodes_pack_xattrs(t, nd, e->xattrs, n);
+	if (ret)
+		return ret;
 	shared->hash[slot] = h;
 	shared->node[slot] = (uint32_t)(nd - nodes);
 	shared->len++;
-	for (i = 0; i < n; i++) {
-		names += strlen(e->xattrs[i].name) + 1;
-		values += e->xattrs[i].len;
-	}
-	if (names >= UINT32_MAX)
-		return -E2BIG;
-	size = n * sizeof(*x) + names + 1 + values;
-	x = tfs_tree_alloc(t, size);
-	if (!x)
-		return -ENOMEM;
-	np = (char *)(x + n);
-	vp = np + names + 1;
-	for (i = 0; i < n; i++) {
-		l = strlen(e->xattrs[i].name) + 1;
-		memcpy(np, e->xattrs[i].name, l);
-		x[i].name = np;
-		np += l;
-		if (e->xattrs[i].len)
-			memcpy(vp, e->xattrs[i].value, e->xattrs[i].len);
-		x[i].value = vp;
-		x[i].len = e->xattrs[i].len;
-		vp += e->xattrs[i].len;
-	}
-	*np = '\0';
-	nd->xattrs = x;
-	nd->nxattrs = n;
-	nd->xattr_names_len = names;
 out:
 	for (i = 0; i < n; i++) {
 		free(e->xattrs[i].name);
@@ -290,11 +239,10 @@ static void entry_fields(const struct entry *e, const char *label,
 	f->name_len = e->name_len;
 	f->path = e->path;
 	f->dtype = e->dtype;
-	f->view = e->view;
 	f->shape = e->shape;
 	f->ndim = e->ndim;
 	f->group = e->kind == ENTRY_GROUP;
-	f->size = e->view ? e->view_size : e->size;
+	f->size = e->size;
 	f->offset = e->offset;
 	f->stored_length = e->length;
 	f->encoding = e->encoding;
@@ -304,28 +252,32 @@ static void entry_fields(const struct entry *e, const char *label,
 	f->container = label;
 }
 
-/* a group's manifest entry with its components, as manifest text */
-static char *group_text(const struct tfs_builder *b, const struct entry *e)
+/*
+ * A group's manifest entry: its own members now, its components from their
+ * records when the text is made (manifest.h); @rec: each entry's record
+ */
+static int add_group(struct tfs_builder *b, struct tfs_mf *m,
+		     const struct entry *e, const uint32_t *rec)
 {
+	const json_t **extras = calloc(e->nmembers + 1, sizeof(*extras));
+	uint32_t *records = calloc(e->nmembers + 1, sizeof(*records));
 	struct tfs_mf_fields f;
-	json_t *o, *comps;
-	char *text;
 	uint32_t k;
+	int ret = -ENOMEM;
 
-	entry_fields(e, b->sources[e->source].label, &f);
-	o = tfs_mf_entry(&f);
-	comps = json_array();
-	for (k = 0; o && comps && k < e->nmembers; k++) {
-		entry_fields(&b->e[e->members[k]], NULL, &f);
-		json_array_append_new(comps, tfs_mf_entry(&f));
+	if (!extras || !records)
+		goto out;
+	for (k = 0; k < e->nmembers; k++) {
+		records[k] = rec[e->members[k]];
+		extras[k] = b->e[e->members[k]].extra;
 	}
-	if (o)
-		json_object_set_new(o, "components", comps);
-	else
-		json_decref(comps);
-	text = o ? tfs_mf_indent(o, 2) : NULL;
-	json_decref(o);
-	return text;
+	entry_fields(e, b->sources[e->source].label, &f);
+	ret = tfs_mf_add_group(m, tfs_mf_entry(&f), records, extras,
+			       e->nmembers);
+out:
+	free(extras);
+	free(records);
+	return ret;
 }
 
 static char *dump_json(json_t *j, size_t *len)
@@ -443,9 +395,17 @@ static int add_lazy_manifest(struct tfs_builder *b, struct tfs_node_list *nl,
 			     const char *format, uint32_t meta_dir)
 {
 	struct tfs_mf *m = tfs_mf_new(format);
+	uint32_t *rec = malloc(b->n * sizeof(*rec));
 	uint32_t i, idx, ti = 0;
-	int ret = m ? 0 : -ENOMEM;
+	int ret = m && rec ? 0 : -ENOMEM;
 
+	/* the records are made in entry order: their index */
+	for (i = 1; !ret && i < b->n; i++) {
+		rec[i] = ti;
+		if (b->e[i].kind == ENTRY_TENSOR ||
+		    b->e[i].kind == ENTRY_COMPONENT)
+			ti++;
+	}
 	for (i = 0; !ret && i < b->nsources; i++)
 		if (b->sources[i].label)
 			ret = tfs_mf_set_label(m, i, b->sources[i].label);
@@ -453,13 +413,11 @@ static int add_lazy_manifest(struct tfs_builder *b, struct tfs_node_list *nl,
 		struct entry *e = &b->e[i];
 
 		if (e->kind == ENTRY_TENSOR)
-			ret = tfs_mf_add_tensor(m, ti, e->extra);
+			ret = tfs_mf_add_tensor(m, rec[i], e->extra);
 		else if (e->kind == ENTRY_GROUP)
-			ret = tfs_mf_add_text(m, group_text(b, e));
-		/* the records are made in entry order: their index */
-		if (e->kind == ENTRY_TENSOR || e->kind == ENTRY_COMPONENT)
-			ti++;
+			ret = add_group(b, m, e, rec);
 	}
+	free(rec);
 	if (!ret)
 		ret = tfs_nodes_add(nl, "manifest.json",
 				    strlen("manifest.json"), meta_dir,
@@ -541,8 +499,8 @@ static bool entry_xattr_is(const struct entry *e, const char *key,
 }
 
 /*
- * The layout flags (for -o npy's header and -o as), before xattrs move;
- * then which tensors -o as converts, and their size
+ * The layout flags, before the xattrs move onto the nodes: the npy and as
+ * views (src/views/) read them from the records
  */
 static void layout_flags(struct tfs_builder *b)
 {
@@ -557,18 +515,6 @@ static void layout_flags(struct tfs_builder *b)
 			 entry_xattr_is(g, "byte_order", "big");
 		e->fortran = entry_xattr_is(e, "order", "F") ||
 			     entry_xattr_is(g, "order", "F");
-		if ((e->kind == ENTRY_TENSOR || e->kind == ENTRY_COMPONENT) &&
-		    tfs_as_view_applies(b->opts.as, b->opts.as_all, e->dtype_id,
-					e->big)) {
-			const struct tfs_dtype_info *di =
-				tfs_dtype_info(e->dtype_id);
-
-			e->view = b->opts.as;
-			/* whole blocks (the builder checked the size) */
-			e->view_size = e->size / di->block_bytes *
-				       di->block_elems *
-				       tfs_dtype_size(e->view);
-		}
 	}
 }
 
@@ -576,19 +522,6 @@ static int fill_tensor(struct tfs_builder *b, struct tfs_tree *tree,
 		       struct tfs_tensor *t, struct entry *e,
 		       const struct entry *group)
 {
-	int ret = 0;
-
-	if (b->opts.npy && e->view) /* converted: little-endian */
-		ret = tfs_npy_header(e->view, 0, NULL, e->shape, e->ndim,
-				     e->view_size, false, e->fortran,
-				     &t->prefix, &t->prefix_len);
-	else if (b->opts.npy)
-		ret = tfs_npy_header(e->dtype_id, e->record_size, e->npy_descr,
-				     e->shape, e->ndim, e->size, e->big,
-				     e->fortran, &t->prefix, &t->prefix_len);
-
-	if (ret)
-		return ret;
 	/* copies in the tree's arena; the entry's own go with the builder */
 	t->name = tfs_tree_dup(tree, e->name, e->name_len);
 	t->name_len = e->name_len;
@@ -615,8 +548,12 @@ static int fill_tensor(struct tfs_builder *b, struct tfs_tree *tree,
 	if (e->nsegs && tfs_builder_put_segments(b, e, tree, t))
 		return -ENOMEM;
 	t->size = e->size;
-	t->view = e->view;
-	t->view_size = e->view_size;
+	t->big_endian = e->big;
+	t->fortran = e->fortran;
+	if (e->npy_descr &&
+	    !(t->npy_descr =
+		      tfs_tree_dup(tree, e->npy_descr, strlen(e->npy_descr))))
+		return -ENOMEM;
 	t->encoding = e->encoding;
 	t->codec = e->codec;
 	e->codec.gather = NULL; /* the tree frees it */

@@ -43,10 +43,10 @@ struct tfs_source;
 
 struct tfs_build_options {
 	bool flat; /* -o flat: every tensor at the root, unsplit */
-	bool npy;  /* -o npy: every tensor file is a .npy file (npy_view.h) */
+	bool npy;  /* -o npy: every tensor file is a .npy file (views/npy.c) */
 	/*
 	 * -o as=float32: numeric tensors of another dtype are shown as this
-	 * dtype, converted on read (src/core/as_view.h); INVALID: as stored
+	 * dtype, converted on read (src/views/as.c); INVALID: as stored
 	 */
 	enum tfs_dtype as;
 	/*

@@ -46,8 +46,6 @@ struct entry {
 	uint64_t desc_offset;
 	uint32_t source;     /* index into b->sources */
 	bool big, fortran;   /* byte_order=big / order=F, own or group's */
-	enum tfs_dtype view; /* -o as: the dtype shown, or INVALID */
-	uint64_t view_size;  /* -o as: the converted bytes */
 	uint32_t ndim;
 	uint64_t *shape;
 	uint64_t offset, length, size;

@@ -16,7 +16,6 @@
 #include "core/diag.h"
 #include "core/format.h"
 #include "core/image.h"
-#include "as_view.h"
 #include "builder_sources.h"
 #include "view_ops.h"
 #include "image_i.h"
@@ -192,12 +191,14 @@ bool tfs_image_node_failed(const struct tfs_image *img, uint32_t node)
 /* ---- the read dispatch ----------------------------------------------------
  */
 
-/* bytes [off, off + len) of what the file shows after its prefix */
-static int read_body(struct tfs_image *img, uint32_t idx, uint64_t off,
-		     size_t len, struct tfs_view *v)
+int tfs_image_read_shown(struct tfs_image *img, uint32_t idx, uint64_t off,
+			 size_t len, struct tfs_view *v)
 {
-	if (img->tree->tensors[idx].view)
-		return tfs_as_view_read(img, idx, off, len, v);
+	const struct tfs_tensor *x = &img->tree->tensors[idx];
+
+	if (x->shown_by)
+		return tfs_view_kinds[x->shown_by - 1]->read_tensor(
+			img, idx, off, len, v);
 	return tfs_tensor_read(img, idx, off, len, v);
 }
 
@@ -224,7 +225,7 @@ static int read_prefixed(struct tfs_image *img, uint32_t idx, uint64_t off,
 	if (!buf)
 		return -ENOMEM;
 	memcpy(buf, x->prefix + off, head);
-	ret = read_body(img, idx, 0, len - head, &tv);
+	ret = tfs_image_read_shown(img, idx, 0, len - head, &tv);
 	if (!ret && tv.len != len - head)
 		ret = -EIO;
 	if (!ret)
@@ -295,7 +296,7 @@ void tfs_image_drop_source_cache(struct tfs_image *img, uint32_t node,
 		return;
 	x = &t->tensors[t->nodes[node].tensor];
 	/* pieces (companions, memory): left to the kernel for now */
-	if (x->view || x->nsegs || off + len < off ||
+	if (x->shown_by || x->nsegs || off + len < off ||
 	    off + len <= x->prefix_len)
 		return; /* a converted view, or only the header */
 	if (x->encoding != TFS_ENCODING_RAW) {
@@ -376,7 +377,8 @@ int tfs_image_read(struct tfs_image *img, uint32_t node, uint64_t off,
 	x = &t->tensors[n->tensor];
 	if (off < x->prefix_len)
 		return read_prefixed(img, n->tensor, off, len, v);
-	return read_body(img, n->tensor, off - x->prefix_len, len, v);
+	return tfs_image_read_shown(img, n->tensor, off - x->prefix_len, len,
+				    v);
 }
 
 ssize_t tfs_image_view_getxattr(struct tfs_image *img, uint32_t node,

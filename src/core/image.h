@@ -248,6 +248,16 @@ TFS_PRIVATE int tfs_image_read_tensor(struct tfs_image *img, uint32_t tensor,
 				      struct tfs_view *v);
 
 /*
+ * View up to @len bytes from @off of what record @tensor's file shows after
+ * its prefix: its own bytes, or the view's that shows it (-o as=float32's
+ * converted elements, through the view's read_tensor hook).  What the
+ * export copies.  Same returns as tfs_image_read().
+ */
+TFS_PRIVATE int tfs_image_read_shown(struct tfs_image *img, uint32_t tensor,
+				     uint64_t off, size_t len,
+				     struct tfs_view *v);
+
+/*
  * Bytes [@off, @off + @len) of regular file @node have just been copied
  * into the mount's page cache.  When the file's bytes are the container's
  * own (raw, served from the mapping), drop the container's cached pages

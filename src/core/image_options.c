@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
-/* Image options: sizes ("512M"), verify modes, the default cache budget. */
+/*
+ * Image options: sizes ("512M"), verify modes, the default cache budget,
+ * -o as's dtype.
+ */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -8,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/builder.h"
 #include "core/image.h"
 
 #define DEFAULT_CACHE (1ull << 30)
@@ -183,4 +187,16 @@ const char *tfs_verify_mode_name(enum tfs_verify_mode m)
 	default:
 		return "first";
 	}
+}
+
+int tfs_parse_as(const char *s, enum tfs_dtype *out, bool *all)
+{
+	if (strcmp(s, "float32") == 0)
+		*all = false;
+	else if (strcmp(s, "float32,all") == 0)
+		*all = true;
+	else
+		return -EINVAL;
+	*out = TFS_DTYPE_FLOAT32;
+	return 0;
 }

@@ -123,12 +123,24 @@ char *tfs_mf_indent(const json_t *j, unsigned depth)
 
 /*
  * One entry: a tensor record and its interned extras (an index into
- * extras[], or NO_EXTRA), or a group's text (tensor == NO_TENSOR, extra
- * indexes texts[]).
+ * extras[], or NO_EXTRA), or a group (tensor == NO_TENSOR, extra indexes
+ * groups[]).
  */
 struct mf_item {
 	uint32_t tensor;
 	uint32_t extra;
+};
+
+/*
+ * A group: its own members (no size, extent or encoding: nothing a view
+ * changes) and its components' records with their interned extras, made
+ * into entries from the records when the text is made, so that what the
+ * views planned after the builder (-o as) shows in them too.
+ */
+struct mf_group {
+	json_t *obj;
+	uint32_t *records, *extras;
+	uint32_t n;
 };
 
 #define NO_TENSOR UINT32_MAX
@@ -144,8 +156,8 @@ struct tfs_mf {
 	char **extra_keys;
 	uint32_t nextras, last; /* last: the one used last */
 	struct tfs_strmap interned;
-	char **texts;
-	uint32_t ntexts;
+	struct mf_group *groups;
+	uint32_t ngroups;
 	char **labels; /* by container index; NULL: none */
 	uint32_t nlabels;
 };
@@ -265,18 +277,36 @@ int tfs_mf_add_tensor(struct tfs_mf *m, uint32_t tensor, const json_t *extra)
 	return push_item(m, tensor, idx);
 }
 
-int tfs_mf_add_text(struct tfs_mf *m, char *group)
+int tfs_mf_add_group(struct tfs_mf *m, json_t *group, const uint32_t *records,
+		     const json_t *const *extras, uint32_t n)
 {
-	char **nt = reallocarray(m->texts, m->ntexts + 1, sizeof(*nt));
+	struct mf_group *ng =
+		reallocarray(m->groups, m->ngroups + 1, sizeof(*ng));
+	struct mf_group g = {.obj = group, .n = n};
+	uint32_t k;
 
-	if (nt)
-		m->texts = nt;
-	if (!group || !nt || push_item(m, NO_TENSOR, m->ntexts)) {
-		free(group);
-		return -ENOMEM;
+	if (ng)
+		m->groups = ng;
+	g.records = malloc((n ? n : 1) * sizeof(*g.records));
+	g.extras = malloc((n ? n : 1) * sizeof(*g.extras));
+	if (!group || !ng || !g.records || !g.extras)
+		goto fail;
+	for (k = 0; k < n; k++) {
+		g.records[k] = records[k];
+		g.extras[k] = NO_EXTRA;
+		if (extras[k] && json_object_size(extras[k]) &&
+		    intern(m, extras[k], &g.extras[k]))
+			goto fail;
 	}
-	m->texts[m->ntexts++] = group;
+	if (push_item(m, NO_TENSOR, m->ngroups))
+		goto fail;
+	m->groups[m->ngroups++] = g;
 	return 0;
+fail:
+	json_decref(group);
+	free(g.records);
+	free(g.extras);
+	return -ENOMEM;
 }
 
 int tfs_mf_set_label(struct tfs_mf *m, uint32_t source, const char *label)
@@ -313,11 +343,14 @@ static void drop_inputs(struct tfs_mf *m)
 	m->nextras = 0;
 	tfs_strmap_free(&m->interned);
 	tfs_strmap_init(&m->interned);
-	for (i = 0; i < m->ntexts; i++)
-		free(m->texts[i]);
-	free(m->texts);
-	m->texts = NULL;
-	m->ntexts = 0;
+	for (i = 0; i < m->ngroups; i++) {
+		json_decref(m->groups[i].obj);
+		free(m->groups[i].records);
+		free(m->groups[i].extras);
+	}
+	free(m->groups);
+	m->groups = NULL;
+	m->ngroups = 0;
 	for (i = 0; i < m->nlabels; i++)
 		free(m->labels[i]);
 	free(m->labels);
@@ -363,6 +396,29 @@ static void tensor_fields(const struct tfs_mf *m, const struct tfs_tensor *t,
 	f->container = t->source < m->nlabels ? m->labels[t->source] : NULL;
 }
 
+/* group @g's entry with its components, as a JSON object (NULL: no memory) */
+static json_t *group_entry(const struct tfs_mf *m, const struct mf_group *g)
+{
+	struct tfs_mf_fields f;
+	json_t *comps = json_array();
+	const struct tfs_tensor *t;
+	uint32_t k;
+
+	for (k = 0; comps && k < g->n; k++) {
+		t = &m->tree->tensors[g->records[k]];
+		tensor_fields(m, t, g->extras[k], &f);
+		f.role = t->role;
+		f.container = NULL; /* the group names it */
+		if (json_array_append_new(comps, tfs_mf_entry(&f))) {
+			json_decref(comps);
+			return NULL;
+		}
+	}
+	if (!comps || json_object_set_new(g->obj, "components", comps))
+		return NULL;
+	return json_incref(g->obj);
+}
+
 /*
  * The text: jansson's JSON_INDENT(2) dump of {"format", "tensors": [...]}
  * written entry by entry, so only one entry's objects exist at a time (a
@@ -386,11 +442,16 @@ static int mf_make(struct tfs_lazy_file *lf, char **data, size_t *len)
 
 		tfs_strbuf_puts(&t, i ? ",\n    " : "\n    ");
 		if (it->tensor == NO_TENSOR) {
-			tfs_strbuf_puts(&t, m->texts[it->extra]);
-			continue;
+			o = group_entry(m, &m->groups[it->extra]);
+		} else {
+			tensor_fields(m, &m->tree->tensors[it->tensor],
+				      it->extra, &f);
+			o = tfs_mf_entry(&f);
 		}
-		tensor_fields(m, &m->tree->tensors[it->tensor], it->extra, &f);
-		o = tfs_mf_entry(&f);
+		if (!o) {
+			t.failed = true;
+			break;
+		}
 		text_put_json(&t, o, 2);
 		json_decref(o);
 	}

@@ -5,7 +5,7 @@
  * A mount of 100,000 tensors would otherwise write ~26 MB of JSON text and
  * keep it for its lifetime although few users ever read it.  The builder
  * hands this module what the records do not hold (each tensor's reader
- * extras, interned; groups' entries, rendered at once since they are rare;
+ * extras, interned; groups' own members and their components' records;
  * container labels), in manifest order; the text is made on the first stat
  * or read and is byte for byte what jansson's JSON_INDENT(2) dump of the
  * whole document would be.
@@ -50,11 +50,17 @@ struct tfs_mf;
 struct tfs_mf *tfs_mf_new(const char *format);
 /*
  * The next entry: tensor record @tensor with the reader's @extra (borrowed
- * until tfs_mf_lazy_file(); identical extras are stored once), or, with
- * @tensor UINT32_MAX, the rendered text @group (taken).  0 or -ENOMEM.
+ * until tfs_mf_lazy_file(); identical extras are stored once).  0 or
+ * -ENOMEM.
  */
 int tfs_mf_add_tensor(struct tfs_mf *m, uint32_t tensor, const json_t *extra);
-int tfs_mf_add_text(struct tfs_mf *m, char *group);
+/*
+ * The next entry: a group, its own members in @group (taken, even on
+ * failure), then its @n components, records @records with the readers'
+ * @extras (borrowed as above; NULL: none).  0 or -ENOMEM.
+ */
+int tfs_mf_add_group(struct tfs_mf *m, json_t *group, const uint32_t *records,
+		     const json_t *const *extras, uint32_t n);
 /* container @source's label (copied), for the entries' "container" */
 int tfs_mf_set_label(struct tfs_mf *m, uint32_t source, const char *label);
 /*

@@ -109,6 +109,73 @@ void tfs_nodes_free(struct tfs_node_list *nl)
 	nl->n = nl->cap = 0;
 }
 
+int tfs_nodes_pack_xattrs(struct tfs_tree *t, struct tfs_node *nd,
+			  const struct tfs_xattr *src, uint32_t n)
+{
+	size_t names = 0, values = 0, l;
+	struct tfs_xattr *x;
+	char *np, *vp;
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		names += strlen(src[i].name) + 1;
+		values += src[i].len;
+	}
+	if (names >= UINT32_MAX)
+		return -E2BIG;
+	x = tfs_tree_alloc(t, n * sizeof(*x) + names + 1 + values);
+	if (!x)
+		return -ENOMEM;
+	np = (char *)(x + n);
+	vp = np + names + 1;
+	for (i = 0; i < n; i++) {
+		l = strlen(src[i].name) + 1;
+		memcpy(np, src[i].name, l);
+		x[i].name = np;
+		np += l;
+		if (src[i].len)
+			memcpy(vp, src[i].value, src[i].len);
+		x[i].value = vp;
+		x[i].len = src[i].len;
+		vp += src[i].len;
+	}
+	*np = '\0';
+	nd->xattrs = x;
+	nd->nxattrs = n;
+	nd->xattr_names_len = (uint32_t)names;
+	return 0;
+}
+
+static int cmp_xattr_names(const void *a, const void *b)
+{
+	return strcmp(((const struct tfs_xattr *)a)->name,
+		      ((const struct tfs_xattr *)b)->name);
+}
+
+int tfs_nodes_rename_xattr(struct tfs_node_list *nl, uint32_t node,
+			   const char *from, const char *to)
+{
+	struct tfs_node *nd = &nl->v[node];
+	struct tfs_xattr *x;
+	uint32_t i, n = nd->nxattrs;
+	int ret;
+
+	for (i = 0; i < n && strcmp(nd->xattrs[i].name, from); i++)
+		;
+	if (i == n)
+		return 0;
+	/* the old block stays in the arena: other nodes may hold it */
+	x = malloc(n * sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	memcpy(x, nd->xattrs, n * sizeof(*x));
+	x[i].name = (char *)to;
+	qsort(x, n, sizeof(*x), cmp_xattr_names);
+	ret = tfs_nodes_pack_xattrs(nl->tree, nd, x, n);
+	free(x);
+	return ret;
+}
+
 bool tfs_node_big(const struct tfs_node *nd)
 {
 	uint32_t i;

@@ -2,9 +2,9 @@
 /*
  * A tree's nodes while it is being made (src/core/nodes.c).  The builder
  * adds the directories, the tensor files and .tensorfs/'s JSON files; the
- * view planners (src/core/views.c) then add theirs (previews, the export's
- * directory) over the finished tensor records; tfs_nodes_seal() links the
- * list into its tree, after which nothing is added.
+ * view planners (src/views/, through view_ops.h) then add theirs (previews, the
+ * export's directory) over the finished tensor records; tfs_nodes_seal() links
+ * the list into its tree, after which nothing is added.
  */
 #ifndef TFS_CORE_NODES_H
 #define TFS_CORE_NODES_H
@@ -43,6 +43,22 @@ int tfs_nodes_seal(struct tfs_node_list *nl);
 
 /* free an unsealed list (the names are the tree's) */
 void tfs_nodes_free(struct tfs_node_list *nl);
+
+/*
+ * @n xattrs @x, sorted by name, packed into one block of the tree's arena
+ * that @nd then holds: the array, the listxattr names, the values (one
+ * allocation for a node's xattrs: a tree of 100,000 tensors holds 800,000).
+ * 0, -ENOMEM or -E2BIG.
+ */
+int tfs_nodes_pack_xattrs(struct tfs_tree *t, struct tfs_node *nd,
+			  const struct tfs_xattr *x, uint32_t n);
+
+/*
+ * Node @node's xattr @from (if it has one) is named @to: its block, which
+ * other nodes may share, is copied first.  0 or -ENOMEM.
+ */
+int tfs_nodes_rename_xattr(struct tfs_node_list *nl, uint32_t node,
+			   const char *from, const char *to);
 
 /* byte_order=big (or stored_byte_order=big: -o as) on a node */
 bool tfs_node_big(const struct tfs_node *nd);

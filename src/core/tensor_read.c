@@ -3,9 +3,9 @@
  * Reading a tensor's own bytes: the layer below everything that computes.
  * A raw tensor is a view of its stored bytes wherever they lie (stored.c),
  * after the digest rule (decode.c); an encoded one is decoded through the
- * decode engine (decode.c).  The views (as_view.c, preview.c, the export),
- * stats and the library read tensors here, and this file calls none of
- * them: reads flow down.  See src/core/image.h.
+ * decode engine (decode.c).  The views (src/views/: as.c, preview.c, the
+ * export), stats and the library read tensors here, and this file calls
+ * none of them: reads flow down.  See src/core/image.h.
  */
 #include <errno.h>
 #include <stdlib.h>

@@ -88,16 +88,18 @@ struct tfs_tensor {
 	struct tfs_segment *segs;
 	uint64_t size; /* the tensor's bytes: decoded byte count */
 	/*
-	 * Bytes the file shows before the tensor's (the -o npy header), or
-	 * NULL: the file's size is prefix_len + size.
+	 * Bytes the file shows before the tensor's (the npy view's header,
+	 * src/views/npy.c), or NULL: the file's size is prefix_len + size.
 	 */
 	uint8_t *prefix;
 	/*
-	 * A converting view (-o as=float32, src/core/as_view.h): the file
-	 * shows the elements as dtype @view in @view_size bytes (after the
-	 * prefix) instead of its @size own bytes; INVALID: no view.
+	 * A converting view (the as view, src/views/as.c): the file shows
+	 * the elements as dtype @view in @view_size bytes (after the prefix)
+	 * instead of its @size own bytes; INVALID: no view.
 	 */
 	uint64_t view_size;
+	/* -o npy: the header's descr from the container (a literal), or NULL */
+	const char *npy_descr;
 	struct tfs_codec_params codec; /* for the decoder (codec.h) */
 	char *digest; /* "crc32c:0x..." / "sha256:..." or NULL */
 	/*
@@ -122,6 +124,13 @@ struct tfs_tensor {
 	bool digest_decoded; /* @digest covers the decoded bytes, not the
 				stored ones (encoded tensors only) */
 	bool unreadable_is_fault;
+	bool big_endian; /* stored so (its or its group's byte_order) */
+	bool fortran;	 /* column-major (its or its group's order) */
+	/*
+	 * 0: the file shows the record's bytes (after the prefix); else the
+	 * view tfs_view_kinds[shown_by - 1] makes them (its read_tensor hook)
+	 */
+	uint8_t shown_by;
 };
 
 struct tfs_node {

@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The seam of the views with nodes of their own (src/views/): a view is a
- * file whose bytes are a function of tensors' bytes.  Each view exports one
+ * The seam of the views (src/views/): a view is a file whose bytes are a
+ * function of tensors' bytes.  A view either adds nodes of its own (the
+ * previews, the export's files) or changes what tensor files show (the
+ * as view's converted elements, the npy view's header): planned over the
+ * finished records, it sets a record's prefix, view dtype and size and
+ * shown_by, and serves its bytes through read_tensor.  Each view exports one
  * `const struct tfs_view_ops tfs_view_<name>` and is listed in meson.build
  * (view_names, generated into views.h for src/core/view_registry.c), so
  * adding one touches its own file and that list.  The core calls a view
@@ -24,14 +28,20 @@ struct tfs_view_ops {
 	const char *name;
 	/*
 	 * At the mount's finish, over the finished tensor records (before the
-	 * nodes are sealed): add this view's nodes, each with
-	 * tfs_nodes_add_view(..., @id, ...) and its size in mem_len.  0 or
-	 * -errno.
+	 * nodes are sealed), in meson.build's order: add this view's nodes,
+	 * each with tfs_nodes_add_view(..., @id, ...) and its size in
+	 * mem_len, or change records (shown_by = @id + 1).  0 or -errno.
 	 */
 	int (*plan)(struct tfs_draft *dr, uint32_t id);
-	/* bytes [@off, +@len) of node @node (inside its size), in @v */
+	/* bytes [@off, +@len) of its node @node (inside its size), in @v */
 	int (*read)(struct tfs_image *img, uint32_t node, uint64_t off,
 		    size_t len, struct tfs_view *v);
+	/*
+	 * Bytes [@off, +@len) of what record @tensor's file shows after its
+	 * prefix (inside its view_size), for the records it planned, in @v
+	 */
+	int (*read_tensor)(struct tfs_image *img, uint32_t tensor, uint64_t off,
+			   size_t len, struct tfs_view *v);
 	/*
 	 * Optional: xattrs of its own beside the stored ones.  getxattr:
 	 * -ENODATA for a name that is not its; listxattr: its names appended

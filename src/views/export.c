@@ -15,7 +15,6 @@
 #include "core/image.h"
 #include "core/names.h"
 #include "core/tree.h"
-#include "core/as_view.h"
 #include "core/image_i.h"
 #include "core/strbuf.h"
 
@@ -794,7 +793,7 @@ static int src_read(struct tfs_image *img, const struct tfs_export_item *it,
 	if (len > it->size - off)
 		len = (size_t)(it->size - off);
 	if (it->how & TFS_EXPORT_VIEW)
-		return tfs_as_view_read(img, it->tensor, off, len, v);
+		return tfs_image_read_shown(img, it->tensor, off, len, v);
 	return tfs_image_read_tensor(img, it->tensor, off, len, v);
 }
 

@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <check.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,22 +67,29 @@ START_TEST(registry_lists_each_view_once)
 {
 	uint32_t i, k;
 
+	bool node_views = false, tensor_views = false;
+
 	for (i = 0; tfs_view_kinds[i]; i++) {
 		ck_assert_ptr_nonnull(tfs_view_kinds[i]->name);
 		ck_assert_ptr_nonnull(tfs_view_kinds[i]->plan);
-		ck_assert_ptr_nonnull(tfs_view_kinds[i]->read);
+		node_views |= tfs_view_kinds[i]->read != NULL;
+		tensor_views |= tfs_view_kinds[i]->read_tensor != NULL;
 		for (k = 0; k < i; k++)
 			ck_assert_str_ne(tfs_view_kinds[k]->name,
 					 tfs_view_kinds[i]->name);
 	}
-	ck_assert_uint_ge(i, 2); /* preview, export */
+	ck_assert_uint_ge(i, 4); /* as, npy, preview, export */
+	ck_assert(node_views && tensor_views);
 }
 END_TEST
 
 /* tfs_builder_finish alone: the tensors and .tensorfs/'s JSON, no view */
 START_TEST(the_builder_plans_no_view)
 {
-	struct tfs_build_options bo = {.previews = true};
+	struct tfs_build_options bo = {.previews = true,
+				       .npy = true,
+				       .as = TFS_DTYPE_FLOAT32,
+				       .as_all = true};
 	size_t len;
 	uint8_t *src = source_ba(&len);
 	struct tfs_source s;
@@ -98,6 +106,12 @@ START_TEST(the_builder_plans_no_view)
 	ck_assert_uint_eq(t->ntensors, 2);
 	for (i = 0; i < t->nnodes; i++)
 		ck_assert_int_ne(t->nodes[i].kind, TFS_NODE_VIEW);
+	/* nor the views that change what tensor files show */
+	for (i = 0; i < t->ntensors; i++) {
+		ck_assert_ptr_null(t->tensors[i].prefix);
+		ck_assert_int_eq(t->tensors[i].view, TFS_DTYPE_INVALID);
+		ck_assert_uint_eq(t->tensors[i].shown_by, 0);
+	}
 	ck_assert_uint_eq(tfs_tree_resolve(t, ".tensorfs/export"), TFS_NO_NODE);
 	ck_assert_uint_eq(tfs_tree_resolve(t, "b.png"), TFS_NO_NODE);
 	ck_assert_uint_ne(tfs_tree_resolve(t, ".tensorfs/manifest.json"),
@@ -137,6 +151,58 @@ START_TEST(the_finish_step_plans_them)
 	ck_assert_uint_eq(got_len, tfs_node_size(img->tree, pb));
 	ck_assert_mem_eq(png, "\x89PNG\r\n\x1a\n", 8);
 	free(png);
+	tfs_image_close(img);
+	free(src);
+}
+END_TEST
+
+/*
+ * The as and npy views change what the tensor files show, planned at the
+ * finish step: a.npy is numpy's header for float32 [3] and then a's int16
+ * values 1, -2, 3 as float32; b (float32 already) only gets its header;
+ * the layer below still reads a's stored bytes.
+ */
+START_TEST(as_and_npy_through_the_seam)
+{
+	struct tfs_build_options bo = {
+		.npy = true, .as = TFS_DTYPE_FLOAT32, .as_all = true};
+	const float want[3] = {1.0f, -2.0f, 3.0f};
+	size_t len, got_len;
+	uint8_t *src = source_ba(&len), *got;
+	struct tfs_image *img = load_with(src, len, &bo);
+	uint32_t na = tfs_tree_resolve(img->tree, "a.npy");
+	uint32_t nb = tfs_tree_resolve(img->tree, "b.npy");
+	const struct tfs_tensor *a, *b;
+	struct tfs_view v;
+
+	ck_assert_uint_ne(na, TFS_NO_NODE);
+	ck_assert_uint_ne(nb, TFS_NO_NODE);
+	a = &img->tree->tensors[img->tree->nodes[na].tensor];
+	b = &img->tree->tensors[img->tree->nodes[nb].tensor];
+	ck_assert_uint_ne(a->shown_by, 0);
+	ck_assert_str_eq(tfs_view_kinds[a->shown_by - 1]->name, "as");
+	ck_assert_uint_eq(b->shown_by, 0);
+	ck_assert_uint_eq(a->view_size, sizeof(want));
+	got = tu_read_node(img, na, &got_len);
+	ck_assert_uint_eq(got_len, a->prefix_len + sizeof(want));
+	ck_assert_mem_eq(got, "\x93NUMPY\x01\x00", 8);
+	ck_assert_uint_eq(a->prefix_len % 64, 0);
+	ck_assert_ptr_nonnull(strstr((char *)got + 10, "'descr': '<f4'"));
+	ck_assert_ptr_nonnull(strstr((char *)got + 10, "'shape': (3,)"));
+	ck_assert_mem_eq(got + a->prefix_len, want, sizeof(want));
+	free(got);
+	got = tu_read_node(img, nb, &got_len);
+	ck_assert_uint_eq(got_len, b->prefix_len + 8);
+	ck_assert_ptr_nonnull(strstr((char *)got + 10, "'descr': '<f4'"));
+	ck_assert_mem_eq(got + b->prefix_len, data_ba, 8);
+	free(got);
+	/* below the views: the stored int16 bytes */
+	ck_assert_int_eq(tfs_image_read_tensor(img, img->tree->nodes[na].tensor,
+					       0, 6, &v),
+			 0);
+	ck_assert_uint_eq(v.len, 6);
+	ck_assert_mem_eq(v.data, data_ba + 8, 6);
+	tfs_view_release(img, &v);
 	tfs_image_close(img);
 	free(src);
 }
@@ -226,6 +292,7 @@ int main(void)
 	tcase_add_test(tc, registry_lists_each_view_once);
 	tcase_add_test(tc, the_builder_plans_no_view);
 	tcase_add_test(tc, the_finish_step_plans_them);
+	tcase_add_test(tc, as_and_npy_through_the_seam);
 	tcase_add_test(tc, xattrs_through_the_hooks);
 	tcase_add_test(tc, tensor_reads_below_the_views);
 	suite_add_tcase(s, tc);

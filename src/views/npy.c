@@ -1,11 +1,21 @@
 // SPDX-License-Identifier: MIT
-/* The .npy header of the -o npy view: see src/core/npy_view.h. */
+/*
+ * The npy view (-o npy): every tensor file is a .npy file, the header
+ * numpy's np.save would write before the bytes the file shows (its own,
+ * or the as view's converted ones), so that np.load(path, mmap_mode='r')
+ * gives the exact array.  Planned over the finished records after the as
+ * view; the image serves the header (a record's prefix) and then the body.
+ */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "npy_view.h"
+#include "core/builder.h"
+#include "core/dtype.h"
+#include "core/tree.h"
+#include "core/view_ops.h"
 
 /* numpy's type character for a kind, or 0 when numpy has no such type */
 static char kind_char(const struct tfs_dtype_info *di, enum tfs_dtype t)
@@ -66,10 +76,24 @@ static int shape_tuple(char *buf, size_t cap, const uint64_t *shape,
 	return o < cap ? 0 : -E2BIG;
 }
 
-int tfs_npy_header(enum tfs_dtype dtype, uint32_t record_size,
-		   const char *descr_literal, const uint64_t *shape,
-		   uint32_t ndim, uint64_t size, bool big_endian, bool fortran,
-		   uint8_t **out, uint32_t *len)
+/*
+ * The header for a tensor of @dtype (@record_size bytes per record for
+ * TFS_DTYPE_VOID), @ndim dims @shape, @size bytes, stored big-endian or
+ * column-major as said.  numpy's own rules: version 1.0 unless the header
+ * needs more than 65535 bytes (then 2.0), padded with spaces and a final
+ * '\n' so the data starts at a multiple of 64.  Dtypes numpy has no name
+ * for (bfloat16, float8, sub-byte and block-quantized types, complex32)
+ * are records '|V<n>' of the dtype's block size, the last dimension
+ * divided by the elements per block (or, when it does not divide, one
+ * dimension of blocks); opaque ones are bytes ('|u1', [size]).
+ * @descr_literal (or NULL) is the descr to write instead, as a Python
+ * literal: a numpy container's own ("'<U5'", a structured list).
+ * *out is malloc'd; 0 or -ENOMEM / -E2BIG.
+ */
+static int npy_header(enum tfs_dtype dtype, uint32_t record_size,
+		      const char *descr_literal, const uint64_t *shape,
+		      uint32_t ndim, uint64_t size, bool big_endian,
+		      bool fortran, uint8_t **out, uint32_t *len)
 {
 	const struct tfs_dtype_info *di = tfs_dtype_info(dtype);
 	uint64_t *dims = NULL, one;
@@ -170,3 +194,33 @@ out:
 	free(dict);
 	return ret;
 }
+
+static int npy_plan(struct tfs_draft *dr, uint32_t id)
+{
+	struct tfs_tree *t = dr->tree;
+	struct tfs_tensor *x;
+	uint32_t i;
+	int ret = 0;
+
+	(void)id;
+	if (!dr->opts.npy)
+		return 0;
+	for (i = 0; !ret && i < t->ntensors; i++) {
+		x = &t->tensors[i];
+		if (x->view) /* converted: little-endian, the view's dtype */
+			ret = npy_header(x->view, 0, NULL, x->shape, x->ndim,
+					 x->view_size, false, x->fortran,
+					 &x->prefix, &x->prefix_len);
+		else
+			ret = npy_header(x->dtype_id, x->record_size,
+					 x->npy_descr, x->shape, x->ndim,
+					 x->size, x->big_endian, x->fortran,
+					 &x->prefix, &x->prefix_len);
+	}
+	return ret;
+}
+
+const struct tfs_view_ops tfs_view_npy = {
+	.name = "npy",
+	.plan = npy_plan,
+};
