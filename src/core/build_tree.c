@@ -427,6 +427,7 @@ static int add_lazy_manifest(struct tfs_builder *b, struct tfs_node_list *nl,
 		return ret;
 	}
 	nl->v[idx].lazy = tfs_mf_lazy_file(m, nl->tree);
+	b->manifest = m;
 	return 0;
 }
 
@@ -669,7 +670,7 @@ int tfs_build_nodes(struct tfs_builder *b, struct tfs_node_list *nl,
 				goto out;
 		}
 	}
-	t->ntensors = ti;
+	t->ntensors = t->nrecords = ti;
 out:
 	block_map_free(&shared);
 	tfs_strmap_free(&dirs);

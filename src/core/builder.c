@@ -129,6 +129,7 @@ void tfs_builder_free(struct tfs_builder *b)
 	if (!b)
 		return;
 	tfs_build_deferred_free(b->deferred, b->ndeferred);
+	json_decref(b->model_config);
 	for (i = 0; i < b->n; i++)
 		tfs_build_entry_free(&b->e[i]);
 	free(b->e);
@@ -439,6 +440,12 @@ static int vwarn(struct tfs_builder *b, uint64_t offset, const char *fmt,
 	return 0;
 }
 
+void tfs_builder_set_model_config(struct tfs_builder *b, json_t *config)
+{
+	json_decref(b->model_config);
+	b->model_config = json_incref(config);
+}
+
 int tfs_builder_warn(struct tfs_builder *b, uint64_t offset, const char *fmt,
 		     ...)
 {
@@ -522,6 +529,7 @@ int tfs_builder_draft(struct tfs_builder *b, const char *format,
 	if (ret)
 		return ret;
 	dr->opts = b->opts;
+	dr->model_config = json_incref(b->model_config);
 	dr->nodes = calloc(1, sizeof(*dr->nodes));
 	t = dr->tree = calloc(1, sizeof(*t));
 	if (!t || !dr->nodes) {
@@ -539,10 +547,12 @@ int tfs_builder_draft(struct tfs_builder *b, const char *format,
 		    b->e[i].kind == ENTRY_COMPONENT)
 			nfiles++;
 	t->tensors = calloc(nfiles ? nfiles : 1, sizeof(*t->tensors));
-	t->ntensors = nfiles; /* zeroed records are safe to free */
+	/* zeroed records are safe to free */
+	t->ntensors = t->nrecords = nfiles;
 	ret = t->tensors ? tfs_build_place_leaves(b) : -ENOMEM;
 	if (!ret)
 		ret = tfs_build_nodes(b, dr->nodes, t, format);
+	dr->manifest = b->manifest; /* the tree owns it */
 	/* what the export's metadata names (views.c) */
 	if (!ret && !b->opts.no_export && !(dr->sources = source_names(b)))
 		ret = -ENOMEM;
@@ -589,6 +599,8 @@ void tfs_draft_free(struct tfs_draft *dr)
 	free(dr->nodes);
 	free(dr->sources);
 	free(dr->source_meta);
+	json_decref(dr->model_config);
+	free(dr->hidden);
 	memset(dr, 0, sizeof(*dr));
 }
 

@@ -360,6 +360,11 @@ struct tfs_draft {
 	struct tfs_build_options opts;
 	char *sources;	   /* the containers' names, comma-separated */
 	char *source_meta; /* one container's __metadata__ (JSON) or NULL */
+	/* a model directory's config.json (quantization_config...) or NULL */
+	json_t *model_config;
+	struct tfs_mf *manifest; /* its lazy file's; for tfs_draft_compact */
+	uint8_t *hidden;	 /* by record: tfs_draft_hide'n */
+	uint32_t nhidden;
 };
 
 /*
@@ -393,6 +398,12 @@ enum tfs_overlap_rule {
 };
 void tfs_builder_set_overlap_rule(struct tfs_builder *b,
 				  enum tfs_overlap_rule rule);
+
+/*
+ * A model directory's config.json (kept: a view reads its
+ * quantization_config at the finish step), or NULL
+ */
+void tfs_builder_set_model_config(struct tfs_builder *b, json_t *config);
 
 /*
  * Record a warning about the container (at byte @offset, or

@@ -107,6 +107,8 @@ struct deferred {
 struct tfs_builder {
 	const struct tfs_source *src; /* the current container's bytes */
 	struct tfs_build_options opts;
+	json_t *model_config;	 /* tfs_builder_set_model_config, or NULL */
+	struct tfs_mf *manifest; /* the draft's (build_tree.c), for the views */
 	struct entry *e;
 	uint32_t n, cap;
 	json_t *metadata;

@@ -385,6 +385,7 @@ static int hf_config(struct tfs_builder *b, const char *top)
 				       cfg ? "another value" : err.text);
 		goto out;
 	}
+	tfs_builder_set_model_config(b, cfg);
 	mt = json_object_get(cfg, "model_type");
 	archs = json_object_get(cfg, "architectures");
 	meta = json_pack("{s:s}", "file", "config.json");

@@ -131,14 +131,14 @@ int tfs_read_state_new(struct tfs_image *img, struct tfs_diag *d)
 	rs->opts.cache_size = tfs_default_cache_size();
 	rs->opts.verify = TFS_VERIFY_FIRST;
 	rs->window = tfs_decode_window_for(rs->opts.cache_size);
-	for (i = 0; i < t->ntensors; i++)
+	for (i = 0; i < t->nrecords; i++)
 		if (t->tensors[i].encoding != TFS_ENCODING_RAW ||
 		    t->tensors[i].digest)
 			n++;
 	rs->ts = calloc(n ? n : 1, sizeof(*rs->ts));
 	rs->state =
-		malloc((t->ntensors ? t->ntensors : 1) * sizeof(*rs->state));
-	rs->flags = calloc(t->ntensors ? t->ntensors : 1, sizeof(*rs->flags));
+		malloc((t->nrecords ? t->nrecords : 1) * sizeof(*rs->state));
+	rs->flags = calloc(t->nrecords ? t->nrecords : 1, sizeof(*rs->flags));
 	ret = rs->ts && rs->state && rs->flags
 		      ? tfs_cache_new(&rs->cache, rs->opts.cache_size,
 				      drop_whole)
@@ -147,8 +147,8 @@ int tfs_read_state_new(struct tfs_image *img, struct tfs_diag *d)
 		tfs_read_state_free(rs);
 		return tfs_diag_oom(d);
 	}
-	rs->ntensors = t->ntensors;
-	for (i = 0; i < t->ntensors; i++) {
+	rs->ntensors = t->nrecords;
+	for (i = 0; i < t->nrecords; i++) {
 		struct tensor_state *ts;
 
 		/* bytes that cannot be served: every read is refused */

@@ -309,6 +309,33 @@ fail:
 	return -ENOMEM;
 }
 
+void tfs_mf_renumber(struct tfs_mf *m, const uint32_t *map, uint32_t shown)
+{
+	uint32_t i, k, n = 0;
+
+	for (i = 0; i < m->n; i++) {
+		struct mf_item it = m->items[i];
+
+		if (it.tensor != NO_TENSOR) {
+			it.tensor = map[it.tensor];
+			if (it.tensor >= shown)
+				continue;
+		}
+		m->items[n++] = it;
+	}
+	m->n = n;
+	for (i = 0; i < m->ngroups; i++) {
+		struct mf_group *g = &m->groups[i];
+
+		for (k = n = 0; k < g->n; k++)
+			if (map[g->records[k]] < shown) {
+				g->extras[n] = g->extras[k];
+				g->records[n++] = map[g->records[k]];
+			}
+		g->n = n;
+	}
+}
+
 int tfs_mf_set_label(struct tfs_mf *m, uint32_t source, const char *label)
 {
 	char **nl;

@@ -61,6 +61,11 @@ int tfs_mf_add_tensor(struct tfs_mf *m, uint32_t tensor, const json_t *extra);
  */
 int tfs_mf_add_group(struct tfs_mf *m, json_t *group, const uint32_t *records,
 		     const json_t *const *extras, uint32_t n);
+/*
+ * Records renumbered (tfs_draft_compact): record i is now @map[i]; those
+ * mapped to @shown or more are hidden and leave the manifest
+ */
+void tfs_mf_renumber(struct tfs_mf *m, const uint32_t *map, uint32_t shown);
 /* container @source's label (copied), for the entries' "container" */
 int tfs_mf_set_label(struct tfs_mf *m, uint32_t source, const char *label);
 /*

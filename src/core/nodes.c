@@ -68,8 +68,12 @@ static int link_children(struct tfs_tree *t)
 		t->children[i - 1] = i;
 	qsort_r(t->children, n - 1, sizeof(*t->children), cmp_nodes, t->nodes);
 	for (i = 0; i + 1 < n; i++) {
-		struct tfs_node *p = &t->nodes[t->nodes[t->children[i]].parent];
+		struct tfs_node *p;
 
+		/* hidden (tfs_draft_hide): sorted last, in no directory */
+		if (t->nodes[t->children[i]].parent == TFS_NO_NODE)
+			break;
+		p = &t->nodes[t->nodes[t->children[i]].parent];
 		if (!p->nchildren)
 			p->first_child = i;
 		p->nchildren++;

@@ -153,7 +153,7 @@ int tfs_stored_view(const struct tfs_image *img, const struct tfs_tensor *x,
 		 */
 		end = x->offset + x->stored_length;
 		i = (uint32_t)(x - img->tree->tensors);
-		if (img->rs && i < img->tree->ntensors &&
+		if (img->rs && i < img->tree->nrecords &&
 		    (atomic_load(&img->rs->flags[i]) & TS_END_SERVED))
 			end = x->offset + off + len;
 		v->data = tfs_source_serve(src, x->offset + off, len, end);

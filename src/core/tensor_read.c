@@ -34,7 +34,7 @@ int tfs_image_read_tensor(struct tfs_image *img, uint32_t tensor, uint64_t off,
 	const struct tfs_tensor *x;
 
 	memset(v, 0, sizeof(*v));
-	if (tensor >= img->tree->ntensors)
+	if (tensor >= img->tree->nrecords)
 		return -ENOENT;
 	x = &img->tree->tensors[tensor];
 	if (off >= x->size)

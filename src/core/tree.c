@@ -12,6 +12,7 @@
 
 #include "codec/codec.h"
 #include "core/tree.h"
+#include "core/view_ops.h"
 
 static int cmp_name(const char *a, const char *b, size_t blen)
 {
@@ -151,7 +152,7 @@ static const char *const derived_names[D_COUNT] = {
 static const struct tfs_tensor *record_of(const struct tfs_tree *t,
 					  const struct tfs_node *n)
 {
-	if (n->kind != TFS_NODE_TENSOR || n->tensor >= t->ntensors)
+	if (n->kind != TFS_NODE_TENSOR || n->tensor >= t->nrecords)
 		return NULL;
 	return &t->tensors[n->tensor];
 }
@@ -443,7 +444,8 @@ void tfs_tree_free(struct tfs_tree *t)
 		if (n->lazy)
 			n->lazy->destroy(n->lazy);
 	}
-	for (i = 0; t->tensors && i < t->ntensors; i++) {
+	tfs_views_free_data(t);
+	for (i = 0; t->tensors && i < t->nrecords; i++) {
 		free(t->tensors[i].codec.gather);
 		tfs_chunk_params_free(t->tensors[i].codec.chunks);
 		free(t->tensors[i].prefix);

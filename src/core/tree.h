@@ -213,8 +213,15 @@ struct tfs_tree {
 	struct tfs_node *nodes;
 	uint32_t nnodes;
 	uint32_t *children; /* node indices, grouped by parent */
+	/*
+	 * The records: [0, ntensors) are the tensor files the tree shows;
+	 * [ntensors, nrecords) are inputs a view took (tfs_draft_hide: a
+	 * quantized layer's scales), read only through that view
+	 */
 	struct tfs_tensor *tensors;
-	uint32_t ntensors;
+	uint32_t ntensors, nrecords;
+	/* each view's own data (tfs_view_kinds order; freed by its hook) */
+	void **view_data;
 	const char *format;   /* short name of the reader */
 	uint64_t total_bytes; /* sum of tensor file sizes */
 	struct tfs_warning *warnings;

@@ -146,7 +146,7 @@ int tfs_image_check_tensor(struct tfs_image *img, uint32_t tensor,
 	int ret = 0, dret;
 
 	memset(r, 0, sizeof(*r));
-	if (tensor >= img->tree->ntensors)
+	if (tensor >= img->tree->nrecords)
 		return r->err = -ENOENT;
 	c.x = &img->tree->tensors[tensor];
 	c.base = c.x->has_digest_extent ? c.x->digest_offset : c.x->offset;

@@ -22,6 +22,7 @@
 
 struct tfs_draft;
 struct tfs_image;
+struct tfs_tree;
 struct tfs_view;
 
 struct tfs_view_ops {
@@ -50,6 +51,8 @@ struct tfs_view_ops {
 	ssize_t (*getxattr)(struct tfs_image *img, uint32_t node,
 			    const char *name, char *buf, size_t size);
 	ssize_t (*listxattr)(char *buf, size_t size, size_t used);
+	/* Optional: frees what the plan put in tree->view_data[id] */
+	void (*free_data)(void *data);
 	/* Optional: bytes [@off, +@len) of @node were served (page cache) */
 	void (*drop_cache)(struct tfs_image *img, uint32_t node, uint64_t off,
 			   uint64_t len);
@@ -62,10 +65,39 @@ struct tfs_view_ops {
  */
 int tfs_views_plan(struct tfs_draft *dr);
 
+/* each view's data in @t->view_data, with its free_data hook */
+void tfs_views_free_data(struct tfs_tree *t);
+
+/*
+ * For a view's plan (src/core/draft.c).  Record @rec becomes an input only
+ * views read: its node leaves the tree and, once the plan returns, the
+ * record moves past tree->ntensors (records and the manifest are
+ * renumbered: a view keeps node numbers, which stay).  0 or -ENOMEM.
+ */
+int tfs_draft_hide(struct tfs_draft *dr, uint32_t rec);
+/*
+ * Record @rec is shown as @name (its stored name's place: the manifest's
+ * and the xattr's name) in a file @file (one path component) in the same
+ * directory, which the caller knows holds no other @file.  0 or -ENOMEM.
+ */
+int tfs_draft_rename(struct tfs_draft *dr, uint32_t rec, const char *name,
+		     const char *file);
+/*
+ * A warning about the container in the tree's warnings (printed at mount,
+ * as the readers' are; metadata.json is already made).  0 or -ENOMEM.
+ */
+int tfs_draft_warn(struct tfs_draft *dr, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* the records hidden since the last call leave (the registry calls it) */
+int tfs_draft_compact(struct tfs_draft *dr);
+
 /* every view, in meson.build's order, NULL-terminated */
 extern const struct tfs_view_ops *const tfs_view_kinds[];
 
-/* the ops of view node @node of @img, or NULL for another node */
+/*
+ * The ops of view node @node of @img, or of the view that shows tensor
+ * file @node (shown_by), or NULL for another node
+ */
 const struct tfs_view_ops *tfs_view_of(const struct tfs_image *img,
 				       uint32_t node);
 

@@ -52,6 +52,8 @@ static int as_plan(struct tfs_draft *dr, uint32_t id)
 		return 0;
 	for (i = 0; !ret && i < t->ntensors; i++) {
 		x = &t->tensors[i];
+		if (x->shown_by) /* another view shows it (quant) */
+			continue;
 		if (!as_applies(dr->opts.as_all, x->dtype_id, x->big_endian))
 			continue;
 		di = tfs_dtype_info(x->dtype_id);

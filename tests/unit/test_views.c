@@ -17,6 +17,7 @@
 #include "core/diag.h"
 #include "core/format.h"
 #include "core/image.h"
+#include "core/nodes.h"
 #include "core/source.h"
 #include "core/tree.h"
 #include "core/view_ops.h"
@@ -54,6 +55,20 @@ static struct tfs_image *load_with(const uint8_t *src, size_t len,
 	tfs_source_init_memory(&s, src, len);
 	ck_assert_int_eq(tfs_image_load(&img, &s, bo, &d), 0);
 	return img;
+}
+
+/* node @path of a draft (its nodes are not linked yet: by name) */
+static uint32_t tfs_tree_resolve_in(const struct tfs_draft *dr,
+				    const char *name)
+{
+	uint32_t i;
+
+	for (i = 0; i < dr->nodes->n; i++)
+		if (dr->nodes->v[i].kind == TFS_NODE_TENSOR &&
+		    !strcmp(dr->nodes->v[i].name, name))
+			return i;
+	ck_abort_msg("no node %s", name);
+	return 0;
 }
 
 static const char *view_name(const struct tfs_image *img, uint32_t node)
@@ -208,6 +223,57 @@ START_TEST(as_and_npy_through_the_seam)
 }
 END_TEST
 
+/*
+ * What a plan may do to records (src/core/draft.c): a hidden record leaves
+ * the tree and the manifest but stays readable past ntensors; a renamed
+ * one is found under its new name
+ */
+START_TEST(hidden_and_renamed_records)
+{
+	struct tfs_build_options bo = {0};
+	size_t len;
+	uint8_t *src = source_ba(&len);
+	const uint8_t *man;
+	struct tfs_source s;
+	struct tfs_builder *b;
+	struct tfs_draft dr;
+	struct tfs_tree *t;
+	struct tfs_diag d;
+	uint32_t ra, rb, n;
+
+	tfs_source_init_memory(&s, src, len);
+	ck_assert_int_eq(tfs_builder_new(&b, &s, &bo), 0);
+	ck_assert_int_eq(tfs_format_by_name("safetensors")->load(&s, b, &d), 0);
+	ck_assert_int_eq(tfs_builder_draft(b, "safetensors", &dr, &d), 0);
+	tfs_builder_free(b);
+	ra = dr.nodes->v[tfs_tree_resolve_in(&dr, "a")].tensor;
+	rb = 1 - ra;
+	ck_assert_int_eq(tfs_draft_hide(&dr, ra), 0);
+	ck_assert_int_eq(tfs_draft_rename(&dr, rb, "b.renamed", "c"), 0);
+	ck_assert_int_eq(tfs_draft_compact(&dr), 0);
+	ck_assert_int_eq(tfs_draft_seal(&dr, &t, &d), 0);
+	ck_assert_uint_eq(t->ntensors, 1);
+	ck_assert_uint_eq(t->nrecords, 2);
+	ck_assert_str_eq(t->tensors[0].name, "b.renamed");
+	ck_assert_str_eq(t->tensors[0].path, "c");
+	ck_assert_str_eq(t->tensors[1].name, "a");
+	ck_assert_uint_eq(tfs_tree_resolve(t, "a"), TFS_NO_NODE);
+	ck_assert_uint_eq(tfs_tree_resolve(t, "b"), TFS_NO_NODE);
+	n = tfs_tree_resolve(t, "c");
+	ck_assert_uint_ne(n, TFS_NO_NODE);
+	ck_assert_uint_eq(t->nodes[n].tensor, 0);
+	/* the root lists c and .tensorfs only */
+	ck_assert_uint_eq(t->nodes[TFS_ROOT_NODE].nchildren, 2);
+	n = tfs_tree_resolve(t, ".tensorfs/manifest.json");
+	ck_assert_uint_gt(tfs_node_size(t, n), 0);
+	man = (uint8_t *)t->nodes[n].mem;
+	ck_assert_ptr_nonnull(strstr((char *)man, "\"b.renamed\""));
+	ck_assert_ptr_null(strstr((char *)man, "\"a\""));
+	tfs_tree_free(t);
+	free(src);
+}
+END_TEST
+
 /* a view's own xattrs through its hooks; other nodes have none */
 START_TEST(xattrs_through_the_hooks)
 {
@@ -293,6 +359,7 @@ int main(void)
 	tcase_add_test(tc, the_builder_plans_no_view);
 	tcase_add_test(tc, the_finish_step_plans_them);
 	tcase_add_test(tc, as_and_npy_through_the_seam);
+	tcase_add_test(tc, hidden_and_renamed_records);
 	tcase_add_test(tc, xattrs_through_the_hooks);
 	tcase_add_test(tc, tensor_reads_below_the_views);
 	suite_add_tcase(s, tc);
