@@ -137,6 +137,8 @@ int tfs_cmd_convert(int argc, char **argv);
  */
 int tfs_cli_tmpfile(const char *dest, char **tmp);
 int tfs_cmd_pack(int argc, char **argv);
+/* a PNG of a container for file managers (thumbnail.c) */
+int tfs_cmd_thumbnail(int argc, char **argv);
 
 /* the mount command (mount_cmd.c): argv[0] is the program or "mount" */
 int tfs_cmd_mount(int argc, char **argv);
