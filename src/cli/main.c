@@ -14,7 +14,7 @@ static void short_usage(void)
 {
 	fprintf(stderr,
 		"usage: tensorfs [options] INPUT... MOUNTPOINT\n"
-		"       tensorfs ls|cat|info|xattr|verify|stats|diff|convert|pack|thumbnail [--help] ...\n"
+		"       tensorfs ls|cat|info|xattr|verify|stats|diff|convert|pack|thumbnail|open [--help] ...\n"
 		"Try 'tensorfs --help' for more.\n");
 }
 
@@ -35,6 +35,7 @@ int main(int argc, char **argv)
 		{"convert", tfs_cmd_convert},
 		{"pack", tfs_cmd_pack},
 		{"thumbnail", tfs_cmd_thumbnail},
+		{"open", tfs_cmd_open},
 	};
 	const char *cmd = argc > 1 ? argv[1] : NULL;
 	size_t i;

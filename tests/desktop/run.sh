@@ -7,8 +7,9 @@
 # extension of every format with magic; the thumbnailer, run as its Exec=
 # line says, makes a PNG of the asked size (its IHDR) for every one of its
 # types' files and nothing else, and refuses every reject of
-# tests/fixtures in one line with exit status 1.  TFS_BUILD_ROOT: the
-# build dir.
+# tests/fixtures in one line with exit status 1; desktop-file-validate
+# accepts the .desktop file, gio names it an application for every type,
+# and every type but HDF5's has its icon.  TFS_BUILD_ROOT: the build dir.
 . "$(dirname "$0")/../e2e/lib.sh"
 : "${TFS_BUILD_ROOT:?}"
 for tool in update-mime-database gio; do
@@ -176,4 +177,42 @@ for file in "$F"/*/reject/*; do
 	fi
 done
 check "every reject ($n) refused in one line, exit 1" test "$bad" -eq 0 -a "$n" -gt 300
+
+# "Open with tensorfs": the .desktop file, for every type of tensorfs.xml
+DESK=$SHARE/applications/tensorfs.desktop
+check "tensorfs.desktop installed" test -f "$DESK"
+if command -v desktop-file-validate >/dev/null; then
+	check "desktop-file-validate accepts it" desktop-file-validate "$DESK"
+else
+	echo "SKIP-CASE: desktop-file-validate: desktop-file-utils not installed"
+fi
+eq "its Exec= line" "$(sed -n 's/^Exec=//p' "$DESK")" "tensorfs open %f"
+ALL=$(sed -n 's/.*<mime-type type="\([^"]*\)".*/\1/p' \
+	"$SHARE/mime/packages/tensorfs.xml" | sort)
+eq "its MimeType= is every type of tensorfs.xml and HDF5's" \
+	"$(sed -n 's/^MimeType=//p' "$DESK" | tr ';' '\n' | sed '/^$/d' | sort)" \
+	"$(printf '%s\napplication/x-hdf\n' "$ALL" | sort)"
+if command -v update-desktop-database >/dev/null; then
+	update-desktop-database "$SHARE/applications"
+	# GLib lists an entry only when its TryExec= is on PATH
+	eq "gio: tensorfs.desktop is application/x-gguf's default" \
+		"$(PATH="$(dirname "$BIN"):$PATH" gio mime application/x-gguf \
+			2>/dev/null | head -n 1 | sed 's/.*: //')" tensorfs.desktop
+fi
+# one icon per type (a family's drawing), SVG that parses
+ICONS=$SHARE/icons/hicolor/scalable
+missing=0
+for type in $ALL; do
+	[ -f "$ICONS/mimetypes/${type/\//-}.svg" ] || {
+		fail "no icon for $type"
+		missing=$((missing + 1))
+	}
+done
+check "an icon for each type" test "$missing" -eq 0
+check "the application's icon" test -f "$ICONS/apps/tensorfs.svg"
+check "every icon is well-formed SVG" python3 -c '
+import sys, xml.dom.minidom
+for f in sys.argv[1:]:
+    assert xml.dom.minidom.parse(f).documentElement.tagName == "svg", f
+' "$ICONS"/*/*.svg
 finish
