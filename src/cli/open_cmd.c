@@ -16,6 +16,7 @@
  * OPEN_IDLE seconds).  No root: fusermount3 does the mounting.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -128,7 +129,7 @@ struct find {
 	int status;
 };
 
-static int run_wait(char *const argv[], bool search);
+static int run_wait(char *const argv[], bool search, bool no_stdout);
 
 static int visit(void *ctx, const char *mnt, const char *type,
 		 const char *source)
@@ -152,7 +153,7 @@ static int visit(void *ctx, const char *mnt, const char *type,
 		tfs_cli_say(stdout, "%s\n", src);
 	}
 	if (f->close) {
-		if (run_wait(argv, true) != 0) {
+		if (run_wait(argv, true, false) != 0) {
 			f->status = TFS_EXIT_MOUNT;
 		} else if (rmdir(mnt) != 0) {
 			tfs_cli_say(stderr, "%s: %s: %s\n", tfs_progname, mnt,
@@ -166,19 +167,42 @@ static int visit(void *ctx, const char *mnt, const char *type,
 	return 0;
 }
 
-/* run @argv (from PATH when @search) and wait: its exit status, or -1 */
-static int run_wait(char *const argv[], bool search)
+/*
+ * run @argv (from PATH when @search; its stdout /dev/null when @no_stdout)
+ * and wait: its exit status, or -1.  With @no_stdout, only OPEN_WAIT_MS:
+ * still running then is success (xdg-open without a desktop runs the file
+ * manager in the foreground until its window is closed).
+ */
+#define OPEN_WAIT_MS 1500
+static int run_wait(char *const argv[], bool search, bool no_stdout)
 {
-	pid_t pid;
-	int st, err;
+	posix_spawn_file_actions_t fa;
+	pid_t pid, got;
+	int st, err, ms;
 
-	err = search ? posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ)
-		     : posix_spawn(&pid, argv[0], NULL, NULL, argv, environ);
+	if (posix_spawn_file_actions_init(&fa))
+		return -1;
+	if (no_stdout)
+		posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO,
+						 "/dev/null", O_WRONLY, 0);
+	err = search ? posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ)
+		     : posix_spawn(&pid, argv[0], &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
 	if (err) {
 		tfs_cli_say(stderr, "%s: %s: %s\n", tfs_progname, argv[0],
 			    strerror(err));
 		return -1;
 	}
+	for (ms = 0; no_stdout && ms < OPEN_WAIT_MS; ms += 50) {
+		got = waitpid(pid, &st, WNOHANG);
+		if (got == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+		if (got < 0 && errno != EINTR)
+			return -1;
+		usleep(50 * 1000);
+	}
+	if (no_stdout)
+		return 0;
 	while (waitpid(pid, &st, 0) < 0)
 		if (errno != EINTR)
 			return -1;
@@ -207,7 +231,7 @@ static char *new_mount_point(const char *base, const char *source)
 			return mnt;
 		if (stat(mnt, &st) != 0 && errno == ENOTCONN) {
 			clear[3] = mnt;
-			if (run_wait(clear, true) == 0)
+			if (run_wait(clear, true, false) == 0)
 				return mnt;
 			continue;
 		}
@@ -237,7 +261,7 @@ static int mount_it(const char *source, const char *mnt, const char *opts)
 		char *argv[] = {"/proc/self/exe", "-o",	       o,
 				(char *)source,	  (char *)mnt, NULL};
 
-		ret = run_wait(argv, false);
+		ret = run_wait(argv, false, false);
 	}
 	free(o);
 	return ret < 0 ? TFS_EXIT_MOUNT : ret;
@@ -337,8 +361,12 @@ int tfs_cmd_open(int argc, char **argv)
 	tfs_cli_say(stdout, "%s\n", mnt);
 	fflush(stdout);
 	xdg[1] = mnt;
-	/* no file manager to show it: the mount stays, its path printed */
-	ret = run_wait(xdg, true) == 0 ? TFS_EXIT_OK : TFS_EXIT_USAGE;
+	/*
+	 * Its stdout is not ours: the file manager it starts may keep it
+	 * open, and a caller reading ours would wait for that to end.  No
+	 * file manager to show it: the mount stays, its path printed.
+	 */
+	ret = run_wait(xdg, true, true) == 0 ? TFS_EXIT_OK : TFS_EXIT_USAGE;
 out:
 	free(mnt);
 	free(source);

@@ -117,7 +117,7 @@ TH=$(find "$ROOT" -path '*/thumbnailers/tensorfs.thumbnailer' | head -n 1)
 BIN=$(find "$ROOT" -path '*/bin/tensorfs' | head -n 1)
 LIB=$(find "$ROOT" -name libtensorfs.so.0 | head -n 1)
 check "tensorfs.thumbnailer installed" test -n "$TH"
-[ -n "$TH" ] && [ -n "$BIN" ] && [ -n "$LIB" ] || finish
+if [ -z "$TH" ] || [ -z "$BIN" ] || [ -z "$LIB" ]; then finish; fi
 EXEC=$(sed -n 's/^Exec=//p' "$TH")
 TYPES=";$(sed -n 's/^MimeType=//p' "$TH")"
 eq "TryExec names the binary" "$(sed -n 's/^TryExec=//p' "$TH")" tensorfs

@@ -29,7 +29,7 @@ exec 3<&-
 eq "idle for 2 s: unmounted by itself" "$(gone_by_itself "$M")" yes
 for _ in 1 2 3 4 5; do running "$pid" || break; sleep 1; done
 check "its daemon was found" test -n "$pid"
-running "$pid" && fail "its daemon ended" || ok "its daemon ended"
+if running "$pid"; then fail "its daemon ended"; else ok "its daemon ended"; fi
 out=$("$TENSORFS" -o idle_timeout=soon "$SAMPLE" "$WORK" 2>&1)
 eq "idle_timeout=soon refused" "$?:$out" \
 	"1:tensorfs: idle_timeout=soon: expected seconds, 0 to 31536000 (0: never)"
