@@ -137,6 +137,10 @@ int tfs_cmd_convert(int argc, char **argv);
  */
 int tfs_cli_tmpfile(const char *dest, char **tmp);
 int tfs_cmd_pack(int argc, char **argv);
+/* a PNG of a container for file managers (thumbnail.c) */
+int tfs_cmd_thumbnail(int argc, char **argv);
+/* mount under $XDG_RUNTIME_DIR/tensorfs and xdg-open it (open_cmd.c) */
+int tfs_cmd_open(int argc, char **argv);
 
 /* the mount command (mount_cmd.c): argv[0] is the program or "mount" */
 int tfs_cmd_mount(int argc, char **argv);
@@ -161,6 +165,20 @@ const char *tfs_cli_shown(const char *path, char *buf, size_t n);
  */
 int tfs_cli_say(FILE *f, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/*
+ * Each mount of /proc/self/mountinfo (mounts.c): @fn(@ctx, mount point,
+ * type, source), escapes undone, until it returns nonzero; that value, 0
+ * when all were seen, or -errno
+ */
+int tfs_cli_each_mount(int (*fn)(void *ctx, const char *mnt, const char *type,
+				 const char *source),
+		       void *ctx);
+/* is @path a mount point now? */
+bool tfs_cli_is_mount_point(const char *path);
+/* seconds (-o idle_timeout=), 0 to TFS_CLI_SECONDS_MAX; 0 or -EINVAL */
+#define TFS_CLI_SECONDS_MAX 31536000u /* a year */
+int tfs_cli_parse_seconds(const char *s, unsigned *out);
 
 /* the whole help text (usage.c) */
 void tfs_usage(FILE *f);

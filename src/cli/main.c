@@ -14,7 +14,7 @@ static void short_usage(void)
 {
 	fprintf(stderr,
 		"usage: tensorfs [options] INPUT... MOUNTPOINT\n"
-		"       tensorfs ls|cat|info|xattr|verify|stats|diff|convert|pack [--help] ...\n"
+		"       tensorfs ls|cat|info|xattr|verify|stats|diff|convert|pack|thumbnail|open [--help] ...\n"
 		"Try 'tensorfs --help' for more.\n");
 }
 
@@ -24,11 +24,18 @@ int main(int argc, char **argv)
 		const char *name;
 		int (*fn)(int argc, char **argv);
 	} cmds[] = {
-		{"ls", tfs_cmd_ls},	    {"cat", tfs_cmd_cat},
-		{"info", tfs_cmd_info},	    {"xattr", tfs_cmd_xattr},
-		{"verify", tfs_cmd_verify}, {"mount", tfs_cmd_mount},
-		{"stats", tfs_cmd_stats},   {"diff", tfs_cmd_diff},
-		{"convert", tfs_cmd_convert}, {"pack", tfs_cmd_pack},
+		{"ls", tfs_cmd_ls},
+		{"cat", tfs_cmd_cat},
+		{"info", tfs_cmd_info},
+		{"xattr", tfs_cmd_xattr},
+		{"verify", tfs_cmd_verify},
+		{"mount", tfs_cmd_mount},
+		{"stats", tfs_cmd_stats},
+		{"diff", tfs_cmd_diff},
+		{"convert", tfs_cmd_convert},
+		{"pack", tfs_cmd_pack},
+		{"thumbnail", tfs_cmd_thumbnail},
+		{"open", tfs_cmd_open},
 	};
 	const char *cmd = argc > 1 ? argv[1] : NULL;
 	size_t i;

@@ -5,7 +5,7 @@
  * The command line is ours: options may come before or after the
  * positional arguments (mount.fuse3 puts "-o ..." last).  Our own -o
  * options (flat, npy, as=, previews, cache_size=, verify=, readahead=,
- * keep_source_cache, logfile=)
+ * keep_source_cache, logfile=, idle_timeout=)
  * are taken out; the others go to libfuse.  The mountpoint is checked (a
  * directory, not already a mount point), every input is opened and validated,
  * and only then does the FUSE layer mount (tfs_fuse_run), so a refused
@@ -30,7 +30,7 @@ struct mount_cmd {
 	int npos;
 	bool foreground, debug, single_thread, help, version;
 	struct tfs_build_options build;
-	char *cache_size, *verify, *readahead, *as, *logfile;
+	char *cache_size, *verify, *readahead, *as, *logfile, *idle_timeout;
 	bool keep_source_cache;
 	char *fuse_options; /* comma-separated, for libfuse */
 	char **abs;	    /* the inputs, absolute (absolute_inputs) */
@@ -123,6 +123,9 @@ static int take_options(struct mount_cmd *m, const char *list)
 		} else if (len > 8 && strncmp(p, "logfile=", 8) == 0) {
 			free(m->logfile);
 			m->logfile = strndup(p + 8, len - 8);
+		} else if (len > 13 && strncmp(p, "idle_timeout=", 13) == 0) {
+			free(m->idle_timeout);
+			m->idle_timeout = strndup(p + 13, len - 13);
 		} else if (len > 10 && strncmp(p, "readahead=", 10) == 0)
 			m->readahead = strndup(p + 10, len - 10);
 		else if (len == 17 && strncmp(p, "keep_source_cache", 17) == 0)
@@ -184,47 +187,6 @@ static int parse(struct mount_cmd *m, int argc, char **argv)
 }
 
 #if TFS_HAVE_FUSE
-/* is @path a mount point now?  (/proc/self/mountinfo, field 5) */
-static bool is_mount_point(const char *path)
-{
-	char real[PATH_MAX], line[8192], mp[PATH_MAX];
-	bool found = false;
-	FILE *f;
-
-	if (!realpath(path, real))
-		return false;
-	f = fopen("/proc/self/mountinfo", "r");
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f)) {
-		char *o, *p = line;
-		int field;
-
-		for (field = 0; field < 4 && p; field++) {
-			p = strchr(p, ' ');
-			if (p)
-				p++;
-		}
-		if (!p)
-			continue;
-		/* the mount point, with \ooo escapes for odd bytes */
-		for (o = mp; *p && *p != ' ' && o < mp + sizeof(mp) - 1; o++) {
-			if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' &&
-			    p[2] && p[3]) {
-				*o = (char)((p[1] - '0') << 6 |
-					    (p[2] - '0') << 3 | (p[3] - '0'));
-				p += 4;
-			} else {
-				*o = *p++;
-			}
-		}
-		*o = '\0';
-		found = strcmp(mp, real) == 0;
-	}
-	fclose(f);
-	return found;
-}
-
 /* a directory, not a mount point already: else exit 5 with one line */
 static int check_mountpoint(const char *mnt)
 {
@@ -247,7 +209,7 @@ static int check_mountpoint(const char *mnt)
 			    mnt);
 		return TFS_EXIT_MOUNT;
 	}
-	if (is_mount_point(mnt)) {
+	if (tfs_cli_is_mount_point(mnt)) {
 		tfs_cli_say(stderr,
 			    "%s: %s: already a mount point; unmount it first\n",
 			    tfs_progname, mnt);
@@ -338,6 +300,14 @@ static int run(struct mount_cmd *m, const struct tfs_image_options *io)
 			tfs_progname, m->readahead);
 		return TFS_EXIT_USAGE;
 	}
+	if (m->idle_timeout &&
+	    tfs_cli_parse_seconds(m->idle_timeout, &fa.idle_timeout)) {
+		tfs_cli_say(stderr,
+			    "%s: idle_timeout=%s: expected seconds, 0 to "
+			    "%u (0: never)\n",
+			    tfs_progname, m->idle_timeout, TFS_CLI_SECONDS_MAX);
+		return TFS_EXIT_USAGE;
+	}
 	if (absolute_inputs(m))
 		return TFS_EXIT_USAGE;
 	fa.fsname = m->abs[0];
@@ -416,6 +386,7 @@ out:
 	free(m.readahead);
 	free(m.as);
 	free(m.logfile);
+	free(m.idle_timeout);
 	free(m.verify);
 	free(m.fuse_options);
 	return ret;

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fuse/errors.h"
@@ -49,10 +50,21 @@ static void set_readahead(struct tfs_fs *fs)
 			 strerror(errno));
 }
 
+long long tfs_fs_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec;
+}
+
 static struct tfs_fs *fs_of(fuse_req_t req)
 {
 	struct tfs_fs *fs = fuse_req_userdata(req);
 
+	if (fs->idle_watch)
+		atomic_store_explicit(&fs->last_request, tfs_fs_now(),
+				      memory_order_relaxed);
 	if (fs->readahead && fs->bdi[0] &&
 	    !atomic_load_explicit(&fs->readahead_done, memory_order_relaxed) &&
 	    !atomic_exchange(&fs->readahead_done, true))
@@ -314,7 +326,18 @@ static void tfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fi->direct_io = 1; /* its bytes change: read them each time */
 	else
 		fi->keep_cache = 1;
-	fuse_reply_open(req, fi);
+	if (fuse_reply_open(req, fi) == 0 && fs->idle_watch)
+		atomic_fetch_add(&fs->open_files, 1);
+}
+
+static void tfs_release(fuse_req_t req, fuse_ino_t ino,
+			struct fuse_file_info *fi)
+{
+	struct tfs_fs *fs = fs_of(req);
+
+	if (fs->idle_watch)
+		atomic_fetch_sub(&fs->open_files, 1);
+	fuse_reply_err(req, 0);
 }
 
 /* .tensorfs/errors.json as it is now */
@@ -549,6 +572,7 @@ const struct fuse_lowlevel_ops tfs_fuse_ops = {
 	.readdirplus = tfs_readdirplus,
 	.open = tfs_open,
 	.read = tfs_read,
+	.release = tfs_release,
 	.statfs = tfs_statfs,
 	.getxattr = tfs_getxattr,
 	.listxattr = tfs_listxattr,

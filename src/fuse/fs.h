@@ -26,7 +26,18 @@ struct tfs_fs {
 	uint64_t readahead;
 	char bdi[32];
 	atomic_bool readahead_done;
+	/*
+	 * -o idle_timeout=: the CLOCK_MONOTONIC second of the last request
+	 * and the files open now, kept only when @idle_watch (run.c's
+	 * watcher reads them; an open file is use without requests)
+	 */
+	bool idle_watch;
+	atomic_llong last_request;
+	atomic_int open_files;
 };
+
+/* the CLOCK_MONOTONIC second now */
+long long tfs_fs_now(void);
 
 struct fuse_lowlevel_ops;
 extern const struct fuse_lowlevel_ops tfs_fuse_ops;

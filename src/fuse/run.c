@@ -3,9 +3,10 @@
  * The mount (src/fuse/run.h): a session over the validated image, mounted
  * before we detach, so the parent returns when the mount is ready, and a
  * refused container never reaches here.  SIGINT/SIGTERM/SIGHUP end the loop
- * and unmount (libfuse's handlers).  Integrity failures seen by reads are
- * logged through fuse_log: to the -o logfile= file if given, else stderr in
- * the foreground, syslog once detached.
+ * and unmount (libfuse's handlers); so does -o idle_timeout=, by a SIGTERM
+ * to ourselves when no request came for that long.  Integrity failures seen by
+ * reads are logged through fuse_log: to the -o logfile= file if given, else
+ * stderr in the foreground, syslog once detached.
  */
 #define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
@@ -171,6 +172,41 @@ static void trim_heap_later(void)
 		malloc_trim(0);
 }
 
+struct idle {
+	struct tfs_fs *fs;
+	unsigned timeout;
+};
+
+/*
+ * -o idle_timeout=: once a second, the time since the last request (an
+ * open file is a request going on: the kernel's caches answer many
+ * requests without us, reads of a cached file among them); past
+ * the timeout, a SIGTERM to ourselves ends the loop the way a user's kill
+ * does (libfuse's handler; the blocked read returns EINTR), and the mount
+ * goes (fuse_session_unmount: lazily, so a shell's idle working directory
+ * there does not keep it).
+ */
+static void *idle_watch(void *arg)
+{
+	const struct idle *w = arg;
+	long long idle;
+
+	for (;;) {
+		sleep(1);
+		if (atomic_load(&w->fs->open_files) > 0)
+			atomic_store(&w->fs->last_request, tfs_fs_now());
+		idle = tfs_fs_now() -
+		       atomic_load_explicit(&w->fs->last_request,
+					    memory_order_relaxed);
+		if (idle >= (long long)w->timeout)
+			break;
+	}
+	fuse_log(FUSE_LOG_INFO, "tensorfs: idle for %lld s: unmounting\n",
+		 idle);
+	kill(getpid(), SIGTERM);
+	return NULL;
+}
+
 enum tfs_fuse_result tfs_fuse_run(struct tfs_image *img,
 				  const struct tfs_fuse_args *a)
 {
@@ -183,7 +219,9 @@ enum tfs_fuse_result tfs_fuse_run(struct tfs_image *img,
 			    .gid = getgid(),
 			    .drop_source_cache = !a->keep_source_cache,
 			    .readahead = a->readahead};
+	struct idle idle = {.fs = &fs, .timeout = a->idle_timeout};
 	char *canonical = NULL;
+	pthread_t idle_thread;
 	bool foreground = a->foreground || a->debug;
 	enum tfs_fuse_result res = TFS_FUSE_BAD_OPTION;
 	int ret;
@@ -237,6 +275,17 @@ enum tfs_fuse_result tfs_fuse_run(struct tfs_image *img,
 	if (fuse_daemonize(foreground) != 0)
 		goto out_unmount;
 	trim_heap_later();
+	if (idle.timeout) {
+		/* after fuse_daemonize: its fork keeps no other thread */
+		fs.idle_watch = true;
+		atomic_store(&fs.last_request, tfs_fs_now());
+		if (pthread_create(&idle_thread, NULL, idle_watch, &idle) == 0)
+			pthread_detach(idle_thread);
+		else
+			fuse_log(FUSE_LOG_ERR,
+				 "tensorfs: idle_timeout: no thread: %s\n",
+				 strerror(errno));
+	}
 	/*
 	 * Buffers of 2 MiB and more (a zstd decoder's window, a decode's
 	 * scratch) mapped and unmapped, not kept by a thread's arena once

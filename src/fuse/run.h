@@ -29,6 +29,9 @@ struct tfs_fuse_args {
 	/* -o logfile=: the log appended there instead (opened before the
 	 * mount, so a relative path is the caller's), or NULL */
 	const char *logfile;
+	/* -o idle_timeout=: unmount after this many seconds without a
+	 * request (0: never) */
+	unsigned idle_timeout;
 };
 
 /*

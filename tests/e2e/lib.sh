@@ -107,6 +107,17 @@ running() {
 	[ -n "$st" ] && [ "$st" != Z ]
 }
 
+# install_root ROOT: `meson install --destdir ROOT` of $TFS_BUILD_ROOT, or
+# fail and exit
+install_root() {
+	if ! meson install -C "$TFS_BUILD_ROOT" --no-rebuild --destdir "$1" \
+		>"$WORK/install.log" 2>&1; then
+		cat "$WORK/install.log" >&2
+		fail "meson install --destdir"
+		exit 1
+	fi
+}
+
 finish() {
 	if [ "$FAILS" -ne 0 ]; then
 		echo "$FAILS check(s) failed"

@@ -9,12 +9,7 @@
 : "${TFS_BUILD_ROOT:?}"
 
 ROOT=$WORK/root
-if ! meson install -C "$TFS_BUILD_ROOT" --no-rebuild --destdir "$ROOT" \
-	>"$WORK/install.log" 2>&1; then
-	cat "$WORK/install.log" >&2
-	fail "meson install --destdir"
-	exit 1
-fi
+install_root "$ROOT"
 pc=$(find "$ROOT" -name tensorfs.pc | head -n 1)
 hdr=$(find "$ROOT" -path '*/include/tensorfs/tensorfs.h' | head -n 1)
 check "tensorfs.pc installed" test -n "$pc"

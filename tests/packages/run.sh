@@ -234,6 +234,17 @@ else
 	fail "docs/library.md's example builds against the installed library"
 fi
 
+# the desktop's files (docs/desktop.md): shared-mime-info's trigger ran
+# update-mime-database on our types
+check "the thumbnailer is installed" \
+	test -f /usr/share/thumbnailers/tensorfs.thumbnailer
+if [ -f /usr/share/mime/types ]; then
+	check "the MIME database has application/x-gguf (the trigger ran)" \
+		grep -qx application/x-gguf /usr/share/mime/types
+else
+	echo "SKIP-CASE: MIME database: shared-mime-info not installed"
+fi
+
 eq "man -w tensorfs finds the installed page" "$(clean man -w tensorfs 2>&1)" \
 	/usr/share/man/man1/tensorfs.1.gz
 
@@ -251,9 +262,13 @@ for p in "${PKGS[@]}"; do
 done
 for f in /usr/bin/tensorfs /usr/sbin/mount.fuse.tensorfs \
 	/usr/include/tensorfs /usr/lib/python3/dist-packages/tensorfs \
-	/usr/share/man/man1/tensorfs.1.gz; do
+	/usr/share/man/man1/tensorfs.1.gz \
+	/usr/share/mime/packages/tensorfs.xml; do
 	check "$f is gone" test ! -e "$f" -a ! -L "$f"
 done
+[ ! -f /usr/share/mime/types ] ||
+	check "the MIME database forgot application/x-gguf" \
+		test -z "$(grep -x application/x-gguf /usr/share/mime/types)"
 check "no libtensorfs.so left in /usr/lib" \
 	test -z "$(find /usr/lib -name 'libtensorfs.so*' 2>/dev/null)"
 summary
