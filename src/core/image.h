@@ -253,9 +253,8 @@ TFS_PRIVATE int tfs_image_read_tensor(struct tfs_image *img, uint32_t tensor,
  * converted elements, through the view's read_tensor hook).  What the
  * export copies.  Same returns as tfs_image_read().
  */
-TFS_PRIVATE int tfs_image_read_shown(struct tfs_image *img, uint32_t tensor,
-				     uint64_t off, size_t len,
-				     struct tfs_view *v);
+int tfs_image_read_shown(struct tfs_image *img, uint32_t tensor, uint64_t off,
+			 size_t len, struct tfs_view *v);
 
 /*
  * Bytes [@off, @off + @len) of regular file @node have just been copied

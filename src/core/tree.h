@@ -127,6 +127,11 @@ struct tfs_tensor {
 	bool big_endian; /* stored so (its or its group's byte_order) */
 	bool fortran;	 /* column-major (its or its group's order) */
 	/*
+	 * its view computes its values from other records (the quant view):
+	 * its own bytes are one of the inputs, not its values (values.h)
+	 */
+	bool computed;
+	/*
 	 * 0: the file shows the record's bytes (after the prefix); else the
 	 * view tfs_view_kinds[shown_by - 1] makes them (its read_tensor hook)
 	 */

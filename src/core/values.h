@@ -55,7 +55,10 @@ TFS_PRIVATE int tfs_values_supported(enum tfs_dtype t, unsigned flags);
 int tfs_values_decode(enum tfs_dtype t, unsigned flags, const void *src,
 		      size_t nblocks, double *out);
 
-/* the element count of tensor record @tensor (0 for opaque dtypes) */
+/*
+ * the element count of tensor record @tensor (0 for opaque dtypes; a
+ * computed tensor's: its view's)
+ */
 TFS_PRIVATE uint64_t tfs_values_count(const struct tfs_tree *tree,
 				      uint32_t tensor);
 
@@ -72,8 +75,10 @@ TFS_PRIVATE unsigned tfs_values_tensor_flags(const struct tfs_tree *tree,
  * order) as doubles at @out, read through the image's read path (its
  * stored dtype's bytes, never the -o npy/as views) in bounded chunks: only
  * the blocks that hold them are read.  @flags: TFS_VALUES_REAL/_IMAG (the
- * layout flags are the tensor's own).  0, -ENOTSUP, -ERANGE (past the
- * end), -EIO, -ENOMEM.
+ * layout flags are the tensor's own).  A computed tensor (a dequantized
+ * layer, tree.h) has no values of its own: its view's float32 elements
+ * (tfs_image_read_shown) are read instead.  0, -ENOTSUP, -ERANGE (past
+ * the end), -EIO, -ENOMEM.
  */
 TFS_PRIVATE int tfs_values_read(struct tfs_image *img, uint32_t tensor,
 				unsigned flags, uint64_t first, size_t count,

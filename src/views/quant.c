@@ -158,6 +158,7 @@ static int take(struct plan *p, struct quant_layer *l, uint32_t main,
 	x->view = TFS_DTYPE_FLOAT32;
 	x->view_size = size;
 	x->shown_by = (uint8_t)(p->id + 1);
+	x->computed = true;
 	if (name && (ret = tfs_draft_rename(p->dr, main, name, file)))
 		return ret;
 	p->qd->v[p->qd->n++] = *l;
