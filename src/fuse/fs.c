@@ -132,8 +132,13 @@ static void tfs_init(void *userdata, struct fuse_conn_info *conn)
 	 * mixture-of-experts model.  No POSIX ACLs either
 	 * (FUSE_CAP_POSIX_ACL would make the kernel check ACLs on access,
 	 * asking us): tfs_getxattr says such names are not supported.
+	 * But not with auto_unmount: once the daemon is gone, fusermount3
+	 * unmounts only if opening the mount point fails with ENOTCONN, and
+	 * a kernel that opens directories itself lets that open succeed (a
+	 * killed daemon left a dead mount once any directory had been read).
 	 */
-	if (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) {
+	if ((conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) &&
+	    !fs->auto_unmount) {
 		conn->want |= FUSE_CAP_NO_OPENDIR_SUPPORT;
 		fs->no_opendir = true;
 	}

@@ -119,7 +119,13 @@ static void find_bdi(const char *dir, char *out, size_t outlen)
 	fclose(f);
 }
 
-/* argv for fuse_session_new: read-only, our fsname, the caller's options */
+/*
+ * argv for fuse_session_new: read-only, our fsname, the caller's options.
+ * auto_unmount: a read-only view holds no state, so a daemon killed (by
+ * kill -9, the OOM killer, a memory cgroup) should leave an empty mount
+ * point rather than a dead mount ("Transport endpoint is not connected");
+ * libfuse then mounts through fusermount3, which stays to unmount.
+ */
 static int session_args(struct fuse_args *fa, const struct tfs_fuse_args *a)
 {
 	char *opts = NULL;
@@ -127,7 +133,9 @@ static int session_args(struct fuse_args *fa, const struct tfs_fuse_args *a)
 
 	if (fuse_opt_add_arg(fa, "tensorfs") ||
 	    (a->debug && fuse_opt_add_arg(fa, "-d")) ||
-	    fuse_opt_add_opt(&opts, "ro,default_permissions,subtype=tensorfs"))
+	    fuse_opt_add_opt(&opts,
+			     "ro,default_permissions,subtype=tensorfs") ||
+	    (a->auto_unmount && fuse_opt_add_opt(&opts, "auto_unmount")))
 		goto out;
 	if (a->fsname) {
 		char *fsname;
@@ -182,6 +190,7 @@ enum tfs_fuse_result tfs_fuse_run(struct tfs_image *img,
 			    .uid = getuid(),
 			    .gid = getgid(),
 			    .drop_source_cache = !a->keep_source_cache,
+			    .auto_unmount = a->auto_unmount,
 			    .readahead = a->readahead};
 	char *canonical = NULL;
 	bool foreground = a->foreground || a->debug;
