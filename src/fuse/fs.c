@@ -68,6 +68,25 @@ static uint32_t node_of(const struct tfs_fs *fs, fuse_ino_t ino)
 	return (uint32_t)(ino - 1);
 }
 
+/*
+ * The 512-byte blocks du counts for @node, whose file is @size bytes: a
+ * tensor's own bytes, not the .npy header before them; one block for any
+ * other file that is not empty (metadata, the export, previews: made from
+ * the tensors), so that du does not count the model twice.  Not 0: GNU
+ * tar --sparse archives a file of 0 blocks as all holes, without reading it.
+ */
+static blkcnt_t node_blocks(const struct tfs_tree *t, uint32_t node,
+			    uint64_t size)
+{
+	const struct tfs_node *n = &t->nodes[node];
+
+	if (n->kind == TFS_NODE_TENSOR)
+		size -= t->tensors[n->tensor].prefix_len;
+	else if (size)
+		return 1;
+	return (blkcnt_t)(size / 512 + (size % 512 != 0));
+}
+
 static void fill_stat(const struct tfs_fs *fs, uint32_t node, struct stat *st)
 {
 	const struct tfs_tree *t = fs->img->tree;
@@ -96,7 +115,7 @@ static void fill_stat(const struct tfs_fs *fs, uint32_t node, struct stat *st)
 				st->st_size = (off_t)len;
 			free(s);
 		}
-		st->st_blocks = (blkcnt_t)((st->st_size + 511) / 512);
+		st->st_blocks = node_blocks(t, node, (uint64_t)st->st_size);
 	}
 }
 
