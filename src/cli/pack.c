@@ -479,22 +479,6 @@ static int copy_data(int out, const struct pfile *f)
 	return ret;
 }
 
-static int write_all(int fd, const uint8_t *b, size_t n)
-{
-	ssize_t w;
-
-	while (n) {
-		w = write(fd, b, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? -errno : -EIO;
-		b += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 /*
  * A swapped and/or transposed file's bytes (f->how), element by element in
  * row-major order, as the export view makes them (src/views/export.c)
@@ -542,7 +526,8 @@ static int convert_data(int out, const struct pfile *f)
 				}
 		used += es;
 		if (used + es > sizeof(buf) || e + 1 == n) {
-			ret = write_all(out, buf, used);
+			if (write(out, buf, used) != (ssize_t)used)
+				ret = -EIO;
 			used = 0;
 		}
 		/* the next element in row-major order */
