@@ -197,6 +197,7 @@ enum tfs_fuse_result tfs_fuse_run(struct tfs_image *img,
 	enum tfs_fuse_result res = TFS_FUSE_BAD_OPTION;
 	int ret;
 
+	io.drop_input = !a->keep_source_cache;
 	io.log = log_integrity;
 	io.failed = record_failure;
 	io.log_arg = &fs;
