@@ -358,13 +358,17 @@ int tfs_digest_gate(struct tfs_image *img, uint32_t idx)
 /* ---- zstd: one buffer for the whole tensor ------------------------------- */
 
 /*
- * A decode of @x is done with its compressed input: its pages out of the
+ * A decode of @idx is done with its compressed input: its pages out of the
  * page cache (and of our mapping), or every input read at random stays
  * resident beside the decoded bytes.  Decoding it again reads the disk.
+ * Not while the first read's digest check still reads them.
  */
-static void input_done(struct tfs_image *img, const struct tfs_tensor *x)
+static void input_done(struct tfs_image *img, uint32_t idx)
 {
-	if (img->rs->opts.drop_input && !x->nsegs)
+	const struct tfs_tensor *x = &img->tree->tensors[idx];
+
+	if (img->rs->opts.drop_input && !x->nsegs &&
+	    atomic_load(&state_of(img->rs, idx)->dg) != DG_CHECKING)
 		tfs_source_drop_cache(tfs_image_source(img, x), x->offset,
 				      x->stored_length);
 }
@@ -498,7 +502,7 @@ static void whole_run(struct tfs_image *img, uint32_t idx,
 	if (atomic_load(&ws->decoded) == e->len && ws->z) {
 		tfs_stream_free(ws->z);
 		ws->z = NULL;
-		input_done(img, &img->tree->tensors[idx]);
+		input_done(img, idx);
 	}
 	ws->running = false;
 	pthread_cond_broadcast(&ts->progress);
@@ -909,7 +913,7 @@ static int window_get(struct tfs_image *img, uint32_t idx, uint32_t k,
 				tfs_stream_free(ts->stream);
 				ts->stream = NULL;
 				stream_gone(rs, idx);
-				input_done(img, x);
+				input_done(img, idx);
 			}
 		}
 		if (j != k)
