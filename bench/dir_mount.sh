@@ -44,7 +44,7 @@ measure() {
 	for _ in $(seq "$RUNS"); do
 		sync
 		t=$( { /usr/bin/time -f %e "$TFS" "$what" "$W/mnt"; } 2>&1 | tail -n 1)
-		pid=$(pgrep -f -- " $W/mnt\$" | head -n 1)
+		pid=$(pgrep -f -- "^([^ ]*/)?tensorfs .* $W/mnt\$" | head -n 1)
 		rss=$(awk '/VmRSS/ { print $2 }' "/proc/$pid/status")
 		fusermount3 -u "$W/mnt"
 		best=$(echo "$t $best" | awk '{ print ($1 < $2) ? $1 : $2 }')

@@ -64,7 +64,7 @@ running() {
 
 unmount_wait() { # MNT
 	local pid
-	pid=$(pgrep -f -- " $1\$" | head -n 1)
+	pid=$(pgrep -f -- "^([^ ]*/)?tensorfs .* $1\$" | head -n 1)
 	fusermount3 -u "$1"
 	while [ -n "$pid" ] && running "$pid"; do sleep 0.02; done
 }

@@ -26,7 +26,7 @@ for m in "$W/model.onnx" "$W/ext/model.onnx"; do
 		t0=$(ms)
 		"$TFS" "$m" "$W/mnt"
 		t1=$(ms)
-		pid=$(pgrep -f -- " $W/mnt\$" | head -n 1)
+		pid=$(pgrep -f -- "^([^ ]*/)?tensorfs .* $W/mnt\$" | head -n 1)
 		r=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
 		((r > rss)) && rss=$r
 		fusermount3 -u "$W/mnt"

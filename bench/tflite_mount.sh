@@ -28,7 +28,7 @@ for _ in $(seq "$RUNS"); do
 	((t1 - t0 < best)) && best=$((t1 - t0))
 done
 "$TFS" "$W/model.tflite" "$W/mnt"
-pid=$(pgrep -f -- " $W/mnt\$" | head -n 1)
+pid=$(pgrep -f -- "^([^ ]*/)?tensorfs .* $W/mnt\$" | head -n 1)
 ls -lR "$W/mnt" >/dev/null
 rss_ls=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")
 getfattr -R -d "$W/mnt" >/dev/null 2>&1 || true

@@ -5,7 +5,7 @@
  * The command line is ours: options may come before or after the
  * positional arguments (mount.fuse3 puts "-o ..." last).  Our own -o
  * options (flat, npy, as=, previews, cache_size=, verify=, readahead=,
- * keep_source_cache, logfile=, idle_timeout=)
+ * keep_source_cache, [no_]auto_unmount, logfile=, idle_timeout=)
  * are taken out; the others go to libfuse.  The mountpoint is checked (a
  * directory, not already a mount point), every input is opened and validated,
  * and only then does the FUSE layer mount (tfs_fuse_run), so a refused
@@ -31,7 +31,7 @@ struct mount_cmd {
 	bool foreground, debug, single_thread, help, version;
 	struct tfs_build_options build;
 	char *cache_size, *verify, *readahead, *as, *logfile, *idle_timeout;
-	bool keep_source_cache;
+	bool keep_source_cache, no_auto_unmount;
 	char *fuse_options; /* comma-separated, for libfuse */
 	char **abs;	    /* the inputs, absolute (absolute_inputs) */
 };
@@ -130,6 +130,10 @@ static int take_options(struct mount_cmd *m, const char *list)
 			m->readahead = strndup(p + 10, len - 10);
 		else if (len == 17 && strncmp(p, "keep_source_cache", 17) == 0)
 			m->keep_source_cache = true;
+		else if (len == 15 && strncmp(p, "no_auto_unmount", 15) == 0)
+			m->no_auto_unmount = true;
+		else if (len == 12 && strncmp(p, "auto_unmount", 12) == 0)
+			m->no_auto_unmount = false;
 		else if (len && (r = tfs_cli_remote_option(p, len)) < 0)
 			return -1;
 		else if (len && !r && add_fuse_option(m, p, len))
@@ -286,6 +290,7 @@ static int run(struct mount_cmd *m, const struct tfs_image_options *io)
 		.single_thread = m->single_thread,
 		.readahead = TFS_DEFAULT_READAHEAD,
 		.keep_source_cache = m->keep_source_cache,
+		.auto_unmount = !m->no_auto_unmount,
 		.logfile = m->logfile,
 		.read = *io,
 	};

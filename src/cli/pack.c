@@ -41,6 +41,9 @@ struct pfile {
 	uint64_t shape[MAX_NDIM];
 	uint32_t ndim;
 	uint64_t data_off, size;
+	/* as the export view makes it: TFS_EXPORT_SWAP (per @unit bytes),
+	 * TFS_EXPORT_TRANSPOSE (@elem bytes per element) */
+	uint32_t how, unit, elem;
 };
 
 struct pack {
@@ -107,11 +110,41 @@ static int refuse(struct pack *p, const char *rel, const char *fmt,
 	return -EINVAL;
 }
 
+/*
+ * What the export view does with a tensor of @t that is big-endian (@big)
+ * or column-major (@fortran), into @f (shape set): swap each element (each
+ * half of a complex one), transpose to row-major.  NULL, or why the export
+ * leaves such a tensor out.
+ */
+static const char *plan_convert(struct pfile *f, enum tfs_dtype t, bool big,
+				bool fortran)
+{
+	const struct tfs_dtype_info *di = tfs_dtype_info(t);
+	uint64_t n;
+
+	if (big && di->block_bytes > 1 && di->packed)
+		return "big-endian packed elements";
+	if (big && di->block_bytes > 1) {
+		f->how |= TFS_EXPORT_SWAP;
+		f->unit = di->kind == TFS_KIND_COMPLEX ? di->block_bytes / 2
+						       : di->block_bytes;
+	}
+	if (!fortran || f->ndim < 2 ||
+	    !tfs_shape_product(f->shape, f->ndim, &n) || n < 2)
+		return NULL;
+	if (di->block_elems != 1)
+		return "column-major packed elements";
+	f->how |= TFS_EXPORT_TRANSPOSE;
+	f->elem = di->block_bytes;
+	return NULL;
+}
+
 /* a .npy file without tensorfs xattrs: its header */
 static int take_npy(struct pack *p, const char *path, const char *rel,
 		    struct pfile *f, uint64_t fsize)
 {
 	struct tfs_npy h = {0};
+	const char *why;
 	uint8_t buf[65536 + 16];
 	ssize_t n;
 	int fd = open(path, O_RDONLY | O_CLOEXEC), ret;
@@ -128,15 +161,11 @@ static int take_npy(struct pack *p, const char *path, const char *rel,
 		tfs_npy_header_free(&h);
 		return refuse(p, rel, "%s", "not a .npy file tensorfs reads");
 	}
-	if (h.big_endian || h.fortran || h.structured || h.ndim > MAX_NDIM ||
+	if (h.structured || h.ndim > MAX_NDIM ||
 	    !tfs_export_dtype_name(h.dtype)) {
 		ret = refuse(p, rel, "%s",
-			     h.big_endian  ? "big-endian .npy (tensorfs "
-					     "convert swaps it)"
-			     : h.fortran   ? "Fortran-order .npy (tensorfs "
-					     "convert transposes it)"
-			     : h.ndim > 64 ? "too many dimensions"
-					   : "no safetensors dtype");
+			     h.ndim > 64 ? "too many dimensions"
+					 : "no safetensors dtype");
 		tfs_npy_header_free(&h);
 		return ret;
 	}
@@ -146,7 +175,10 @@ static int take_npy(struct pack *p, const char *path, const char *rel,
 		f->shape[k] = h.shape[k];
 	f->data_off = h.data_offset;
 	f->size = h.nbytes;
+	why = plan_convert(f, h.dtype, h.big_endian, h.fortran);
 	tfs_npy_header_free(&h);
+	if (why)
+		return refuse(p, rel, "%s", why);
 	if (f->data_off > fsize || fsize - f->data_off != f->size)
 		return refuse(p, rel, "%s",
 			      "size does not match the .npy header's dtype x "
@@ -174,6 +206,7 @@ static int take_file(struct pack *p, const char *path, const char *rel,
 {
 	struct pfile f = {0};
 	char *dt, *sh, *nm, *bo, *ord, *ro;
+	const char *why;
 	size_t nlen = 0;
 	bool npy = strlen(rel) > 4 && !strcmp(rel + strlen(rel) - 4, ".npy");
 	uint64_t count, bytes;
@@ -199,13 +232,6 @@ static int take_file(struct pack *p, const char *path, const char *rel,
 				   "cp -a or rsync -aX)"
 				 : "no user.tensorfs.shape xattr (copy with "
 				   "cp -a or rsync -aX)");
-	} else if ((bo && !strcmp(bo, "big")) || (ord && !strcmp(ord, "F"))) {
-		ret = refuse(p, rel, "%s",
-			     bo && !strcmp(bo, "big")
-				     ? "byte_order=big (tensorfs convert of "
-				       "the original swaps it)"
-				     : "order=F (tensorfs convert of the "
-				       "original transposes it)");
 	} else if (parse_shape(sh, &f)) {
 		ret = refuse(p, rel, "user.tensorfs.shape %s is not [N,...]",
 			     sh);
@@ -221,6 +247,9 @@ static int take_file(struct pack *p, const char *path, const char *rel,
 				     "its size does not match "
 				     "user.tensorfs.dtype x "
 				     "user.tensorfs.shape");
+		else if ((why = plan_convert(&f, t, bo && !strcmp(bo, "big"),
+					     ord && !strcmp(ord, "F"))))
+			ret = refuse(p, rel, "%s", why);
 		f.size = fsize;
 	}
 	if (!ret && nm) {
@@ -450,6 +479,71 @@ static int copy_data(int out, const struct pfile *f)
 	return ret;
 }
 
+/*
+ * A swapped and/or transposed file's bytes (f->how), element by element in
+ * row-major order, as the export view makes them (src/views/export.c)
+ */
+static int convert_data(int out, const struct pfile *f)
+{
+	uint32_t es = f->how & TFS_EXPORT_TRANSPOSE ? f->elem : f->unit;
+	uint32_t nd = f->how & TFS_EXPORT_TRANSPOSE ? f->ndim : 0, k, b;
+	uint64_t idx[MAX_NDIM] = {0}, stride[MAX_NDIM], src = 0, e, n;
+	uint8_t buf[1 << 16], *d, t;
+	const uint8_t *map;
+	struct stat st;
+	size_t used = 0;
+	int in, ret = 0;
+
+	if (!f->size)
+		return 0;
+	if (!es || es > 64 || f->size % es)
+		return -EINVAL;
+	in = open(f->path, O_RDONLY | O_CLOEXEC);
+	if (in < 0)
+		return -errno;
+	/* shrunk since the walk: an error, not a SIGBUS */
+	if (fstat(in, &st) || (uint64_t)st.st_size < f->data_off + f->size) {
+		close(in);
+		return -EIO;
+	}
+	map = mmap(NULL, f->data_off + f->size, PROT_READ, MAP_PRIVATE, in, 0);
+	close(in);
+	if (map == MAP_FAILED)
+		return -errno;
+	/* column-major strides, in elements */
+	for (k = 0; k < nd; k++)
+		stride[k] = k ? stride[k - 1] * f->shape[k - 1] : 1;
+	n = f->size / es;
+	for (e = 0; !ret && e < n; e++) {
+		d = buf + used;
+		memcpy(d, map + f->data_off + (nd ? src : e) * es, es);
+		if (f->how & TFS_EXPORT_SWAP)
+			for (b = 0; b < es; b += f->unit)
+				for (k = 0; k < f->unit / 2; k++) {
+					t = d[b + k];
+					d[b + k] = d[b + f->unit - 1 - k];
+					d[b + f->unit - 1 - k] = t;
+				}
+		used += es;
+		if (used + es > sizeof(buf) || e + 1 == n) {
+			if (write(out, buf, used) != (ssize_t)used)
+				ret = -EIO;
+			used = 0;
+		}
+		/* the next element in row-major order */
+		for (k = nd; k-- > 0;) {
+			idx[k]++;
+			src += stride[k];
+			if (idx[k] < f->shape[k])
+				break;
+			src -= idx[k] * stride[k];
+			idx[k] = 0;
+		}
+	}
+	munmap((void *)map, f->data_off + f->size);
+	return ret;
+}
+
 int tfs_cmd_pack(int argc, char **argv)
 {
 	struct pack p = {0};
@@ -558,7 +652,8 @@ int tfs_cmd_pack(int argc, char **argv)
 	if (!ret && write(fd, head, head_len) != (ssize_t)head_len)
 		ret = -EIO;
 	for (k = 0; !ret && k < p.n; k++)
-		ret = copy_data(fd, &p.v[k]);
+		ret = p.v[k].how ? convert_data(fd, &p.v[k])
+				 : copy_data(fd, &p.v[k]);
 	if (close(fd) && !ret)
 		ret = -errno;
 	fd = -1;

@@ -45,7 +45,7 @@ int tfs_chunk_params_check(const struct tfs_chunk_params *c, uint64_t stored,
 	uint64_t n = 1, elems = 1, chunk = c->itemsize, slab, g, i;
 
 	if (!c->ndim || c->ndim > TFS_GATHER_MAX_DIMS || !c->itemsize ||
-	    c->itemsize > sizeof(c->fill) ||
+	    (c->has_fill && c->itemsize > sizeof(c->fill)) ||
 	    c->nfilters > TFS_CHUNK_MAX_FILTERS)
 		return -EINVAL;
 	for (i = 0; i < c->ndim; i++) {

@@ -37,6 +37,8 @@
 #define PREFAULT_MIN (8u << 20) /* whole mode: prefault buffers this large */
 #define PREFAULT_CHUNK (4u << 20)
 #define WINDOW_MIN (64u << 10)
+/* window mode: consumed input dropped in steps this large (whole folios) */
+#define INPUT_DROP_STEP (1u << 20)
 #define WINDOW_MAX (8u << 20)
 #define WHOLE_KEY 0xffffffffu /* window number of a whole-mode entry */
 
@@ -109,6 +111,7 @@ void tfs_read_state_free(struct tfs_read_state *rs)
 	pthread_mutex_destroy(&rs->bg_lock);
 	pthread_cond_destroy(&rs->bg_done);
 	pthread_mutex_destroy(&rs->twin_lock);
+	pthread_mutex_destroy(&rs->stream_lock);
 	free(rs->twin);
 	free(rs);
 }
@@ -128,6 +131,7 @@ int tfs_read_state_new(struct tfs_image *img, struct tfs_diag *d)
 	pthread_mutex_init(&rs->bg_lock, NULL);
 	pthread_cond_init(&rs->bg_done, NULL);
 	pthread_mutex_init(&rs->twin_lock, NULL);
+	pthread_mutex_init(&rs->stream_lock, NULL);
 	rs->opts.cache_size = tfs_default_cache_size();
 	rs->opts.verify = TFS_VERIFY_FIRST;
 	rs->window = tfs_decode_window_for(rs->opts.cache_size);
@@ -354,6 +358,22 @@ int tfs_digest_gate(struct tfs_image *img, uint32_t idx)
 /* ---- zstd: one buffer for the whole tensor ------------------------------- */
 
 /*
+ * A decode of @idx is done with its compressed input: its pages out of the
+ * page cache (and of our mapping), or every input read at random stays
+ * resident beside the decoded bytes.  Decoding it again reads the disk.
+ * Not while the first read's digest check still reads them.
+ */
+static void input_done(struct tfs_image *img, uint32_t idx)
+{
+	const struct tfs_tensor *x = &img->tree->tensors[idx];
+
+	if (img->rs->opts.drop_input && !x->nsegs &&
+	    atomic_load(&state_of(img->rs, idx)->dg) != DG_CHECKING)
+		tfs_source_drop_cache(tfs_image_source(img, x), x->offset,
+				      x->stored_length);
+}
+
+/*
  * The digest of the decoded bytes of @idx, all of them in @p: 0, or -EIO
  * (reported, the tensor failed) on a mismatch.
  */
@@ -482,6 +502,7 @@ static void whole_run(struct tfs_image *img, uint32_t idx,
 	if (atomic_load(&ws->decoded) == e->len && ws->z) {
 		tfs_stream_free(ws->z);
 		ws->z = NULL;
+		input_done(img, idx);
 	}
 	ws->running = false;
 	pthread_cond_broadcast(&ts->progress);
@@ -731,6 +752,78 @@ static int window_decode(struct tfs_image *img, uint32_t idx, uint32_t k,
 	return ret;
 }
 
+/* @idx's stream is freed (ts->fill held): off the live list */
+static void stream_gone(struct tfs_read_state *rs, uint32_t idx)
+{
+	uint32_t i;
+
+	pthread_mutex_lock(&rs->stream_lock);
+	for (i = 0; i < rs->nlive && rs->live[i] != idx; i++)
+		;
+	if (i < rs->nlive) {
+		memmove(rs->live + i, rs->live + i + 1,
+			(rs->nlive - i - 1) * sizeof(*rs->live));
+		rs->nlive--;
+	}
+	pthread_mutex_unlock(&rs->stream_lock);
+}
+
+/*
+ * @idx's stream was made (ts->fill held): listed last; past the limit
+ * (two, or a quarter of the budget in windows), the oldest streams of
+ * tensors no reader is decoding now are freed (a later read of theirs
+ * starts again at window 0).  Random reads over many large tensors kept
+ * a decoder, and its window, alive for every one of them.
+ */
+static void stream_born(struct tfs_read_state *rs, uint32_t idx)
+{
+	uint64_t limit = rs->opts.cache_size / 4 / rs->window;
+	struct tensor_state *o;
+	uint32_t i;
+
+	if (limit < 2)
+		limit = 2;
+	if (limit > TFS_MAX_LIVE_STREAMS - 1)
+		limit = TFS_MAX_LIVE_STREAMS - 1;
+	pthread_mutex_lock(&rs->stream_lock);
+	for (i = 0; rs->nlive >= limit && i < rs->nlive;) {
+		o = state_of(rs, rs->live[i]);
+		if (rs->live[i] == idx || pthread_mutex_trylock(&o->fill)) {
+			i++;
+			continue;
+		}
+		tfs_stream_free(o->stream);
+		o->stream = NULL;
+		pthread_mutex_unlock(&o->fill);
+		memmove(rs->live + i, rs->live + i + 1,
+			(rs->nlive - i - 1) * sizeof(*rs->live));
+		rs->nlive--;
+	}
+	if (rs->nlive < TFS_MAX_LIVE_STREAMS)
+		rs->live[rs->nlive++] = idx;
+	pthread_mutex_unlock(&rs->stream_lock);
+}
+
+/*
+ * The input the window stream of @idx has consumed, out of the page cache
+ * (ts->fill held): a stream held over random reads of a large tensor
+ * otherwise kept all of its input resident.  A restart reads it again.
+ */
+static void input_behind(struct tfs_image *img, uint32_t idx)
+{
+	struct tensor_state *ts = state_of(img->rs, idx);
+	const struct tfs_tensor *x = &img->tree->tensors[idx];
+	uint64_t to = tfs_stream_consumed(ts->stream);
+
+	to -= to % INPUT_DROP_STEP;
+	if (!img->rs->opts.drop_input || x->nsegs || to <= ts->input_dropped)
+		return;
+	tfs_source_drop_cache(tfs_image_source(img, x),
+			      x->offset + ts->input_dropped,
+			      to - ts->input_dropped);
+	ts->input_dropped = to;
+}
+
 /* (re)start the window stream of @idx at window 0 (ts->fill held) */
 static int window_restart(struct tfs_image *img, uint32_t idx)
 {
@@ -743,13 +836,17 @@ static int window_restart(struct tfs_image *img, uint32_t idx)
 	if (ret)
 		return ret;
 	in = encoded_input(img, x); /* read ahead again after a reset */
-	if (ts->stream)
+	if (ts->stream) {
 		tfs_stream_reset(ts->stream);
-	else
+	} else {
 		ret = tfs_stream_new(&ts->stream, x->encoding, in,
 				     (size_t)x->stored_length, false,
 				     &x->codec);
+		if (!ret)
+			stream_born(rs, idx);
+	}
 	ts->next_window = 0;
+	ts->input_dropped = 0;
 	if (!ret)
 		atomic_fetch_add(&rs->decodes, 1);
 	return ret;
@@ -806,13 +903,17 @@ static int window_get(struct tfs_image *img, uint32_t idx, uint32_t k,
 			/* the stream's position is unknown now */
 			tfs_stream_free(ts->stream);
 			ts->stream = NULL;
+			stream_gone(rs, idx);
 		} else {
 			if (dst == ej->data)
 				tfs_cache_set_valid(ej, lj);
 			ts->next_window = j + 1;
+			input_behind(img, idx);
 			if ((uint64_t)ts->next_window * rs->window >= x->size) {
 				tfs_stream_free(ts->stream);
 				ts->stream = NULL;
+				stream_gone(rs, idx);
+				input_done(img, idx);
 			}
 		}
 		if (j != k)

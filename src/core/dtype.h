@@ -139,7 +139,7 @@ struct tfs_dtype_info {
 };
 
 /* the table row of @t (a zeroed row for an invalid value; never NULL) */
-const struct tfs_dtype_info *tfs_dtype_info(enum tfs_dtype t);
+TFS_PRIVATE const struct tfs_dtype_info *tfs_dtype_info(enum tfs_dtype t);
 
 /* canonical name ("float32"), or NULL for an invalid value */
 TFS_PRIVATE const char *tfs_dtype_name(enum tfs_dtype t);

@@ -103,6 +103,12 @@ struct tfs_image_options {
 	 */
 	void (*failed)(void *arg, uint32_t tensor, const char *what);
 	void *log_arg;
+	/*
+	 * Drop a compressed tensor's input from the page cache once a
+	 * decode is done with it (the mount, unless -o keep_source_cache):
+	 * random reads of a zstd model kept every input cached and mapped
+	 */
+	bool drop_input;
 };
 
 /* the decoded-bytes cache (src/core/decode_cache.h) */

@@ -34,6 +34,7 @@ struct tensor_state {
 	pthread_cond_t progress;   /* whole mode: more bytes are valid */
 	struct tfs_stream *stream; /* window mode: the running decoder */
 	uint32_t next_window;	   /* window mode: what the stream makes next */
+	uint64_t input_dropped;	   /* window mode: its input dropped up to */
 };
 
 #define TFS_NO_STATE UINT32_MAX
@@ -43,6 +44,8 @@ struct tensor_state {
 /* decoded window by window: its whole buffer did not fit beside the pinned
  * entries once (tfs_cache_get_within), so it no longer tries */
 #define TS_WINDOWED 8u
+
+#define TFS_MAX_LIVE_STREAMS 32
 
 struct tfs_read_state {
 	struct tfs_image_options opts;
@@ -62,6 +65,14 @@ struct tfs_read_state {
 	atomic_bool closing;
 	atomic_uint_fast64_t decodes, decoded_bytes, digest_checks,
 		digest_failures;
+	/*
+	 * window mode: the tensors whose decoder is alive, oldest first.
+	 * Each holds a decoder window the cache's budget does not count, so
+	 * past the limit (decode.c: stream_born) idle ones are freed.
+	 */
+	pthread_mutex_t stream_lock;
+	uint32_t live[TFS_MAX_LIVE_STREAMS];
+	uint32_t nlive;
 	/* tfs_twins_find(), made at the first drop (image.c) */
 	pthread_mutex_t twin_lock;
 	atomic_bool twins_found;

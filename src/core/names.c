@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/names.h"
+#include "core/text.h"
 
 size_t tfs_utf8_seq(const unsigned char *s, size_t len)
 {
@@ -58,11 +59,6 @@ int tfs_utf8_valid(const unsigned char *s, size_t len)
 	return 1;
 }
 
-static int needs_escape(unsigned char c)
-{
-	return c == '%' || c == '/' || c < 0x20 || c == 0x7f;
-}
-
 void tfs_name_cut(char *comp, size_t max)
 {
 	size_t len = strlen(comp);
@@ -86,17 +82,18 @@ void tfs_name_cut(char *comp, size_t max)
 
 /*
  * The escaped form of the character at @u (@len > 0 bytes) into @piece
- * (up to 4 bytes, not terminated): its length; *@used: the bytes it took
+ * (up to 4 bytes, not terminated): its length; *@used: the bytes it took.
+ * One rule with printed text (tfs_text_safe_len: C0 and C1 controls, DEL,
+ * invalid UTF-8), plus '%' (so every "%XX" is an escape) and '/'.
  */
 static size_t escape_char(const unsigned char *u, size_t len, char *piece,
 			  size_t *used)
 {
 	static const char hex[] = "0123456789ABCDEF";
-	size_t n = needs_escape(u[0]) ? 0 : tfs_utf8_seq(u, len);
+	size_t n = u[0] == '%' || u[0] == '/'
+			   ? 0
+			   : tfs_text_safe_len((const char *)u, len);
 
-	/* C1 controls (U+0080..U+009F): control characters too */
-	if (n == 2 && u[0] == 0xc2 && u[1] < 0xa0)
-		n = 0;
 	if (n == 0) {
 		piece[0] = '%';
 		piece[1] = hex[u[0] >> 4];

@@ -744,6 +744,14 @@ static int hx_grid(struct hx_ctx *z, struct hx_ds *x, const uint64_t *cd,
 	unsigned k, rank = x->s.rank ? x->s.rank : 1;
 	size_t i;
 
+	/* a fill value of zeros is the codec's own, for records of any width
+	 * (HDF5 writes one for compound types) */
+	for (i = 0; x->fill.has_value && i < x->fill.size; i++)
+		if (x->fill.value[i])
+			break;
+	if (x->fill.has_value && i == x->fill.size &&
+	    x->fill.size == x->t->size)
+		x->fill.has_value = false;
 	for (k = 0; k < rank; k++) {
 		uint64_t d = x->s.rank ? x->s.dims[k] : 1;
 
@@ -812,6 +820,19 @@ static int hx_grid(struct hx_ctx *z, struct hx_ds *x, const uint64_t *cd,
 				if (ch->coords[i * rank + k] + cd[k] >
 				    g->shape[k])
 					g->chunks[idx].mask = UINT32_MAX;
+	}
+	/* a grid the chunked codec refuses (a slab of more than 1 GiB, a
+	 * chunk of more than 4 GiB decoded) leaves this dataset unreadable,
+	 * not the file refused */
+	if (tfs_chunk_params_check(g, lo == UINT64_MAX ? 0 : hi - lo, &n) ||
+	    n != nbytes) {
+		snprintf(why, wlen,
+			 "a chunk grid the chunked codec cannot serve "
+			 "(a chunk above 4 GiB or a row of chunks above "
+			 "1 GiB decoded)");
+		hx_grid_free(g);
+		x->grid = NULL;
+		return 0;
 	}
 	tfs_spec_stored(s, lo == UINT64_MAX ? 0 : lo,
 			lo == UINT64_MAX ? 0 : hi - lo);

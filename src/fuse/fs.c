@@ -80,6 +80,25 @@ static uint32_t node_of(const struct tfs_fs *fs, fuse_ino_t ino)
 	return (uint32_t)(ino - 1);
 }
 
+/*
+ * The 512-byte blocks du counts for @node, whose file is @size bytes: a
+ * tensor's own bytes, not the .npy header before them; one block for any
+ * other file that is not empty (metadata, the export, previews: made from
+ * the tensors), so that du does not count the model twice.  Not 0: GNU
+ * tar --sparse archives a file of 0 blocks as all holes, without reading it.
+ */
+static blkcnt_t node_blocks(const struct tfs_tree *t, uint32_t node,
+			    uint64_t size)
+{
+	const struct tfs_node *n = &t->nodes[node];
+
+	if (n->kind == TFS_NODE_TENSOR)
+		size -= t->tensors[n->tensor].prefix_len;
+	else if (size)
+		return 1;
+	return (blkcnt_t)(size / 512 + (size % 512 != 0));
+}
+
 static void fill_stat(const struct tfs_fs *fs, uint32_t node, struct stat *st)
 {
 	const struct tfs_tree *t = fs->img->tree;
@@ -108,7 +127,7 @@ static void fill_stat(const struct tfs_fs *fs, uint32_t node, struct stat *st)
 				st->st_size = (off_t)len;
 			free(s);
 		}
-		st->st_blocks = (blkcnt_t)((st->st_size + 511) / 512);
+		st->st_blocks = node_blocks(t, node, (uint64_t)st->st_size);
 	}
 }
 
@@ -144,8 +163,13 @@ static void tfs_init(void *userdata, struct fuse_conn_info *conn)
 	 * mixture-of-experts model.  No POSIX ACLs either
 	 * (FUSE_CAP_POSIX_ACL would make the kernel check ACLs on access,
 	 * asking us): tfs_getxattr says such names are not supported.
+	 * But not with auto_unmount: once the daemon is gone, fusermount3
+	 * unmounts only if opening the mount point fails with ENOTCONN, and
+	 * a kernel that opens directories itself lets that open succeed (a
+	 * killed daemon left a dead mount once any directory had been read).
 	 */
-	if (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) {
+	if ((conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) &&
+	    !fs->auto_unmount) {
 		conn->want |= FUSE_CAP_NO_OPENDIR_SUPPORT;
 		fs->no_opendir = true;
 	}

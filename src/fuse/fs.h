@@ -17,6 +17,7 @@ struct tfs_fs {
 	gid_t gid;
 	bool drop_source_cache; /* see tfs_image_drop_source_cache */
 	bool no_opendir;	/* the kernel opens directories itself */
+	bool auto_unmount;	/* fusermount3 watches us (tfs_init) */
 	struct tfs_errors *errors; /* .tensorfs/errors.json, live */
 	/*
 	 * The readahead to set on the mount's backing device ("MAJ:MIN" in

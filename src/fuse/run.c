@@ -11,6 +11,7 @@
 #define FUSE_USE_VERSION 312
 #include <fuse_lowlevel.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
@@ -120,7 +121,13 @@ static void find_bdi(const char *dir, char *out, size_t outlen)
 	fclose(f);
 }
 
-/* argv for fuse_session_new: read-only, our fsname, the caller's options */
+/*
+ * argv for fuse_session_new: read-only, our fsname, the caller's options.
+ * auto_unmount: a read-only view holds no state, so a daemon killed (by
+ * kill -9, the OOM killer, a memory cgroup) should leave an empty mount
+ * point rather than a dead mount ("Transport endpoint is not connected");
+ * libfuse then mounts through fusermount3, which stays to unmount.
+ */
 static int session_args(struct fuse_args *fa, const struct tfs_fuse_args *a)
 {
 	char *opts = NULL;
@@ -128,7 +135,9 @@ static int session_args(struct fuse_args *fa, const struct tfs_fuse_args *a)
 
 	if (fuse_opt_add_arg(fa, "tensorfs") ||
 	    (a->debug && fuse_opt_add_arg(fa, "-d")) ||
-	    fuse_opt_add_opt(&opts, "ro,default_permissions,subtype=tensorfs"))
+	    fuse_opt_add_opt(&opts,
+			     "ro,default_permissions,subtype=tensorfs") ||
+	    (a->auto_unmount && fuse_opt_add_opt(&opts, "auto_unmount")))
 		goto out;
 	if (a->fsname) {
 		char *fsname;
@@ -148,6 +157,48 @@ static int session_args(struct fuse_args *fa, const struct tfs_fuse_args *a)
 out:
 	free(opts);
 	return ret;
+}
+
+/*
+ * A user's mount: fusermount3 before 3.15 checks a dead mount as root, who
+ * may not look into it, and leaves it (libfuse issue 586).  So a watcher of
+ * ours, a shell that is no copy of the daemon (tests and tools find the
+ * daemon by its command line), waits for the daemon's end of a pipe to
+ * close, and when the mount point then fails to list (ENOTCONN: the daemon
+ * was killed; a clean exit unmounted already) runs fusermount3 -u -z as
+ * the user.  Nothing is done when no watcher can be started.
+ */
+static void watch_unmount(const char *mountpoint)
+{
+	static const char script[] = "cat <&3 >/dev/null; exec 3<&-; "
+				     "ls -- \"$1\" >/dev/null 2>&1 || "
+				     "exec fusermount3 -u -z -q -- \"$1\"";
+	int p[2], fd;
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC))
+		return;
+	pid = fork();
+	if (pid == 0) {
+		setsid();
+		/* fd 3 without close-on-exec (dup2 to itself keeps it) */
+		if ((p[0] == 3 ? fcntl(3, F_SETFD, 0) : dup2(p[0], 3)) < 0)
+			_exit(1);
+		close_range(4, ~0u, 0); /* /dev/fuse above all */
+		fd = open("/dev/null", O_RDWR);
+		if (fd >= 0) {
+			dup2(fd, 0);
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		execl("/bin/sh", "sh", "-c", script, "tensorfs-unmount-watch",
+		      mountpoint, (char *)NULL);
+		_exit(1);
+	}
+	/* the write end stays open in the daemon (close-on-exec) */
+	close(p[0]);
+	if (pid < 0)
+		close(p[1]);
 }
 
 static void *trim_heap(void *arg)
@@ -218,6 +269,7 @@ enum tfs_fuse_result tfs_fuse_run(struct tfs_image *img,
 			    .uid = getuid(),
 			    .gid = getgid(),
 			    .drop_source_cache = !a->keep_source_cache,
+			    .auto_unmount = a->auto_unmount,
 			    .readahead = a->readahead};
 	struct idle idle = {.fs = &fs, .timeout = a->idle_timeout};
 	char *canonical = NULL;
@@ -226,6 +278,7 @@ enum tfs_fuse_result tfs_fuse_run(struct tfs_image *img,
 	enum tfs_fuse_result res = TFS_FUSE_BAD_OPTION;
 	int ret;
 
+	io.drop_input = !a->keep_source_cache;
 	io.log = log_integrity;
 	io.failed = record_failure;
 	io.log_arg = &fs;
@@ -264,6 +317,8 @@ enum tfs_fuse_result tfs_fuse_run(struct tfs_image *img,
 	}
 	if (fuse_session_mount(se, canonical) != 0)
 		goto out_signals;
+	if (a->auto_unmount && getuid() != 0)
+		watch_unmount(canonical);
 	if (fs.readahead)
 		find_bdi(canonical, fs.bdi, sizeof(fs.bdi));
 	if (logfile) {

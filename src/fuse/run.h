@@ -24,6 +24,8 @@ struct tfs_fuse_args {
 	uint64_t readahead;
 	/* keep the container's pages cached after serving them */
 	bool keep_source_cache;
+	/* fusermount3 unmounts once the daemon is gone, killed too */
+	bool auto_unmount;
 	/* the read options (cache, verify); the log goes where we log */
 	struct tfs_image_options read;
 	/* -o logfile=: the log appended there instead (opened before the

@@ -9,7 +9,7 @@
 # (tests/e2e/export.py, an independent reader: tests/export/st_read.py);
 # convert writes the view's bytes; an export of an export is the same
 # bytes; shards are what transformers writes; pack of a cp -a of a mount
-# is its export.
+# is its export (big-endian and Fortran-order tensors too).
 . "$(dirname "$0")/lib.sh"
 need_fuse
 if ! /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
@@ -194,6 +194,42 @@ out=$("$TENSORFS" pack "$WORK/tree" "$WORK/q.safetensors" 2>&1)
 check "pack refuses a size that is not dtype x shape, naming it" \
 	grep -q "$victim.extra: its size does not match" <<<"$out"
 check "nothing written on a refusal" test ! -e "$WORK/q.safetensors"
+
+# pack swaps and transposes as the export does: big-endian and Fortran-
+# order arrays (numpy writes them), mounted, copied with cp -a, packed: the
+# export byte for byte, with and without -o npy; the .npy files packed:
+# numpy's values
+mkdir -p "$WORK/order"
+$PY -c "
+import numpy as np
+d = '$WORK/order/'
+np.save(d + 'be.npy', np.arange(6, dtype='>f4').reshape(2, 3) / 7)
+np.save(d + 'f.npy', np.asfortranarray(np.arange(24, dtype='<i2').reshape(3, 4, 2)))
+np.save(d + 'bef.npy', np.asfortranarray((np.arange(6) + 1j * np.arange(6)).astype('>c8').reshape(2, 3)))
+np.save(d + 'be1.npy', np.arange(5, dtype='>u8'))
+"
+for opts in export=on npy; do
+	M=$(mount_container "$WORK/order" -o "$opts") || { fail "mount order $opts"; continue; }
+	rm -rf "$WORK/order-tree"
+	cp -a "$M" "$WORK/order-tree"
+	check "pack of a cp -a of a mount of big-endian and Fortran arrays (-o $opts) is its export" \
+		bash -c "'$TENSORFS' pack --force '$WORK/order-tree' \
+		'$WORK/order.safetensors' && cmp '$WORK/order.safetensors' \
+		'$M/.tensorfs/export/model.safetensors'"
+	unmount "$M"
+done
+"$TENSORFS" pack "$WORK/order" "$WORK/order-npy.safetensors" 2>/dev/null ||
+	fail "pack of big-endian and Fortran .npy files"
+$PY -c "
+import sys; sys.path.insert(0, '$HERE/../export')
+import numpy as np, st_read
+meta, ts = st_read.load('$WORK/order-npy.safetensors')
+for n in ('be', 'f', 'bef', 'be1'):
+    want = np.load('$WORK/order/' + n + '.npy')
+    got = ts[n]
+    assert got.dtype.byteorder in '<|=' and got.shape == want.shape, n
+    assert np.array_equal(got, want), n
+" || fail "pack: big-endian and Fortran arrays have numpy's values"
 
 # torch.save files (zip and legacy) against torch.load
 if $PY -c 'import torch' 2>/dev/null; then

@@ -9,7 +9,8 @@
 # with EIO, never give other bytes.  Then xattrs (dtype, byte order, layout, Keras attributes),
 # metadata.json, the ":0" suffix, the rejects refused with one line naming
 # the structure and the byte offset.  Random files: seeds 1-12, libver
-# earliest / latest / v108 by seed.
+# earliest / latest / v108 by seed.  Compound records in gzip chunks
+# longer than the data, and a dataset the reader cannot serve.
 . "$(dirname "$0")/lib.sh"
 need_fuse
 CHECK="$(dirname "$0")/hdf5_check.py"
@@ -38,6 +39,25 @@ for f in "${files[@]}"; do
 	esac
 	unmount "$M"
 done
+
+# jhdf's isssue-523.hdf5 made again (gzip-chunked compound records, one
+# chunk each, unlimited; it was refused whole), and a dataset tensorfs
+# cannot serve: that one fails with EIO and says why, the others are read
+/usr/bin/python3 "$CHECK" records "$WORK/records.h5" || fail "h5py writes records.h5"
+if M=$(mount_container "$WORK/records.h5"); then
+	eq "records.h5: h5py agrees, too_wide alone unreadable" \
+		"$(/usr/bin/python3 "$CHECK" compare "$WORK/records.h5" "$M")" \
+		"3 readable, 1 unreadable"
+	check "records.h5: too_wide says why" sh -c "getfattr --absolute-names \
+		--only-values -n user.tensorfs.unreadable '$M/too_wide' |
+		grep -q 'chunk grid'"
+	eq "records.h5: a record's dtype" "$(getfattr --only-values -n \
+		user.tensorfs.dtype "$M/42571/Protocols/ISO7816/Bits/0/Frames" \
+		2>/dev/null)" void32
+	unmount "$M"
+else
+	fail "mount records.h5"
+fi
 
 # named_checks VALID_DIR REJECT_DIR: the shared set and the project's
 # (tests/fixtures/hdf5/sets.py) hold files of the same names and layouts

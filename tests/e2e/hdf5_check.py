@@ -6,6 +6,9 @@
                                  dtypes, layouts, chunking and filters
   hdf5_check.py paged OUT        70,000 chunks along an unlimited dim: an
                                  extensible array with paged data blocks
+  hdf5_check.py records OUT      gzip-chunked compound datasets, unlimited
+                                 (jhdf's isssue-523.hdf5), and one dataset
+                                 tensorfs cannot serve
   hdf5_check.py compare FILE MNT every dataset of FILE (h5py's walk through
                                  hard links) against its file in MNT
 
@@ -107,6 +110,32 @@ def paged(out):
         d[69000:69010] = 1
 
 
+def records(out):
+    """jhdf's isssue-523.hdf5 made again: compound datasets of shape
+    (102400,) gzip-compressed in one chunk each, unlimited max shape (one
+    with a chunk longer than the data); and one dataset tensorfs cannot
+    serve (a row of chunks above 1 GiB decoded), which must leave only
+    itself unreadable."""
+    dt = np.dtype([('timestamp', '<u8'), ('value', '<f8'), ('flags', '<u4'),
+                   ('name', 'S12')])
+    rng = np.random.default_rng(523)
+    with h5py.File(out, 'w') as f:
+        g = f.create_group('42571/Protocols/ISO7816/Bits/0')
+        for name, n, chunk in (('Frames', 102400, 102400),
+                               ('Edges', 1000, 4096)):
+            data = np.zeros(n, dtype=dt)
+            data['timestamp'] = np.arange(n) * 7
+            data['value'] = rng.random(n)
+            data['flags'] = rng.integers(0, 1 << 32, n, dtype=np.uint32)
+            data['name'] = [b'frame%d' % (i % 997) for i in range(n)]
+            g.create_dataset(name, data=data, chunks=(chunk,),
+                             maxshape=(None,), compression='gzip')
+        big = f.create_dataset('too_wide', shape=(4, 1 << 29), dtype='u1',
+                               chunks=(4, 1024))
+        big[:, :1024] = 1
+        f.create_dataset('plain', data=np.arange(10, dtype='<i4'))
+
+
 def shown(name, siblings):
     if name.endswith(':0') and len(name) > 2 and name[:-2] not in siblings:
         return name[:-2]
@@ -168,5 +197,7 @@ if __name__ == '__main__':
         gen(sys.argv[2], int(sys.argv[3]))
     elif sys.argv[1] == 'paged':
         paged(sys.argv[2])
+    elif sys.argv[1] == 'records':
+        records(sys.argv[2])
     else:
         sys.exit(compare(sys.argv[2], sys.argv[3]))

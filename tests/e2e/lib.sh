@@ -89,9 +89,10 @@ mount_container() {
 	echo "$mnt"
 }
 
-# pid of the daemon serving MOUNTPOINT
+# pid of the daemon serving MOUNTPOINT (not of the fusermount3 that stays
+# to unmount it: its command line ends with the mount point too)
 daemon_pid() {
-	pgrep -f -- " $1\$" | head -n 1
+	pgrep -f -- "^([^ ]*/)?tensorfs .* $1\$" | head -n 1
 }
 
 unmount() {

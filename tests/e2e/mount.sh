@@ -120,4 +120,21 @@ M=$(mount_container "$SAMPLE" -o flat) || fail "mount -o flat"
 check "-o flat: dotted names kept whole" test -f "$M/encoder.layers.0.weight"
 eq "-o flat: 9 tensors + .tensorfs" "$(ls -A "$M" | wc -l)" 10
 unmount "$M"
+
+# du counts the model once: a tensor file its tensor's bytes (not a .npy
+# header), every other file (metadata, the export, previews) one block,
+# not its size (0 would make tar --sparse store it as holes)
+python3 "$TFS_SOURCE_ROOT/tools/make_sample.py" --many 8 1048576 "$WORK/du.zt"
+for opts in export=on npy,previews; do
+	M=$(mount_container "$WORK/du.zt" -o "$opts") || { fail "mount $opts"; continue; }
+	others=$(find "$M" -type f ! -empty ! -path '*/block/*/data*' | wc -l)
+	others=$((others + $(find "$M" -type f -name '*.png' | wc -l)))
+	eq "-o $opts: du counts 8 MiB of tensors + a block per other file" \
+		"$(du -s -B1 "$M" | cut -f1)" $((8 * 1048576 + 512 * others))
+	check "-o $opts: the export is there, $(stat -c %s \
+		"$M/.tensorfs/export/model.safetensors") bytes" \
+		test "$(stat -c %s "$M/.tensorfs/export/model.safetensors")" \
+		-gt $((8 * 1048576))
+	unmount "$M"
+done
 finish

@@ -275,6 +275,24 @@ START_TEST(bad_grids_refused)
 }
 END_TEST
 
+/* records wider than a fill value (HDF5 compounds): taken, unless a fill
+ * value of that width is asked for (jhdf's isssue-523.hdf5, issue 43) */
+START_TEST(wide_records)
+{
+	uint64_t size;
+
+	build();
+	params.itemsize = 32;
+	params.filters[0].arg = 32;
+	params.has_fill = false;
+	ck_assert_int_eq(tfs_chunk_params_check(&params, stored_len, &size), 0);
+	ck_assert_uint_eq(size, ROWS * COLS * 32);
+	params.has_fill = true;
+	ck_assert_int_eq(tfs_chunk_params_check(&params, stored_len, &size),
+			 -EINVAL);
+}
+END_TEST
+
 START_TEST(filters_alone)
 {
 	uint8_t in[100], packed[200], out[100];
@@ -423,6 +441,7 @@ int main(void)
 	tcase_add_test(tc, grid_reads_row_major);
 	tcase_add_test(tc, corrupt_chunk_fails_reads);
 	tcase_add_test(tc, bad_grids_refused);
+	tcase_add_test(tc, wide_records);
 	tcase_add_test(tc, filters_alone);
 	tcase_add_test(tc, one_and_three_dims);
 	suite_add_tcase(s, tc);
