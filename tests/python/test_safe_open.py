@@ -368,3 +368,49 @@ def test_docs_safetensors_example():
     out = subprocess.run(["/usr/bin/python3", "-c", m.group(1)], cwd=ROOT,
                          check=True, capture_output=True, text=True).stdout
     assert out == want
+
+
+# ---- a slice over http: only its bytes (plus whole chunks) are fetched ---
+def test_remote_slice_fetches_the_row_only(tmp_path):
+    served = tmp_path / "served"
+    served.mkdir()
+    rows, width = 512, 8192  # a 16 MiB float32 tensor, 32 KiB a row
+    w = np.arange(rows * width, dtype=np.float32).reshape(rows, width)
+    write_safetensors(str(served / "m.safetensors"), {"w": w})
+    log, faults = tmp_path / "log", tmp_path / "faults.json"
+    faults.write_text("{}")
+    srv = subprocess.Popen(["/usr/bin/python3", os.path.join(
+        ROOT, "tests", "remote", "server.py"), str(served),
+        str(tmp_path / "port"), str(log), str(faults)])
+    try:
+        for _ in range(100):
+            if (tmp_path / "port").exists() and \
+                    (tmp_path / "port").read_text():
+                break
+            subprocess.run(["sleep", "0.05"])
+        url = "http://127.0.0.1:%s/m.safetensors" % (
+            tmp_path / "port").read_text().strip()
+        try:
+            f = safe_open(url)
+        except tensorfs.Error as e:
+            if "not a container" in str(e) or e.errno == 95:
+                pytest.skip("built without remote sources: %s" % e)
+            raise
+        with f:
+            row = f.get_slice("w")[300]
+            np.testing.assert_array_equal(row, w[300])
+            part = f.get_slice("w")[5:7, 100:104]
+            np.testing.assert_array_equal(part, w[5:7, 100:104])
+    finally:
+        srv.terminate()
+        srv.wait()
+    fetched = 0
+    for line in log.read_text().splitlines():
+        f = line.split()
+        if f[2] == "206":
+            a, b = f[3].split("-")
+            fetched += int(b) - int(a) + 1
+    chunk = 256 << 10
+    # the probe's first chunk, the row's chunk, the two rows' chunk
+    assert fetched <= 3 * chunk, fetched
+    assert fetched < w.nbytes // 16
