@@ -302,7 +302,9 @@ class Model(Mapping):
     are keyed by the tensors' paths in the mount instead; paths() lists
     every path, and any path is also a key to []."""
 
-    def __init__(self, path, flat=False, as_=None):
+    _VERIFY = {None: 0, "first": 0, "off": 2, "always": 4}
+
+    def __init__(self, path, flat=False, as_=None, verify=None):
         lib = _library()
         ptr = ctypes.c_void_p()
         err = ctypes.create_string_buffer(1024)
@@ -314,8 +316,12 @@ class Model(Mapping):
         if as_ not in (None, "float32"):
             raise ValueError("tensorfs: as_ is None or 'float32', not %r"
                              % (as_,))
+        if verify not in self._VERIFY:
+            raise ValueError("tensorfs: verify is 'first', 'off' or "
+                             "'always', not %r" % (verify,))
         self._as = as_
-        opts = _Opts(ctypes.sizeof(_Opts), 1 if flat else 0, 0)
+        opts = _Opts(ctypes.sizeof(_Opts),
+                     (1 if flat else 0) | self._VERIFY[verify], 0)
         self.path = path
         self._h = None
         ret = lib.tfs_open(os.fsencode(path), ctypes.byref(opts),
@@ -568,10 +574,12 @@ class Model(Mapping):
         return bad
 
 
-def open(path_or_url, flat=False, as_=None):
+def open(path_or_url, flat=False, as_=None, verify=None):
     """Open a container file, a directory or a URL (docs/remote.md).
-    as_="float32": every numeric tensor as float32 values (dequantized)."""
-    return Model(path_or_url, flat=flat, as_=as_)
+    as_="float32": every numeric tensor as float32 values (dequantized).
+    verify: the container's digests checked on a tensor's "first" read
+    (the default, as the mount), "always" or "off"."""
+    return Model(path_or_url, flat=flat, as_=as_, verify=verify)
 
 
 def load(path, framework=None, as_=None):

@@ -210,16 +210,18 @@ class safe_open:
     framework: "np" (numpy) or "pt" (torch); device: where torch tensors
     go ("cpu": sharing the container's mapping where it can); as_="float32"
     gives every numeric dtype as float32 values (dequantized, converted);
-    flat=True: the mount's --flat."""
+    flat=True: the mount's --flat; verify: the container's digests (zip
+    CRC-32s, zTensor's) checked on a tensor's "first" read (the default),
+    "always" or "off"."""
 
     def __init__(self, filename, framework="np", device="cpu", as_=None,
-                 flat=False):
+                 flat=False, verify=None):
         self._fw = framework_of(framework)
         if self._fw == "np" and device not in (None, "cpu"):
             raise ValueError("tensorfs: numpy arrays are on the cpu, not %r"
                              % (device,))
         self._device = device
-        self._m = Model(filename, flat=flat, as_=as_)
+        self._m = Model(filename, flat=flat, as_=as_, verify=verify)
 
     def __enter__(self):
         return self
@@ -279,10 +281,10 @@ class safe_open:
         return self._m
 
 
-def load_file(filename, framework="np", device="cpu", as_=None):
+def load_file(filename, framework="np", device="cpu", as_=None, verify=None):
     """safetensors' load_file: every tensor of @filename in a dict, key ->
     numpy array or torch tensor (shared with the mapping where it can)"""
     with safe_open(filename, framework=framework, device=device,
-                   as_=as_) as f:
+                   as_=as_, verify=verify) as f:
         return {k: f.get_tensor(k) for k in f.keys()}
 

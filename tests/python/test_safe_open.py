@@ -351,6 +351,9 @@ def test_errors_are_the_cli_lines(tmp_path):
                 f.get_tensor("w")
             assert e.value.errno == 5
             assert str(e.value) == cli_line("cat", bad, "w")
+    # verify="off": the bytes as stored, unchecked (as `-o verify=off`)
+    with safe_open(bad, verify="off") as f:
+        assert f.get_tensor("w").shape == (4,)
     with pytest.raises(ValueError):
         safe_open(sample, framework="tf")
 
