@@ -424,15 +424,36 @@ class Model(Mapping):
         return np.asarray(_Mapped(self._h, addr, dt,
                                   (info["nbytes"] // dt.itemsize,)))
 
-    def _array(self, i, as_=None):
+    def _to_float32(self, info):
+        """how as_="float32" converts tensor @info: None (it does not:
+        float32, complex, not numeric, or not asked), "values" (the
+        library's float32 values of a dtype numpy lacks: dequantized
+        blocks, bfloat16...) or "astype" (numpy's own conversion)"""
+        if self._as != "float32" or not info["numeric"] or \
+                info["dtype"] in ("float32", "complex32", "complex64",
+                                  "complex128"):
+            return None
+        dt = _numpy_dtype(info)
+        return "values" if dt is None or dt.kind == "V" else "astype"
+
+    def _array(self, i):
+        """tensor @i as numpy: its stored dtype, or as_'s"""
+        info = self._infos[i]
+        conv = self._to_float32(info)
+        if conv == "values":
+            return self._decoded(i, info)
+        arr = self._stored(i)
+        if conv == "astype":
+            arr = arr.astype(np.float32)
+            arr.flags.writeable = False
+        return arr
+
+    def _stored(self, i):
+        """tensor @i in its stored dtype (a view of the mapping if it can)"""
         self._ptr()
         info = self._infos[i]
         shape, order = info["shape"], info["order"]
         dt = _numpy_dtype(info)
-        if (as_ or self._as) == "float32" and info["numeric"] and (
-                dt is None or dt.kind == "V" or
-                info["dtype"] == "complex32"):
-            return self._decoded(i, info)
         if info["dtype"] == "complex32":
             shape = shape + (2,)
         if dt is None:
@@ -458,9 +479,7 @@ class Model(Mapping):
     def _decoded(self, i, info):
         """float32 values of a numeric dtype numpy lacks when as_ asks
         (dequantized); else the stored bytes (uint8)"""
-        numeric = info["numeric"] and (self._as == "float32" or
-                                       _numpy_dtype(info) is not None)
-        if numeric:
+        if self._to_float32(info) == "values":
             out = np.empty(info["count"], dtype=np.float32)
             self._read_float32(i, 0, info["count"], out.ctypes.data)
             out = self._shaped(out, info["shape"], info["order"])

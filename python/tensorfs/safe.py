@@ -147,13 +147,14 @@ class Tensor:
         sel = _selection(idx, self.shape)
         keep = tuple(len(r) for r, is_int in sel if not is_int)
         dt = _numpy_dtype(info)
-        if m._as == "float32" and info["numeric"] and (
-                dt is None or dt.kind == "V"):
+        conv = m._to_float32(info)
+        if conv == "values":  # the library's float32 values
             dt = np.dtype(np.float32)
         else:
             mapped = m._mapped(i, dt) if dt is not None else None
             if mapped is not None:  # a view: only its pages are touched
-                return m._shaped(mapped, self.shape, self.order)[idx]
+                out = m._shaped(mapped, self.shape, self.order)[idx]
+                return out.astype(np.float32) if conv else out
         if (dt is None or info["order"] != "C" or dt.byteorder == ">" or
                 info["dtype"] == "complex32" or not dt.itemsize):
             # no element addressing here: the whole tensor, then the slice
@@ -166,13 +167,14 @@ class Tensor:
             self._read_runs(sel, dt, out)
         out = out.reshape([len(r) for r, _ in sel])
         out = out.reshape(keep)
+        if conv == "astype":
+            out = out.astype(np.float32)
         out.flags.writeable = False
         return out
 
     def _read_elems(self, dt, first, count, out):
         """elements [first, first + count) into @out (a flat array)"""
-        if dt == np.float32 and self._m._as == "float32" and \
-                self.dtype != "float32":
+        if self._m._to_float32(self._m._infos[self._i]) == "values":
             self._m._read_float32(self._i, first, count, out.ctypes.data)
         else:
             self._m._read_into(self._i, first * dt.itemsize,
