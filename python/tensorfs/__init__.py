@@ -143,16 +143,13 @@ class AccessError(Error, PermissionError):
 class NoTensorError(Error, KeyError):
     """A name that is not a tensor of the model: also a KeyError"""
 
-    def __str__(self):
-        return self.strerror or ""
 
-
-class TimeoutError_(Error, TimeoutError):
+class TimedOutError(Error, TimeoutError):
     pass
 
 
 _BY_ERRNO = {_errno.ENOENT: NotFoundError, _errno.EACCES: AccessError,
-             _errno.ETIMEDOUT: TimeoutError_}
+             _errno.ETIMEDOUT: TimedOutError}
 
 
 def _error(code, line, filename=None, cls=None):
