@@ -21,6 +21,10 @@
  * metadata have their own locks).  tfs_close() must not race any other
  * call on that model.
  *
+ * Errors: a call that fails also leaves one line saying why (the line the
+ * tensorfs CLI would print, without its program name) for tfs_errmsg(), per
+ * thread: the calling thread's last failure on that model.
+ *
  * Process-wide state (tfs_init): the SIGBUS handler that turns a container
  * truncated under a read into -EIO/-EFAULT instead of a crash, and the
  * openers of remote URLs (http(s)://, s3://, hf://: docs/remote.md).
@@ -43,7 +47,7 @@ extern "C" {
 #endif
 
 /* the version of this API; it grows only compatibly within SONAME 0 */
-#define TFS_API_VERSION 0
+#define TFS_API_VERSION 1 /* 1: tfs_errmsg, tfs_tensor_find_next */
 
 /* an open container (or several, as one tree); opaque */
 struct tfs_model;
@@ -64,9 +68,10 @@ struct tfs_model;
  * changes nothing.  -EINVAL (a bad remote option, said in @err).
  * Thread-safe.
  *
- * Remote containers: a page of a container's header that cannot be fetched
- * while tfs_open() parses it ends the process with SIGBUS (the parsers read
- * the mapping directly); tensor reads after open fail with -EIO instead.
+ * Remote containers: a page of a container that cannot be fetched (while
+ * tfs_open() parses its header, or while a tensor is read) is an error of
+ * that call (-EIO, -ETIMEDOUT, -ESTALE; tfs_errmsg() says which bytes and
+ * why), never a signal.
  */
 TFS_API int tfs_init(unsigned flags, const char *remote_options, char *err,
 		     size_t errlen);
@@ -92,6 +97,14 @@ struct tfs_open_options {
  */
 TFS_API int tfs_open(const char *path, const struct tfs_open_options *opts,
 		     struct tfs_model **out, char *err, size_t errlen);
+
+/*
+ * Why the calling thread's last failed call on @m failed: one line, as the
+ * CLI prints it ("model.safetensors: tensor 'w': digest mismatch: ...");
+ * @m NULL: its last failed tfs_open().  "" when that thread has none.
+ * Valid until the thread's next call into the library.  Since API 1.
+ */
+TFS_API const char *tfs_errmsg(const struct tfs_model *m);
 
 /* Close @m (NULL is ignored); pointers it gave become invalid. */
 TFS_API void tfs_close(struct tfs_model *m);
@@ -135,10 +148,19 @@ TFS_API int tfs_tensor_info(const struct tfs_model *m, size_t index,
 
 /*
  * The index of the tensor whose path in the mount, or else stored name
- * (@len bytes), is @name; -ENOENT.
+ * (@len bytes), is @name; -ENOENT.  Both are looked up in O(log n) and
+ * O(1); of several tensors with that stored name (a directory of several
+ * containers), the first in path order.
  */
 TFS_API ssize_t tfs_tensor_find(const struct tfs_model *m, const char *name,
 				size_t len);
+
+/*
+ * The next tensor after @index with the same stored name, in path order,
+ * or -ENOENT: with tfs_tensor_find(), every tensor of one name.  Since
+ * API 1.
+ */
+TFS_API ssize_t tfs_tensor_find_next(const struct tfs_model *m, size_t index);
 
 /*
  * Copy up to @len bytes of tensor @index from byte @off into @buf (its

@@ -2,18 +2,23 @@
 """Read tensor containers (model checkpoints) with libtensorfs, without FUSE.
 
     import tensorfs
-    with tensorfs.open("model.safetensors") as m:   # also .gguf, .bin, .npz,
-        w = m["embed.weight"]                       # a directory, a URL...
-    weights = tensorfs.load("pytorch_model.bin")    # a dict; no pickle is run
-    tensors = tensorfs.load("model.gguf", framework="torch")
+    with tensorfs.safe_open("model.gguf", framework="pt") as f:  # as in
+        w = f.get_tensor("token_embd.weight")                  # safetensors
+        row = f.get_slice("token_embd.weight")[7]              # its bytes only
+    weights = tensorfs.load_file("pytorch_model.bin")  # no pickle is run
+    with tensorfs.open("model.safetensors") as m:      # also .npz, a URL...
+        w = m["embed.weight"]                          # a mapping
 
 A model is a read-only mapping from stored name to numpy array.  A tensor
 stored raw and little-endian in a local file is a zero-copy, read-only view
 of the file's mapping (the model stays open while any such array lives);
 any other is decoded into a new array: compressed tensors in their dtype,
-big-endian ones converted to native order, dtypes numpy has no type for
-(bfloat16, float8, float4, ggml's quantized blocks...) as float32 values.
-docs/python.md says more.  ctypes over libtensorfs.so.0 and numpy only.
+big-endian ones converted to native order.  bfloat16 and float8 are
+ml_dtypes' types when ml_dtypes is importable, else their exact bytes
+(numpy's |V2, |V1), never converted; ggml's quantized blocks are float32
+values (dequantized).  Every failure raises tensorfs.Error, whose text is
+the line the tensorfs CLI prints.  docs/python.md says more.  ctypes over
+libtensorfs.so.0 and numpy only.
 """
 import ctypes
 import errno as _errno
@@ -24,7 +29,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-__all__ = ["open", "load", "Model", "version"]
+__all__ = ["open", "load", "safe_open", "load_file", "Model", "Tensor",
+           "Error", "init", "version"]
 
 
 class _Info(ctypes.Structure):
@@ -98,19 +104,92 @@ def _library():
             "tfs_getxattr": (S, [P, ctypes.c_char_p, ctypes.c_char_p, P, Z]),
             "tfs_metadata_json": (P, [P, ctypes.POINTER(Z)]),
             "tfs_version": (ctypes.c_char_p, []),
+            "tfs_init": (ctypes.c_int, [ctypes.c_uint, ctypes.c_char_p,
+                                        ctypes.c_char_p, Z]),
+            "tfs_tensor_find": (S, [P, ctypes.c_char_p, Z]),
+            "tfs_listxattr": (S, [P, ctypes.c_char_p, P, Z]),
+            # API 1 (TENSORFS_0.2): absent from an older library
+            "tfs_errmsg": (ctypes.c_char_p, [P]),
+            "tfs_tensor_find_next": (S, [P, Z]),
         }
         for fn, (res, args) in sig.items():
-            f = getattr(lib, fn)
+            f = getattr(lib, fn, None)
+            if f is None:
+                continue
             f.restype = res
             f.argtypes = args
         _lib = lib
         return lib
 
 
-def _fail(ret, what, msg=""):
-    """OSError(errno, ...): FileNotFoundError, PermissionError... by errno"""
+class Error(OSError):
+    """A failure of libtensorfs: .errno, and a text (str(e), .strerror)
+    that is the line the tensorfs CLI prints for it, without "tensorfs: "
+    ("model.gguf: tensor 'w': digest mismatch: ...").  Also
+    FileNotFoundError, PermissionError... by errno (NotFoundError...)."""
+
+    def __str__(self):
+        return self.strerror or ""
+
+
+class NotFoundError(Error, FileNotFoundError):
+    pass
+
+
+class AccessError(Error, PermissionError):
+    pass
+
+
+class NoTensorError(Error, KeyError):
+    """A name that is not a tensor of the model: also a KeyError"""
+
+
+class TimedOutError(Error, TimeoutError):
+    pass
+
+
+_BY_ERRNO = {_errno.ENOENT: NotFoundError, _errno.EACCES: AccessError,
+             _errno.ETIMEDOUT: TimedOutError}
+
+
+def _error(code, line, filename=None, cls=None):
+    cls = cls or _BY_ERRNO.get(code, Error)
+    e = cls(code, line or os.strerror(code))
+    if filename is not None:
+        e.filename = filename
+    return e
+
+
+def _errmsg(lib, ptr):
+    f = getattr(lib, "tfs_errmsg", None)
+    if f is None:
+        return ""
+    line = f(ptr)
+    return line.decode("utf-8", "replace") if line else ""
+
+
+def _fail(ret, what, msg="", ptr=None):
+    """raise the Error of -errno @ret: @msg, else the library's line for
+    this thread's last failure on @ptr, else "@what: strerror" """
     code = -ret
-    raise OSError(code, msg or os.strerror(code), what)
+    if not msg and _lib is not None:
+        msg = _errmsg(_lib, ptr)
+    if not msg:
+        msg = "%s: %s" % (what, os.strerror(code))
+    raise _error(code, msg, what)
+
+
+def init(remote_options=None, sigbus=True):
+    """Optional one-time setup (tfs_init): the remote sources' options as
+    `-o` takes them ("remote_mem=64M,cache_dir=/tmp/c", docs/remote.md);
+    sigbus=False leaves SIGBUS to the program.  Before the first open; a
+    second call raises Error (EALREADY)."""
+    lib = _library()
+    err = ctypes.create_string_buffer(512)
+    opts = remote_options.encode() if remote_options is not None else None
+    ret = lib.tfs_init(0 if sigbus else 1, opts, err, len(err))
+    if ret:
+        _fail(ret, "tensorfs.init", err.value.decode("utf-8", "replace"))
 
 
 class _Handle:
@@ -149,9 +228,31 @@ _NUMPY = {
     "uint64": "<u8", "uint32": "<u4", "uint16": "<u2", "uint8": "u1",
     "bool": "?", "complex64": "<c8", "complex128": "<c16",
 }
+# dtypes numpy lacks, one byte or two per element: ml_dtypes' name
+_ML_DTYPES = {
+    "bfloat16": "bfloat16", "float8_e4m3": "float8_e4m3fn",
+    "float8_e5m2": "float8_e5m2", "float8_e4m3fnuz": "float8_e4m3fnuz",
+    "float8_e5m2fnuz": "float8_e5m2fnuz", "float8_e8m0": "float8_e8m0fnu",
+}
+_ml_dtypes = False  # not yet looked for
+
+
+def _ml_dtype(name):
+    """ml_dtypes' type for @name, or None (no ml_dtypes, or too old)"""
+    global _ml_dtypes
+    if _ml_dtypes is False:
+        try:
+            import ml_dtypes
+            _ml_dtypes = ml_dtypes
+        except ImportError:
+            _ml_dtypes = None
+    t = getattr(_ml_dtypes, _ML_DTYPES[name], None) if _ml_dtypes else None
+    return np.dtype(t) if t is not None else None
 
 
 def _numpy_dtype(info):
+    """numpy's type of a tensor's stored elements, or None (sub-byte and
+    block dtypes: their bytes, or float32 values with as_="float32")"""
     dt = info["dtype"]
     if dt in _NUMPY:
         d = np.dtype(_NUMPY[dt])
@@ -159,15 +260,48 @@ def _numpy_dtype(info):
     if dt == "complex32":  # (real, imaginary) float16 pairs
         d = np.dtype("<f2")
         return d.newbyteorder(">") if info["byte_order"] == "big" else d
+    if dt in _ML_DTYPES and info["byte_order"] == "little":
+        # exact: ml_dtypes' type, else the bytes (|V2), never converted
+        return _ml_dtype(dt) or np.dtype("V%d" % info["itemsize"])
     if dt.startswith("void") and info["itemsize"]:
         return np.dtype("V%d" % info["itemsize"])
     return None
 
 
-class Model(Mapping):
-    """An open container: a read-only mapping from stored name to array."""
+def _info_of(c):
+    """struct tfs_tensor_info as a dict"""
+    info = {
+        "name": ctypes.string_at(c.name, c.name_len).decode(
+            "utf-8", "surrogateescape"),
+        "path": c.path.decode("utf-8", "surrogateescape"),
+        "dtype": c.dtype.decode(),
+        "shape": tuple(c.shape[k] for k in range(c.ndim)),
+        "itemsize": c.itemsize,
+        "nbytes": c.nbytes,
+        "count": c.count,
+        "byte_order": c.byte_order.decode(),
+        "order": c.order.decode(),
+        "role": c.role.decode("utf-8", "surrogateescape")
+        if c.role else None,
+        "raw": bool(c.raw),
+        "numeric": bool(c.numeric),
+    }
+    if c.role:  # a group's component: "GROUP[ROLE]"
+        group = ctypes.string_at(c.group, c.group_len).decode(
+            "utf-8", "surrogateescape")
+        info["name"] = "%s[%s]" % (group, info["role"])
+    return info
 
-    def __init__(self, path, flat=False):
+
+class Model(Mapping):
+    """An open container: a read-only mapping from stored name to array.
+    Names that several tensors share (a directory of several containers)
+    are keyed by the tensors' paths in the mount instead; paths() lists
+    every path, and any path is also a key to []."""
+
+    _VERIFY = {None: 0, "first": 0, "off": 2, "always": 4}
+
+    def __init__(self, path, flat=False, as_=None, verify=None):
         lib = _library()
         ptr = ctypes.c_void_p()
         err = ctypes.create_string_buffer(1024)
@@ -176,8 +310,17 @@ class Model(Mapping):
             _fields_ = [("size", ctypes.c_uint32), ("flags", ctypes.c_uint32),
                         ("cache_size", ctypes.c_uint64)]
 
-        opts = _Opts(ctypes.sizeof(_Opts), 1 if flat else 0, 0)
+        if as_ not in (None, "float32"):
+            raise ValueError("tensorfs: as_ is None or 'float32', not %r"
+                             % (as_,))
+        if verify not in self._VERIFY:
+            raise ValueError("tensorfs: verify is 'first', 'off' or "
+                             "'always', not %r" % (verify,))
+        self._as = as_
+        opts = _Opts(ctypes.sizeof(_Opts),
+                     (1 if flat else 0) | self._VERIFY[verify], 0)
         self.path = path
+        self._h = None
         ret = lib.tfs_open(os.fsencode(path), ctypes.byref(opts),
                            ctypes.byref(ptr), err, len(err))
         if ret:
@@ -185,34 +328,23 @@ class Model(Mapping):
         self._h = _Handle(ptr)
         self._infos = []
         self._index = {}
+        self._by_path = {}
+        names = {}
         for i in range(lib.tfs_tensor_count(ptr)):
             c = _Info()
             ret = lib.tfs_tensor_info(ptr, i, ctypes.byref(c),
                                       ctypes.sizeof(c))
             if ret:
-                _fail(ret, path)
-            info = {
-                "name": ctypes.string_at(c.name, c.name_len).decode(
-                    "utf-8", "surrogateescape"),
-                "path": c.path.decode("utf-8", "surrogateescape"),
-                "dtype": c.dtype.decode(),
-                "shape": tuple(c.shape[k] for k in range(c.ndim)),
-                "itemsize": c.itemsize,
-                "nbytes": c.nbytes,
-                "count": c.count,
-                "byte_order": c.byte_order.decode(),
-                "order": c.order.decode(),
-                "role": c.role.decode("utf-8", "surrogateescape")
-                if c.role else None,
-                "raw": bool(c.raw),
-                "numeric": bool(c.numeric),
-            }
-            if c.role:  # a group's component: "GROUP[ROLE]"
-                group = ctypes.string_at(c.group, c.group_len).decode(
-                    "utf-8", "surrogateescape")
-                info["name"] = "%s[%s]" % (group, info["role"])
+                _fail(ret, path, ptr=ptr)
+            info = _info_of(c)
             self._infos.append(info)
-            self._index.setdefault(info["name"], i)
+            self._by_path[info["path"]] = i
+            names[info["name"]] = names.get(info["name"], 0) + 1
+        for i, info in enumerate(self._infos):
+            # a name several tensors share: each keyed by its path
+            info["key"] = (info["name"] if names[info["name"]] == 1
+                           else info["path"])
+            self._index[info["key"]] = i
 
     # ---- the mapping ------------------------------------------------------
     def _ptr(self):
@@ -220,8 +352,18 @@ class Model(Mapping):
             raise ValueError("tensorfs: the model is closed")
         return self._h.ptr
 
+    def _find(self, name):
+        """the index of key or path @name; NoTensorError (a KeyError)"""
+        i = self._index.get(name)
+        if i is None:
+            i = self._by_path.get(name)
+        if i is None:
+            raise _error(_errno.ENOENT, "%s: %s: no such tensor or path"
+                         % (self.path, name), cls=NoTensorError)
+        return i
+
     def __getitem__(self, name):
-        return self._array(self._index[name])
+        return self._array(self._find(name))
 
     def __iter__(self):
         return iter(self._index)
@@ -235,6 +377,10 @@ class Model(Mapping):
     def __repr__(self):
         return "<tensorfs.Model %r: %d tensors>" % (self.path, len(self))
 
+    def paths(self):
+        """every tensor's path in the mount, in order (`tensorfs ls`)"""
+        return [x["path"] for x in self._infos]
+
     def close(self):
         """Let go of the container.  Arrays that are views of its mapping
         keep it open until they are gone."""
@@ -247,28 +393,74 @@ class Model(Mapping):
         self.close()
 
     # ---- arrays -----------------------------------------------------------
-    def _array(self, i):
+    def _read_into(self, i, off, buf, nbytes):
+        """@nbytes of tensor @i from byte @off into @buf (an address)"""
         ptr = self._ptr()
-        lib, info = self._h.lib, self._infos[i]
+        n = self._h.lib.tfs_read(ptr, i, off, buf, nbytes)
+        if n < 0:
+            _fail(n, self._infos[i]["path"], ptr=ptr)
+        if n != nbytes:
+            _fail(-_errno.EIO, self._infos[i]["path"], "%s: tensor '%s': "
+                  "%d of %d bytes read" % (self.path, self._infos[i]["path"],
+                                           n, nbytes))
+
+    def _read_float32(self, i, first, count, out):
+        ptr = self._ptr()
+        ret = self._h.lib.tfs_read_float32(ptr, i, first, count, out)
+        if ret:
+            _fail(ret, self._infos[i]["path"], ptr=ptr)
+
+    def _mapped(self, i, dt):
+        """tensor @i's bytes in the mapping as a flat array, or None"""
+        info = self._infos[i]
+        if dt.byteorder == ">" or not info["raw"] or not dt.itemsize:
+            return None
+        addr = self._h.lib.tfs_tensor_data(self._ptr(), i)
+        if not addr:
+            return None
+        return np.asarray(_Mapped(self._h, addr, dt,
+                                  (info["nbytes"] // dt.itemsize,)))
+
+    def _to_float32(self, info):
+        """how as_="float32" converts tensor @info: None (it does not:
+        float32, complex, not numeric, or not asked), "values" (the
+        library's float32 values of a dtype numpy lacks: dequantized
+        blocks, bfloat16...) or "astype" (numpy's own conversion)"""
+        if self._as != "float32" or not info["numeric"] or \
+                info["dtype"] in ("float32", "complex32", "complex64",
+                                  "complex128"):
+            return None
+        dt = _numpy_dtype(info)
+        return "values" if dt is None or dt.kind == "V" else "astype"
+
+    def _array(self, i):
+        """tensor @i as numpy: its stored dtype, or as_'s"""
+        info = self._infos[i]
+        conv = self._to_float32(info)
+        if conv == "values":
+            return self._decoded(i, info)
+        arr = self._stored(i)
+        if conv == "astype":
+            arr = arr.astype(np.float32)
+            arr.flags.writeable = False
+        return arr
+
+    def _stored(self, i):
+        """tensor @i in its stored dtype (a view of the mapping if it can)"""
+        self._ptr()
+        info = self._infos[i]
         shape, order = info["shape"], info["order"]
         dt = _numpy_dtype(info)
         if info["dtype"] == "complex32":
             shape = shape + (2,)
         if dt is None:
             return self._decoded(i, info)
-        if dt.byteorder != ">" and info["raw"]:
-            addr = lib.tfs_tensor_data(ptr, i)
-            if addr:
-                arr = np.asarray(_Mapped(self._h, addr, dt,
-                                         (info["nbytes"] // dt.itemsize,)))
-                return self._shaped(arr, shape, order)
+        arr = self._mapped(i, dt)
+        if arr is not None:
+            return self._shaped(arr, shape, order)
         buf = np.empty(info["nbytes"] // dt.itemsize if dt.itemsize else 0,
                        dtype=dt)
-        n = lib.tfs_read(ptr, i, 0, buf.ctypes.data, info["nbytes"])
-        if n < 0:
-            _fail(n, info["name"])
-        if n != info["nbytes"]:
-            _fail(-_errno.EIO, info["name"], "short read")
+        self._read_into(i, 0, buf.ctypes.data, info["nbytes"])
         if dt.byteorder == ">":
             buf = buf.astype(dt.newbyteorder("="))
         buf = self._shaped(buf, shape, order)
@@ -282,34 +474,25 @@ class Model(Mapping):
         return arr.reshape(shape)
 
     def _decoded(self, i, info):
-        """float32 values of a dtype numpy lacks; opaque bytes as uint8"""
-        ptr = self._ptr()
-        lib = self._h.lib
-        if info["numeric"]:
+        """float32 values of a numeric dtype numpy lacks when as_ asks
+        (dequantized); else the stored bytes (uint8)"""
+        if self._to_float32(info) == "values":
             out = np.empty(info["count"], dtype=np.float32)
-            ret = lib.tfs_read_float32(ptr, i, 0, info["count"],
-                                       out.ctypes.data)
-            if ret:
-                _fail(ret, info["name"])
+            self._read_float32(i, 0, info["count"], out.ctypes.data)
             out = self._shaped(out, info["shape"], info["order"])
         else:
             out = np.empty(info["nbytes"], dtype=np.uint8)
-            n = lib.tfs_read(ptr, i, 0, out.ctypes.data, info["nbytes"])
-            if n < 0:
-                _fail(n, info["name"])
+            self._read_into(i, 0, out.ctypes.data, info["nbytes"])
         out.flags.writeable = False
         return out
 
     def raw_bytes(self, name):
         """the tensor's own bytes, as stored (decoded when compressed)"""
-        i = self._index[name]
+        i = self._find(name)
         info = self._infos[i]
         buf = ctypes.create_string_buffer(info["nbytes"] or 1)
-        ptr = self._ptr()
-        n = self._h.lib.tfs_read(ptr, i, 0, buf, info["nbytes"])
-        if n < 0:
-            _fail(n, name)
-        return buf.raw[:n]
+        self._read_into(i, 0, buf, info["nbytes"])
+        return buf.raw[:info["nbytes"]]
 
     # ---- about the container ---------------------------------------------
     @property
@@ -324,7 +507,7 @@ class Model(Mapping):
         ptr = self._ptr()
         p = self._h.lib.tfs_metadata_json(ptr, ctypes.byref(n))
         if not p:
-            raise MemoryError("tensorfs: metadata")
+            _fail(-_errno.ENOMEM, self.path, ptr=ptr)
         return json.loads(ctypes.string_at(p, n.value).decode("utf-8"))
 
     def info(self, name=None):
@@ -332,7 +515,7 @@ class Model(Mapping):
         byte order, order...).  Without: the container's summary (format,
         tensors, parameters, bytes, bytes per dtype)."""
         if name is not None:
-            return dict(self._infos[self._index[name]])
+            return dict(self._infos[self._find(name)])
         per = {}
         for x in self._infos:
             per[x["dtype"]] = per.get(x["dtype"], 0) + x["nbytes"]
@@ -344,26 +527,57 @@ class Model(Mapping):
             "dtypes": per,
         }
 
+    def _node_path(self, name):
+        return self._infos[self._find(name)]["path"] if name else ""
+
     def xattr(self, name, key):
         """xattr @key ("dtype" or "user.tensorfs.dtype") of tensor @name's
         file in the mount (name "" : the root), as bytes; None if absent"""
-        path = self._infos[self._index[name]]["path"] if name else ""
+        path = os.fsencode(self._node_path(name))
         ptr = self._ptr()
         lib = self._h.lib
-        n = lib.tfs_getxattr(ptr, os.fsencode(path), key.encode(), None, 0)
+        n = lib.tfs_getxattr(ptr, path, key.encode(), None, 0)
         if n == -_errno.ENODATA:
             return None
         if n < 0:
-            _fail(n, name)
+            _fail(n, name, ptr=ptr)
         buf = ctypes.create_string_buffer(n or 1)
-        n = lib.tfs_getxattr(ptr, os.fsencode(path), key.encode(), buf, n)
+        n = lib.tfs_getxattr(ptr, path, key.encode(), buf, n)
         if n < 0:
-            _fail(n, name)
+            _fail(n, name, ptr=ptr)
         return buf.raw[:n]
+
+    def xattrs(self, name=""):
+        """every xattr of tensor @name's file ("" : the root): a dict from
+        the name without "user.tensorfs." to its value (str, or bytes when
+        not UTF-8)"""
+        path = os.fsencode(self._node_path(name))
+        ptr = self._ptr()
+        lib = self._h.lib
+        n = lib.tfs_listxattr(ptr, path, None, 0)
+        if n < 0:
+            _fail(n, name, ptr=ptr)
+        buf = ctypes.create_string_buffer(n or 1)
+        n = lib.tfs_listxattr(ptr, path, buf, n)
+        if n < 0:
+            _fail(n, name, ptr=ptr)
+        out = {}
+        for key in buf.raw[:n].split(b"\0"):
+            if not key:
+                continue
+            v = self.xattr(name, key.decode())
+            k = key.decode()
+            k = k[len("user.tensorfs."):] if k.startswith(
+                "user.tensorfs.") else k
+            try:
+                out[k] = v.decode("utf-8")
+            except UnicodeDecodeError:
+                out[k] = v
+        return out
 
     def verify(self):
         """What `tensorfs verify` checks, every tensor: a dict of the
-        tensors that fail, name -> why (empty: all good)."""
+        tensors that fail, key -> why (empty: all good)."""
         ptr = self._ptr()
         lib = self._h.lib
         msg = ctypes.create_string_buffer(512)
@@ -371,41 +585,36 @@ class Model(Mapping):
         for i, x in enumerate(self._infos):
             ret = lib.tfs_verify(ptr, i, msg, len(msg))
             if ret < 0:
-                bad[x["name"]] = (msg.value.decode("utf-8", "replace") or
-                                  os.strerror(-ret))
+                bad[x["key"]] = (msg.value.decode("utf-8", "replace") or
+                                 os.strerror(-ret))
         return bad
 
 
-def open(path_or_url, flat=False):
-    """Open a container file, a directory or a URL (docs/remote.md)."""
-    return Model(path_or_url, flat=flat)
+def open(path_or_url, flat=False, as_=None, verify=None):
+    """Open a container file, a directory or a URL (docs/remote.md).
+    as_="float32": every numeric tensor as float32 values (dequantized).
+    verify: the container's digests checked on a tensor's "first" read
+    (the default, as the mount), "always" or "off"."""
+    return Model(path_or_url, flat=flat, as_=as_, verify=verify)
 
 
-def _to_torch(torch, model, name, arr):
-    info = model.info(name)
-    if info["dtype"] == "bfloat16" and info["byte_order"] == "little":
-        raw = np.frombuffer(model.raw_bytes(name), dtype="<i2").copy()
-        return torch.from_numpy(raw.reshape(info["shape"])).view(
-            torch.bfloat16)
-    widen = {np.dtype("uint16"): np.int32, np.dtype("uint32"): np.int64}
-    if arr.dtype in widen:
-        arr = arr.astype(widen[arr.dtype])
-    # a copy: torch has no read-only tensors, and the mapping is read-only
-    return torch.from_numpy(np.array(arr, order="C"))
-
-
-def load(path, framework=None):
-    """Every tensor of @path in a dict, stored name -> numpy array (or torch
-    tensor with framework="torch", copied into torch's own memory)."""
-    with open(path) as m:
-        if framework is None or framework == "numpy":
+def load(path, framework=None, as_=None):
+    """Every tensor of @path in a dict, key -> numpy array (or torch tensor
+    with framework="torch"/"pt", sharing the mapping where it can)."""
+    fw = _frameworks.framework_of(framework)
+    with open(path, as_=as_) as m:
+        if fw == "np":
             return {k: m[k] for k in m}
-        if framework != "torch":
-            raise ValueError("tensorfs.load: framework is numpy or torch")
-        import torch
-        return {k: _to_torch(torch, m, k, m[k]) for k in m}
+        return {k: _frameworks.to_torch(m[k], m.info(k)["dtype"],
+                                        "%s: tensor '%s'"
+                                        % (path, m.info(k)["path"]))
+                for k in m}
 
 
 def version():
     """libtensorfs's version"""
     return _library().tfs_version().decode()
+
+
+from . import _frameworks  # noqa: E402 (they use the names above)
+from .safe import Tensor, load_file, safe_open  # noqa: E402

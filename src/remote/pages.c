@@ -3,7 +3,8 @@
  * The mapping of a remote source (a memfd the size of the object): whole
  * pages installed as they arrive (UFFDIO_COPY, else pwrite), and the
  * userfaultfd's thread, which fetches a page an access found missing and
- * wakes it (or makes it SIGBUS when it cannot be had).
+ * wakes it (or, when it cannot be had, makes it SIGBUS, or zeros that the
+ * library reports as the failure).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -101,6 +102,20 @@ static void poison(struct remote *r, uint64_t page_off)
 	     r->poison_fd, 0);
 }
 
+/* library mode: a zero page there, and the failure counted */
+static void zero_fill(struct remote *r, uint64_t page_off, int err)
+{
+	struct uffdio_zeropage z;
+
+	tfs_remote_fault_failed(r, page_off, err);
+	memset(&z, 0, sizeof(z));
+	z.range.start = (uint64_t)(uintptr_t)(r->map + page_off);
+	z.range.len = r->page;
+	z.mode = UFFDIO_ZEROPAGE_MODE_DONTWAKE;
+	if (ioctl(r->uffd, UFFDIO_ZEROPAGE, &z) && errno != EEXIST)
+		poison(r, page_off); /* no other way out: SIGBUS */
+}
+
 static void *fault_loop(void *arg)
 {
 	struct remote *r = arg;
@@ -137,7 +152,9 @@ static void *fault_loop(void *arg)
 				       strerror(-ret));
 			_exit(4);
 		}
-		if (ret)
+		if (ret && tfs_remote_fails_as_zeros())
+			zero_fill(r, off, ret);
+		else if (ret)
 			poison(r, off);
 		tfs_remote_wake_range(r, off, page);
 	}

@@ -40,6 +40,7 @@
 static struct tfs_remote_config config;
 static bool configured;
 static bool mounted; /* a failed fetch no longer ends the process */
+static bool zero_failed; /* ... but reads as zeros, remembered (library) */
 static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct remote *all;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -66,6 +67,17 @@ void tfs_remote_mounted(void)
 bool tfs_remote_is_mounted(void)
 {
 	return mounted;
+}
+
+void tfs_remote_fail_as_zeros(void)
+{
+	mounted = true;
+	zero_failed = true;
+}
+
+bool tfs_remote_fails_as_zeros(void)
+{
+	return zero_failed;
 }
 
 void tfs_remote_log(const struct remote *r, const char *fmt, ...)
@@ -302,6 +314,35 @@ int tfs_remote_list(const char *dir, char ***names, size_t *n,
 	tfs_diag_clear(d);
 	return tfs_remote_list_with(dir, config.insecure,
 				    (long)config.timeout_ms, names, n, d);
+}
+
+/* the library's failed page faults (tfs_remote_faults_failed) */
+static pthread_mutex_t fault_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long faults_failed;
+static char fault_line[512];
+
+void tfs_remote_fault_failed(const struct remote *r, uint64_t off, int err)
+{
+	pthread_mutex_lock(&fault_lock);
+	faults_failed++;
+	snprintf(fault_line, sizeof(fault_line),
+		 "%s: bytes %llu-%llu: cannot fetch: %s", r->shown,
+		 (unsigned long long)off,
+		 (unsigned long long)(off + r->page - 1),
+		 strerror(err == -EAGAIN ? EIO : -err));
+	pthread_mutex_unlock(&fault_lock);
+}
+
+unsigned long tfs_remote_faults_failed(char *msg, size_t len)
+{
+	unsigned long n;
+
+	pthread_mutex_lock(&fault_lock);
+	n = faults_failed;
+	if (len)
+		snprintf(msg, len, "%s", fault_line);
+	pthread_mutex_unlock(&fault_lock);
+	return n;
 }
 
 int tfs_remote_stats(const struct tfs_source *s, struct tfs_remote_stats *st)

@@ -69,6 +69,20 @@ TFS_PRIVATE int tfs_remote_open(struct tfs_source *s, const char *url,
  */
 TFS_PRIVATE void tfs_remote_mounted(void);
 
+/*
+ * The library (src/lib): a page fault that cannot be fetched neither ends
+ * the process nor raises SIGBUS; the page reads as zeros, and the failure
+ * is counted (tfs_remote_faults_failed) for the caller to report instead
+ * of what it parsed or read from the mapping.
+ */
+void tfs_remote_fail_as_zeros(void);
+
+/*
+ * How many page faults could not be fetched so far (process-wide), and
+ * the last one's line in @msg ("URL: bytes A-B: cannot fetch: REASON").
+ */
+unsigned long tfs_remote_faults_failed(char *msg, size_t len);
+
 /* the finder tfs_source_url_index() uses: s3:// prefixes, hf:// repos */
 TFS_PRIVATE int tfs_remote_find_index(const char *url, char **dir, char **index,
 				      struct tfs_diag *d);

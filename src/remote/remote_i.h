@@ -171,6 +171,10 @@ void tfs_remote_log(const struct remote *r, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 /* tfs_remote_mounted() was called: a failed fault no longer exits */
 bool tfs_remote_is_mounted(void);
+/* tfs_remote_fail_as_zeros() was called */
+bool tfs_remote_fails_as_zeros(void);
+/* page @off of @r could not be fetched (-@err) and reads as zeros */
+void tfs_remote_fault_failed(const struct remote *r, uint64_t off, int err);
 
 /* transfer.c */
 CURL *tfs_remote_new_handle(const struct remote *r);

@@ -439,6 +439,9 @@ int tfs_remote_probe(struct remote *r, struct tfs_diag *d, uint8_t **first,
 		usleep((useconds_t)wait * 1000);
 		wait *= 2;
 	}
+	/* a cut or failing transfer after the retries: EIO, as for a read */
+	if (ret == -EAGAIN)
+		ret = -EIO;
 	if (ret) {
 		tfs_diag_set(d, ret, "%s", why);
 		goto out;

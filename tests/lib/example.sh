@@ -37,14 +37,16 @@ dynsyms() { # FILE DEF|UND: "NAME NODE" of every defined or imported symbol
 version=$("$TENSORFS" --version | awk 'NR == 1 { print $2 }')
 private=TENSORFS_PRIVATE_$version
 defined=$(dynsyms "$lib" DEF)
-public=$(echo "$defined" | awk '$2 == "TENSORFS_0" { print $1 }')
+public=$(echo "$defined" | awk '$2 ~ /^TENSORFS_0(\.[0-9]+)?$/ { print $1 }' | sort)
 want=$(grep -v '^#' "$hdr" | grep -o 'TFS_API [^(]*(' | sed 's/.*[ *]\(tfs_[a-z0-9_]*\)(/\1/' |
 	sort)
 check "tensorfs.h declares an API" test -n "$want"
-eq "TENSORFS_0 exports exactly the TFS_API functions of tensorfs.h" \
+eq "TENSORFS_0 and its later nodes (0.2) export exactly tensorfs.h's TFS_API" \
 	"$public" "$want"
 eq "nothing exported outside TENSORFS_0 and $private" \
-	"$(echo "$defined" | awk -v p="$private" '$2 != "TENSORFS_0" && $2 != p')" ""
+	"$(echo "$defined" | awk -v p="$private" '$2 !~ /^TENSORFS_0(\.[0-9]+)?$/ && $2 != p')" ""
+eq "tfs_errmsg came in TENSORFS_0.2 (TENSORFS_0 never grows)" \
+	"$(echo "$defined" | awk '$1 == "tfs_errmsg" { print $2 }')" TENSORFS_0.2
 exported_private=$(echo "$defined" | awk -v p="$private" '$2 == p { print $1 }')
 check "tensorfs links libtensorfs.so.0" \
 	sh -c "readelf -d '$TENSORFS' | grep -q 'NEEDED.*\[libtensorfs\.so\.0\]'"
@@ -112,8 +114,11 @@ if [ -n "$init" ] && /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
 	out=$(PYTHONPATH=$pydir TENSORFS_LIBRARY=$lib /usr/bin/python3 -c "
 import tensorfs
 m = tensorfs.open('$SAMPLE')
-print(m.format, len(m), m['embed.weight'].shape, tensorfs.version())")
-	eq "the installed module reads the sample" "$out" "ztensor 9 (8, 4) 0.1.0"
+print(m.format, len(m), m['embed.weight'].shape, tensorfs.version())
+with tensorfs.safe_open('$SAMPLE') as f:
+    print(len(f.keys()), f.get_slice('embed.weight')[1:3].shape)")
+	eq "the installed module reads the sample" "$out" \
+		"$(printf 'ztensor 9 (8, 4) 0.1.0\n9 (2, 4)')"
 fi
 
 # docs/library.md's example, as written there

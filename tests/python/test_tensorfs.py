@@ -120,16 +120,25 @@ def test_every_dtype_against_the_file_bytes():
         np.testing.assert_array_equal(got, want)
         checked += 1
     assert checked >= 12
-    # bfloat16: the top half of a float32, as float32 values
+    # bfloat16 and float8: their exact bytes (ml_dtypes' types when it is
+    # there, else |V2 and |V1), never float32 values
     bits = np.frombuffer(st_bytes(EVERY, "bf16"), dtype="<u2")
-    want = (bits.astype(np.uint32) << 16).view(np.float32)
     got = m["bf16"]
+    assert got.dtype.itemsize == 2 and got.shape == (2,)
+    assert got.dtype != np.float32
+    assert got.tobytes() == st_bytes(EVERY, "bf16")
+    f8 = np.frombuffer(st_bytes(EVERY, "f8a"), dtype="u1")
+    assert m["f8a"].dtype.itemsize == 1
+    assert m["f8a"].tobytes() == f8.tobytes()
+    # as_="float32": values, asked for. bfloat16: the top half of a float32
+    m32 = tensorfs.open(EVERY, as_="float32")
+    want = (bits.astype(np.uint32) << 16).view(np.float32)
+    got = m32["bf16"]
     assert got.dtype == np.float32 and got.shape == (2,)
     np.testing.assert_array_equal(got, want)
     # float8_e5m2: the top byte of a float16
-    f8 = np.frombuffer(st_bytes(EVERY, "f8a"), dtype="u1")
     want = (f8.astype(np.uint16) << 8).view("<f2").astype(np.float32)
-    np.testing.assert_array_equal(m["f8a"], want)
+    np.testing.assert_array_equal(m32["f8a"], want)
 
 
 def test_numpy_files_decoded_converted_and_fortran(tmp_path):
@@ -269,7 +278,10 @@ def test_torch_saved_checkpoint(tmp_path, zipped):
         assert torch.equal(got[k], want[k]), k
     arrays = tensorfs.load(str(path))
     np.testing.assert_array_equal(arrays["t"], want["t"].numpy())
-    np.testing.assert_array_equal(arrays["bf"], want["bf"].float().numpy())
+    assert arrays["bf"].tobytes() == want["bf"].view(torch.int16).numpy(
+    ).tobytes()
+    np.testing.assert_array_equal(tensorfs.load(str(path), as_="float32")[
+        "bf"], want["bf"].float().numpy())
 
 
 def test_docs_python_example():

@@ -8,10 +8,12 @@ as one line: "METHOD PATH STATUS FIRST-LAST [cut] START END" (bytes of
 the body, "-" for none; "cut" when cut short; when the request came and
 when its answer was sent, monotonic seconds).  Faults come from the JSON
 file FAULTS, re-read on every request:
-  {"delay": seconds, "status": [code, times], "truncate": [bytes, times]}
+  {"delay": seconds, "status": [code, times], "truncate": [bytes, times],
+   "after": requests}
 "status" answers `times` requests with `code`; "truncate" cuts `times`
-bodies after `bytes` bytes (the connection is then closed).  The counts
-start again whenever the file's text changes.
+bodies after `bytes` bytes (the connection is then closed); "after": both
+only once that many requests were answered whole.  The counts start again
+whenever the file's text changes.
 S3: with TFS_S3_ID and TFS_S3_SECRET in the environment, every request
 must carry a valid AWS Signature Version 4 (Authorization header, checked
 by sigv4_signature below, itself checked against AWS's published example
@@ -74,7 +76,7 @@ HF_TOKEN = os.environ.get("TFS_HF_TOKEN")
 PAGE_S3 = int(os.environ.get("TFS_S3_PAGE", "1000"))
 PAGE_HUB = int(os.environ.get("TFS_HUB_PAGE", "1000"))
 lock = threading.Lock()
-used = {"status": 0, "truncate": 0, "text": ""}
+used = {"status": 0, "truncate": 0, "seen": 0, "text": ""}
 
 
 def faults():
@@ -86,7 +88,7 @@ def faults():
         text = "{}"
     with lock:
         if text != used["text"]:
-            used.update(status=0, truncate=0, text=text)
+            used.update(status=0, truncate=0, seen=0, text=text)
     try:
         return json.loads(text)
     except ValueError:
@@ -240,7 +242,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             time.sleep(f["delay"])
         st = f.get("status")
         with lock:
-            hit = st and used["status"] < st[1]
+            used["seen"] += 1
+            early = used["seen"] <= f.get("after", 0)
+            hit = st and not early and used["status"] < st[1]
             if hit:
                 used["status"] += 1
         if hit:
@@ -279,7 +283,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             code = 206
         tr = f.get("truncate")
         with lock:
-            cut = tr and used["truncate"] < tr[1]
+            cut = tr and not early and used["truncate"] < tr[1]
             if cut:
                 used["truncate"] += 1
         if self.command == "HEAD":

@@ -206,7 +206,7 @@ START_TEST(corrupt_member)
 {
 	struct tfs_model *m =
 		open_ok(tu_testdata("npy/corrupt/stored_crc_mismatch.npz"));
-	char msg[256], b[16];
+	char msg[256], b[16], want[1024];
 	size_t i, bad = 0;
 
 	for (i = 0; i < tfs_tensor_count(m); i++) {
@@ -218,9 +218,63 @@ START_TEST(corrupt_member)
 		ck_assert_str_ne(msg, "");
 		ck_assert_ptr_null(tfs_tensor_data(m, i));
 		ck_assert_int_eq(tfs_read(m, i, 0, b, sizeof(b)), -EIO);
+		/* the line `tensorfs cat` prints, after its program name */
+		snprintf(want, sizeof(want),
+			 "%s: tensor 'w': %s; its reads fail with EIO",
+			 tu_testdata("npy/corrupt/stored_crc_mismatch.npz"),
+			 msg);
+		ck_assert_str_eq(tfs_errmsg(m), want);
+		/* the reason stays with the tensor: a second read says it */
+		ck_assert_int_eq(tfs_read(m, i, 0, b, sizeof(b)), -EIO);
+		ck_assert_str_eq(tfs_errmsg(m), want);
+		ck_assert_str_eq(tfs_errmsg(NULL), "");
 		bad++;
 	}
 	ck_assert_uint_eq(bad, 1);
+	tfs_close(m);
+}
+END_TEST
+
+/* a directory of containers holding the same stored names: find and
+ * find_next give every tensor of a name once, in order, as a scan does */
+START_TEST(same_names)
+{
+	struct tfs_model *m = open_ok(tu_testdata("gguf/valid"));
+	struct tfs_tensor_info t, u;
+	size_t n = tfs_tensor_count(m), i, k, want, got, repeated = 0;
+	ssize_t j, prev;
+
+	ck_assert_uint_gt(n, 10);
+	for (i = 0; i < n; i++) {
+		ck_assert_int_eq(tfs_tensor_info(m, i, &t, sizeof(t)), 0);
+		want = 0;
+		for (k = 0; k < n; k++) {
+			ck_assert_int_eq(tfs_tensor_info(m, k, &u, sizeof(u)),
+					 0);
+			want += u.name_len == t.name_len &&
+				!memcmp(u.name, t.name, t.name_len);
+		}
+		repeated += want > 1;
+		got = 0;
+		prev = -1;
+		for (j = tfs_tensor_find(m, t.name, t.name_len); j >= 0;
+		     j = tfs_tensor_find_next(m, (size_t)j)) {
+			ck_assert_int_gt(j, prev);
+			ck_assert_int_eq(
+				tfs_tensor_info(m, (size_t)j, &u, sizeof(u)),
+				0);
+			ck_assert_uint_eq(u.name_len, t.name_len);
+			ck_assert_mem_eq(u.name, t.name, t.name_len);
+			prev = j;
+			got++;
+		}
+		ck_assert_int_eq(j, -ENOENT);
+		ck_assert_uint_eq(got, want);
+	}
+	ck_assert_uint_gt(repeated, 0);
+	ck_assert_int_eq(tfs_tensor_find(m, "no such", 7), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(tfs_errmsg(m), "no such: no such tensor"));
+	ck_assert_int_eq(tfs_tensor_find_next(m, n), -ENOENT);
 	tfs_close(m);
 }
 END_TEST
@@ -236,6 +290,7 @@ START_TEST(open_errors)
 			 -ENOENT);
 	ck_assert_ptr_null(m);
 	ck_assert_ptr_nonnull(strstr(err, "No such file"));
+	ck_assert_str_eq(tfs_errmsg(NULL), err);
 	ck_assert_int_eq(tfs_open(tu_testdata("npy/not_npz/text_files.zip"),
 				  NULL, &m, err, sizeof(err)),
 			 -ENOEXEC);
@@ -312,6 +367,7 @@ int main(void)
 	tcase_add_test(tc, compressed_is_copied);
 	tcase_add_test(tc, byte_order_and_order);
 	tcase_add_test(tc, corrupt_member);
+	tcase_add_test(tc, same_names);
 	tcase_add_test(tc, open_errors);
 	tcase_add_test(tc, concurrent_reads);
 	suite_add_tcase(s, tc);
