@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -301,12 +302,22 @@ static int read_metadata(struct tfl *z)
 		if (ret < 0)
 			return ret;
 		bi = ret ? tfs_load_le(z->fb.p + pos, 4) : 0;
-		if (bi >= z->nbufs)
-			return tfs_diag_at(z->d, -EBADMSG, ret ? pos : t.pos,
-					   "Metadata.buffer: buffer index "
-					   "%" PRIu64 " out of range (%" PRIu32
-					   " buffers)",
-					   bi, z->nbufs);
+		if (bi >= z->nbufs) {
+			/* names a buffer no tensor is served from */
+			e = json_pack("{s:o,s:I}", "name",
+				      str_json(name.p ? name.p : "", name.len),
+				      "buffer", (json_int_t)bi);
+			if (!e || json_array_append_new(list, e) ||
+			    tfs_builder_warn(z->b, ret ? pos : t.pos,
+					     "Metadata.buffer: buffer index "
+					     "%" PRIu64
+					     " out of range (%" PRIu32
+					     " buffers): ignored (it changes "
+					     "no byte served)",
+					     bi, z->nbufs))
+				return oom(z);
+			continue;
+		}
 		buf = &z->bufs[bi];
 		e = json_pack("{s:o,s:I,s:I}", "name",
 			      str_json(name.p ? name.p : "", name.len),
@@ -351,11 +362,42 @@ struct tfl_quant {
 };
 
 /*
- * Read and check QuantizationParameters @q of a tensor of @ndim dims
- * (@shape: NULL when unknown).
+ * A quantization field that does not fit the tensor: a warning naming the
+ * tensor @nm (NULL: the tensor was read before, say nothing), never a
+ * refusal. The served bytes are the stored integers whatever the scales
+ * say (TFLite Micro ships models whose rank-1 biases declare axis 3);
+ * metadata.json and the xattrs keep the fields as stored.
+ */
+static int quant_warn(struct tfl *z, const char *nm, uint64_t at,
+		      const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int quant_warn(struct tfl *z, const char *nm, uint64_t at,
+		      const char *fmt, ...)
+{
+	char what[160];
+	va_list ap;
+
+	if (!nm)
+		return 0;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	return tfs_builder_warn(z->b, at,
+				"tensor '%s': QuantizationParameters.%s: "
+				"ignored (it changes no byte served)",
+				nm, what)
+		       ? oom(z)
+		       : 0;
+}
+
+/*
+ * Read QuantizationParameters @q of a tensor of @ndim dims (@shape: NULL
+ * when unknown); fields that do not fit the tensor are warnings (see
+ * quant_warn) when @nm names it.
  */
 static int read_quant(struct tfl *z, const struct tfs_fb_table *q,
-		      uint32_t ndim, const uint64_t *shape, struct tfl_quant *o)
+		      uint32_t ndim, const uint64_t *shape, const char *nm,
+		      struct tfl_quant *o)
 {
 	struct tfs_fb_table det;
 	uint64_t v, pos = 0;
@@ -395,25 +437,24 @@ static int read_quant(struct tfl *z, const struct tfs_fb_table *q,
 	v = ret ? tfs_load_le(z->fb.p + pos, 4) : 0;
 	o->axis = (int32_t)(uint32_t)v;
 	if (o->zp.count && o->zp.count != o->scale.count)
-		return tfs_diag_at(z->d, -EBADMSG, o->zp.at,
-				   "QuantizationParameters.zero_point: %" PRIu32
-				   " entries, but %" PRIu32 " scales",
-				   o->zp.count, o->scale.count);
+		return quant_warn(z, nm, o->zp.at,
+				  "zero_point: %" PRIu32 " entries, but "
+				  "%" PRIu32 " scales",
+				  o->zp.count, o->scale.count);
 	if (o->scale.count > 1) {
 		if (o->axis < 0 || (uint64_t)o->axis >= ndim)
-			return tfs_diag_at(
-				z->d, -EBADMSG, ret ? pos : q->pos,
-				"QuantizationParameters.quantized_dimension: "
-				"%" PRId64 " is not a dimension of a rank-"
-				"%" PRIu32 " tensor",
-				o->axis, ndim);
+			return quant_warn(z, nm, ret ? pos : q->pos,
+					  "quantized_dimension: %" PRId64
+					  " is not a dimension of a rank-"
+					  "%" PRIu32 " tensor",
+					  o->axis, ndim);
 		if (shape && shape[o->axis] != o->scale.count)
-			return tfs_diag_at(
-				z->d, -EBADMSG, o->scale.at,
-				"QuantizationParameters.scale: %" PRIu32
-				" entries for dimension %" PRId64
-				" of size %" PRIu64,
-				o->scale.count, o->axis, shape[o->axis]);
+			return quant_warn(z, nm, o->scale.at,
+					  "scale: %" PRIu32 " entries for "
+					  "dimension %" PRId64 " of size "
+					  "%" PRIu64,
+					  o->scale.count, o->axis,
+					  shape[o->axis]);
 	}
 	return 0;
 }
@@ -744,7 +785,7 @@ static int read_tensor(struct tfl *z, const struct tfs_fb_table *sg,
 		ret = read_quant(z, &c.quant, c.ndim,
 				 c.buffer && buf->size && !negative ? c.shape
 								    : NULL,
-				 &q);
+				 nm, &q);
 		if (ret)
 			return ret;
 	}
@@ -947,8 +988,8 @@ static int add_const(struct tfl *z, const struct tfl_const *c,
 	if (ret)
 		return oom(z);
 	if (c->has_quant) {
-		/* checked when the tensor was read */
-		ret = read_quant(z, &c->quant, c->ndim, c->shape, &q);
+		/* read and warned about when the tensor was read */
+		ret = read_quant(z, &c->quant, c->ndim, c->shape, NULL, &q);
 		ret = ret ? ret : quant_xattrs(z, h, &q, c->desc);
 	}
 	return ret;
