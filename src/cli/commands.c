@@ -81,6 +81,16 @@ int tfs_cli_open_inputs(char *const *inputs, int n,
 		ret = tfs_image_open_files(img, (const char *const *)inputs,
 					   (size_t)n, opts, &d);
 	if (ret) {
+		/* of several files, the one that failed, as it was given */
+		for (i = 0; n > 1 && d.file[0] && i < (uint32_t)n; i++) {
+			const char *base = strrchr(inputs[i], '/');
+
+			if (strcmp(base ? base + 1 : inputs[i], d.file) == 0) {
+				path = inputs[i];
+				d.file[0] = '\0';
+				break;
+			}
+		}
 		tfs_diag_format(&d, line, sizeof(line));
 		tfs_cli_say(stderr, "%s: %s: %s\n", tfs_progname,
 			    tfs_cli_shown(path, shown, sizeof(shown)), line);

@@ -188,8 +188,9 @@ static char *strip_extension(const char *rel)
 }
 
 /*
- * @d = @from with its message prefixed by @file (the message names the
- * file); @format fills an empty format.  @from may be @d.
+ * @d = @from, failed in @file (a file of a directory or of a list: the
+ * message names it once, first); @format fills an empty format.  @from
+ * may be @d.  A file inside a file already named goes into the message.
  */
 static void diag_in_file(struct tfs_diag *d, const struct tfs_diag *from,
 			 const char *file, const char *format)
@@ -197,8 +198,10 @@ static void diag_in_file(struct tfs_diag *d, const struct tfs_diag *from,
 	struct tfs_diag f = *from;
 
 	*d = f;
-	snprintf(d->msg, sizeof(d->msg), "%.60s: %.*s", file,
-		 (int)sizeof(d->msg) - 64, f.msg);
+	if (f.file[0])
+		snprintf(d->msg, sizeof(d->msg), "%.100s: %.*s", f.file,
+			 (int)sizeof(d->msg) - 104, f.msg);
+	snprintf(d->file, sizeof(d->file), "%s", file);
 	if (!d->format)
 		d->format = format;
 }
