@@ -756,8 +756,8 @@ int tfs_cmd_info(int argc, char **argv)
 		printf("format:   %s (%s)\n", tfs_format_shown(img->format),
 		       img->format->description);
 	else
-		printf("format:   %s (%u containers)\n", img->tree->format,
-		       img->nsrcs);
+		printf("format:   %s (%u container%s)\n", img->tree->format,
+		       img->ncontainers, img->ncontainers == 1 ? "" : "s");
 	for (size = 0, k = 0; k < img->nsrcs; k++)
 		size += img->srcs[k].size;
 	printf("size:     %llu bytes\n", (unsigned long long)size);

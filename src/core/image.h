@@ -63,6 +63,8 @@ struct tfs_image {
 	const struct tfs_format *format; /* the reader; NULL for several */
 	struct tfs_skipped *skipped;	 /* directory mounts */
 	uint32_t nskipped;
+	/* srcs[0, ncontainers) are the containers, then their companions */
+	uint32_t ncontainers;
 	struct tfs_read_state *rs; /* private: the read path's state */
 };
 
