@@ -770,9 +770,13 @@ int tfs_cmd_info(int argc, char **argv)
 	       img->tree->ntensors == 1 ? "tensor" : "tensors",
 	       (unsigned long long)total);
 	if (ranges)
-		printf("shared:   %u tensors share %u stored range%s (tied "
-		       "weights): counted once\n",
-		       sharing, ranges, ranges == 1 ? "" : "s");
+		printf("shared:   %u tensors share %u stored range%s (%s): "
+		       "counted once\n",
+		       sharing, ranges, ranges == 1 ? "" : "s",
+		       !img->format		  ? "tied weights or shared "
+						    "constants"
+		       : img->format->shared_name ? img->format->shared_name
+						  : "tied weights");
 	print_summary(img->tree, repeat, total);
 	free(repeat);
 	n = tfs_tree_resolve(img->tree, ".tensorfs/metadata.json");

@@ -109,6 +109,12 @@ struct tfs_format {
 	 * only, not as a container of its own.  Looks at names only.
 	 */
 	bool (*covers)(const struct tfs_source *src, const char *name);
+	/*
+	 * What tensors stored in one range are in this format, for info
+	 * ("shared constants": OpenVINO's converter deduplicates constants);
+	 * NULL: "tied weights".
+	 */
+	const char *shared_name;
 };
 
 /*

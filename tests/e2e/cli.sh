@@ -33,6 +33,13 @@ check "info names the format" grep -q '^format: *ztensor' <<<"$out"
 check "info counts tensors" grep -q '^tensors: *9 tensors, 328 bytes' <<<"$out"
 check "info: one tensor is \"1 tensor\"" grep -q '^tensors: *1 tensor, 32 bytes' \
 	<<<"$("$TENSORFS" info "$TFS_TESTDATA/tsr/valid/fp32_3d_2x2x2.tsr")"
+# a directory: the containers that mount, not their companion files (a
+# bundle's .data shard) nor files that are no container
+mkdir -p "$WORK/counted"
+cp "$TFS_TESTDATA"/tf_checkpoint/valid/tiny/* "$TFS_TESTDATA/tflite/valid/types.tflite" "$WORK/counted/"
+echo "a readme" >"$WORK/counted/README.md"
+check "info DIR: 2 containers (tiny.index, types.tflite)" \
+	grep -q '^format: *directory (2 containers)$' <<<"$("$TENSORFS" info "$WORK/counted" 2>/dev/null)"
 # tied weights (tests/fixtures/pytorch/generate.py: 'é' is 'a.0', 24
 # float32 of one storage): their bytes and parameters counted once
 # (all: 69 parameters, 277 bytes; without the copy: 45, 181)

@@ -114,6 +114,14 @@ suite() {
 	check "info: layers" grep -q '^layers: *26 (13 Const), 1 input, 1 output' "$WORK/info.out"
 	# 12 + 4 + 8 + 4 + 1 + 2 + 2 + 3 + 6 + 3 + 10 + 3 + 1 elements
 	check "info: parameters" grep -q '^parameters: 59$' "$WORK/info.out"
+	# two Consts of one range (the converter deduplicates constants):
+	# "shared constants", not "tied weights"
+	mkdir -p "$WORK/dedup"
+	sed 's/shape="2,4" offset="64"/shape="2,4" offset="48"/' "$X" >"$WORK/dedup/m.xml"
+	cp "${X%.xml}.bin" "$WORK/dedup/m.bin"
+	check "info: shared constants" grep -q \
+		'^shared: *2 tensors share 1 stored range (shared constants): counted once$' \
+		<<<"$("$TENSORFS" info "$WORK/dedup/m.xml")"
 }
 
 suite "$TFS_TESTDATA/openvino" model/tiny_mlp.xml
