@@ -950,7 +950,7 @@ int tfs_cmd_verify(int argc, char **argv)
 		.what = "Check every structural rule, digest and compressed "
 			"tensor; exit 2 on a failure."};
 	unsigned failed = 0, digests = 0, unknown = 0, decoded = 0, skipped = 0,
-		 warnings;
+		 left_out = 0, warnings;
 	char shown[1024];
 	uint64_t total;
 	uint32_t k, idx;
@@ -969,6 +969,14 @@ int tfs_cmd_verify(int argc, char **argv)
 		total += v[k]->stored_length;
 	tfs_progress_start(&p, "verifying", total);
 	warnings = print_warnings(img);
+	/* a directory's containers left out as malformed or unreadable fail
+	 * (an unsupported one is said at open, as every left out one is) */
+	for (k = 0; k < img->nskipped; k++)
+		if (img->skipped[k].err != -ENOTSUP) {
+			left_out++;
+			tfs_cli_say(stdout, "FAILED   %s: left out: %s\n",
+				    img->skipped[k].path, img->skipped[k].why);
+		}
 	for (k = 0; k < img->tree->ntensors; k++) {
 		idx = (uint32_t)(v[k] - img->tree->tensors);
 		p.done_before = p.now;
@@ -1013,14 +1021,15 @@ int tfs_cmd_verify(int argc, char **argv)
 	tfs_cli_say(stdout,
 		    "%s: %u %s, %u ok, %u failed, %u skipped; %u %s checked, "
 		    "%u with an unknown algorithm (not checked), %u decoded; "
-		    "%u %s\n",
+		    "%u %s; %u %s left out as malformed or unreadable\n",
 		    tfs_cli_shown(argv[i], shown, sizeof(shown)),
 		    img->tree->ntensors,
 		    img->tree->ntensors == 1 ? "tensor" : "tensors",
 		    img->tree->ntensors - failed - skipped, failed, skipped,
 		    digests, digests == 1 ? "digest" : "digests", unknown,
-		    decoded, warnings, warnings == 1 ? "warning" : "warnings");
+		    decoded, warnings, warnings == 1 ? "warning" : "warnings",
+		    left_out, left_out == 1 ? "container" : "containers");
 	free(v);
 	tfs_image_close(img);
-	return failed ? TFS_EXIT_MALFORMED : TFS_EXIT_OK;
+	return failed || left_out ? TFS_EXIT_MALFORMED : TFS_EXIT_OK;
 }

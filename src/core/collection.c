@@ -295,6 +295,7 @@ static int add_skipped(struct tfs_image *img, const char *rel,
 	ns = &img->skipped[img->nskipped];
 	ns->path = strdup(rel);
 	ns->why = strdup(why);
+	ns->err = cd->err ? cd->err : -EBADMSG;
 	if (!ns->path || !ns->why) {
 		free(ns->path);
 		free(ns->why);

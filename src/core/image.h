@@ -53,6 +53,9 @@ struct tfs_read_state;
 struct tfs_skipped {
 	char *path; /* relative to the mounted directory */
 	char *why;  /* one line: "FORMAT: MESSAGE (at byte offset N)" */
+	/* the reader's -errno: -ENOTSUP well formed but not supported;
+	 * others malformed or unreadable */
+	int err;
 };
 
 struct tfs_image {

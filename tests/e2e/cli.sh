@@ -40,6 +40,18 @@ cp "$TFS_TESTDATA"/tf_checkpoint/valid/tiny/* "$TFS_TESTDATA/tflite/valid/types.
 echo "a readme" >"$WORK/counted/README.md"
 check "info DIR: 2 containers (tiny.index, types.tflite)" \
 	grep -q '^format: *directory (2 containers)$' <<<"$("$TENSORFS" info "$WORK/counted" 2>/dev/null)"
+# verify DIR: a container left out as malformed fails it (exit 2, counted
+# in the summary); a file that is no container (README.md) does not
+"$TENSORFS" verify "$WORK/counted" >"$WORK/v.out" 2>/dev/null
+eq "verify DIR of good containers: exit 0" "$?" 0
+cp "$TFS_TESTDATA/tflite/reject/string_offsets.tflite" "$WORK/counted/bad.tflite"
+"$TENSORFS" verify "$WORK/counted" >"$WORK/v.out" 2>/dev/null
+eq "verify DIR with a corrupt container: exit 2" "$?" 2
+check "verify DIR: the corrupt one is a FAILED line" \
+	grep -q '^FAILED   bad.tflite: left out: tflite: .*string offset' "$WORK/v.out"
+check "verify DIR: counted in the summary" \
+	grep -q '; 1 container left out as malformed or unreadable$' "$WORK/v.out"
+rm "$WORK/counted/bad.tflite"
 # tied weights (tests/fixtures/pytorch/generate.py: 'é' is 'a.0', 24
 # float32 of one storage): their bytes and parameters counted once
 # (all: 69 parameters, 277 bytes; without the copy: 45, 181)
