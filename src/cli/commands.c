@@ -733,13 +733,34 @@ static void print_json_safe(const char *s, size_t len)
 /* metadata.json above this size is not printed by info */
 #define INFO_METADATA_MAX (64u << 10)
 
+struct info_opts {
+	bool full;
+};
+
+static bool info_option(void *ctx, const char *opt)
+{
+	struct info_opts *o = ctx;
+
+	if (strcmp(opt, "--full") == 0)
+		return o->full = true;
+	return false;
+}
+
 int tfs_cmd_info(int argc, char **argv)
 {
 	struct tfs_image *img;
 	static const struct tfs_cli_cmd a = {
 		.no_export = true,
 		.tail = "",
-		.what = "Format, size, tensor count and the container's metadata."};
+		.what = "Format, size, tensor count and a summary of the "
+			"container's metadata.",
+		.opts_usage = "[--full]",
+		.opts_help = "  --full   the whole metadata.json, not its "
+			     "summary\n",
+		.option = info_option,
+	};
+	struct info_opts o = {0};
+	char *summary, *line, *save = NULL;
 	const struct tfs_node *meta;
 	char shown[1024];
 	uint64_t size, total = 0;
@@ -747,7 +768,7 @@ int tfs_cmd_info(int argc, char **argv)
 	bool *repeat;
 	int i, ni, ret;
 
-	ret = tfs_cli_open_cmd(argc, argv, &a, NULL, &img, &i, &ni);
+	ret = tfs_cli_open_cmd(argc, argv, &a, &o, &img, &i, &ni);
 	if (ret)
 		return TFS_CLI_OPENED(ret);
 	tfs_cli_say(stdout, "file:     %s\n",
@@ -789,6 +810,13 @@ int tfs_cmd_info(int argc, char **argv)
 				"metadata: large, not printed: tensorfs "
 				"cat %s .tensorfs/metadata.json\n",
 				tfs_cli_shown(argv[i], shown, sizeof(shown)));
+		} else if (!o.full && (summary = tfs_cli_meta_summary(
+					       meta->mem, meta->mem_len))) {
+			/* each line with its control bytes escaped */
+			for (line = strtok_r(summary, "\n", &save); line;
+			     line = strtok_r(NULL, "\n", &save))
+				tfs_cli_say(stdout, "%s\n", line);
+			free(summary);
 		} else {
 			printf("metadata: ");
 			print_json_safe(meta->mem, meta->mem_len);
