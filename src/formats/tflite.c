@@ -846,6 +846,166 @@ static int read_subgraph(struct tfl *z, const struct tfs_fb_vec *sv,
 	return 0;
 }
 
+/* ---- custom operators -----------------------------------------------------
+ */
+
+#define TFL_BUILTIN_CUSTOM 32
+
+/* operator @oi of subgraph @sg: a custom op into @ops (name: count, bytes) */
+static int custom_op(struct tfl *z, const struct tfs_fb_table *sg,
+		     const struct tfs_fb_vec *ov, uint32_t oi,
+		     const struct tfs_fb_vec *codes, json_t *ops,
+		     struct tfs_diag *d)
+{
+	struct tfs_fb_table op, oc;
+	struct tfs_fb_vec opts;
+	struct tfs_fb_str name;
+	uint64_t idx, dep, code, large;
+	json_t *e, *n, *b;
+	char key[TFS_PRINTABLE_MAX];
+	int ret;
+
+	ret = tfs_fb_vec_table(&z->fb, sg, ov, oi, "SubGraph.operators", &op,
+			       d);
+	ret = ret ? ret
+		  : tfs_fb_scalar(&z->fb, &op, 0, 4, 0, "Operator.opcode_index",
+				  &idx, d);
+	if (ret)
+		return ret;
+	if (idx >= codes->count)
+		return tfs_diag_at(d, -EBADMSG, op.pos,
+				   "Operator.opcode_index: %" PRIu64
+				   " out of range (%" PRIu32 " codes)",
+				   idx, codes->count);
+	ret = tfs_fb_vec_table(&z->fb, &z->model, codes, (uint32_t)idx,
+			       "Model.operator_codes", &oc, d);
+	ret = ret ? ret
+		  : tfs_fb_scalar(&z->fb, &oc, 0, 1, 0,
+				  "OperatorCode.deprecated_builtin_code", &dep,
+				  d);
+	ret = ret ? ret
+		  : tfs_fb_scalar(&z->fb, &oc, 3, 4, 0,
+				  "OperatorCode.builtin_code", &code, d);
+	if (ret)
+		return ret;
+	/* the larger of the two (schema v3a: 127 is "look at builtin_code") */
+	code = (int32_t)code > (int8_t)dep ? (int32_t)code : (int8_t)dep;
+	if (code != TFL_BUILTIN_CUSTOM)
+		return 0;
+	ret = tfs_fb_string(&z->fb, &oc, 1, "OperatorCode.custom_code", &name,
+			    d);
+	if (ret >= 0)
+		ret = tfs_fb_vector(&z->fb, &op, 5, 1, UINT32_MAX,
+				    "Operator.custom_options", &opts, d);
+	if (ret >= 0)
+		ret = tfs_fb_scalar(&z->fb, &op, 10, 8, 0,
+				    "Operator.large_custom_options_size",
+				    &large, d);
+	if (ret < 0)
+		return ret;
+	tfs_name_printable(key, sizeof(key), name.p ? name.p : "", name.len);
+	e = json_object_get(ops, key);
+	if (!e && (!(e = json_pack("{s:i,s:i}", "operators", 0, "options_bytes",
+				   0)) ||
+		   json_object_set_new(ops, key, e)))
+		return oom(z);
+	n = json_object_get(e, "operators");
+	b = json_object_get(e, "options_bytes");
+	/* large options lie past the flatbuffer: below 2^62 each, counted */
+	large = large < (1ull << 62) ? large : 1ull << 62;
+	if (json_integer_set(n, json_integer_value(n) + 1) ||
+	    json_integer_set(b, json_integer_value(b) + (json_int_t)opts.count +
+					(json_int_t)large))
+		return oom(z);
+	return 0;
+}
+
+/* info's line: "NAME: N operators, B bytes of options; ..." (at most 20) */
+static int custom_ops_line(struct tfl *z, const json_t *ops)
+{
+	char *p = NULL;
+	size_t len = 0, k = 0;
+	FILE *f = open_memstream(&p, &len);
+	const char *name;
+	json_t *e;
+	int ret;
+
+	if (!f)
+		return -ENOMEM;
+	json_object_foreach((json_t *)ops, name, e)
+	{
+		if (k++ == 20) {
+			fprintf(f, "; %zu more (metadata.json)",
+				json_object_size(ops) - 20);
+			break;
+		}
+		fprintf(f, "%s%s: %lld operator%s, %lld bytes of options",
+			k > 1 ? "; " : "", name,
+			(long long)json_integer_value(
+				json_object_get(e, "operators")),
+			json_integer_value(json_object_get(e, "operators")) == 1
+				? ""
+				: "s",
+			(long long)json_integer_value(
+				json_object_get(e, "options_bytes")));
+	}
+	if (fclose(f))
+		return -ENOMEM;
+	ret = tfs_builder_set_xattr_str(z->b, TFS_BUILDER_ROOT,
+					"info.custom_ops", p);
+	free(p);
+	return ret;
+}
+
+/*
+ * The custom operators (EdgeTPU's, TFLite_Detection_PostProcess...):
+ * their payloads are options, not tensors, so a model may have none of
+ * its bytes in files; metadata.json "custom_ops" says what it holds (name:
+ * operators, options bytes).  They change no byte served: a field that
+ * cannot be read is a warning, never a refusal.
+ */
+static int read_custom_ops(struct tfl *z, const struct tfs_fb_vec *sv)
+{
+	struct tfs_fb_vec codes, ov;
+	struct tfs_fb_table sg;
+	struct tfs_diag d;
+	json_t *ops = json_object();
+	uint32_t si, oi;
+	int ret;
+
+	tfs_diag_clear(&d);
+	if (!ops)
+		return oom(z);
+	ret = tfs_fb_vector(&z->fb, &z->model, 1, 4, TFL_MAX_COUNT,
+			    "Model.operator_codes", &codes, &d);
+	for (si = 0; ret >= 0 && si < sv->count; si++) {
+		ret = tfs_fb_vec_table(&z->fb, &z->model, sv, si,
+				       "Model.subgraphs", &sg, &d);
+		if (!ret)
+			ret = tfs_fb_vector(&z->fb, &sg, 3, 4, TFL_MAX_COUNT,
+					    "SubGraph.operators", &ov, &d);
+		for (oi = 0; ret >= 0 && oi < ov.count; oi++)
+			ret = custom_op(z, &sg, &ov, oi, &codes, ops, &d);
+	}
+	if (ret == -ENOMEM) {
+		json_decref(ops);
+		return oom(z);
+	}
+	if (ret < 0 && tfs_builder_warn(z->b, d.has_offset ? d.offset : 0,
+					"custom operators not listed: %s: "
+					"ignored (it changes no byte served)",
+					d.msg)) {
+		json_decref(ops);
+		return oom(z);
+	}
+	if (!json_object_size(ops)) {
+		json_decref(ops);
+		return 0;
+	}
+	return custom_ops_line(z, ops) ? oom(z)
+				       : set_new(z, z->meta, "custom_ops", ops);
+}
+
 /* ---- paths ----------------------------------------------------------------
  */
 
@@ -1097,6 +1257,9 @@ static int tfl_load(const struct tfs_source *src, struct tfs_builder *b,
 		if (ret)
 			goto out;
 	}
+	ret = read_custom_ops(&z, &sv);
+	if (ret)
+		goto out;
 	ret = tfs_fb_vector(&z.fb, &z.model, 9, 4, TFL_MAX_COUNT,
 			    "Model.external_buffers", &ext, d);
 	if (ret < 0)

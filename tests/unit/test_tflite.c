@@ -424,7 +424,7 @@ START_TEST(generated_valid)
 	}
 	fclose(f);
 	tfs_image_close(img);
-	ck_assert_uint_eq(rows, 39);
+	ck_assert_uint_eq(rows, 40);
 }
 END_TEST
 
@@ -542,6 +542,41 @@ START_TEST(quantization_warnings)
 }
 END_TEST
 
+/*
+ * Custom operators (EdgeTPU's): their name, how many, and the bytes of
+ * their options in metadata.json (generate.py custom_ops: two
+ * edgetpu-custom-op of 300 and 20 bytes, one detection op without
+ * options; CONV_2D and a builtin above 127 are not custom)
+ */
+START_TEST(custom_ops)
+{
+	struct tfs_image *img;
+	struct tfs_diag d;
+	json_t *meta, *ops, *want;
+
+	ck_assert_int_eq(
+		tu_load_file(tu_testdata("tflite/valid/custom_ops.tflite"),
+			     &img, &d),
+		0);
+	meta = tu_meta_json(img, "metadata.json");
+	ops = json_object_get(meta, "custom_ops");
+	want = json_pack("{s:{s:i,s:i},s:{s:i,s:i}}", "edgetpu-custom-op",
+			 "operators", 2, "options_bytes", 320,
+			 "TFLite_Detection_PostProcess", "operators", 1,
+			 "options_bytes", 0);
+	ck_assert_msg(json_equal(ops, want), "%s",
+		      json_dumps(ops, JSON_COMPACT));
+	ck_assert_ptr_null(json_object_get(meta, "warnings"));
+	tu_expect_xattr(img, "", "info.custom_ops",
+			"edgetpu-custom-op: 2 operators, 320 bytes of "
+			"options; TFLite_Detection_PostProcess: 1 operator, "
+			"0 bytes of options");
+	json_decref(want);
+	json_decref(meta);
+	tfs_image_close(img);
+}
+END_TEST
+
 /* reject.tsv: file, errno, a word of the message, byte offset */
 START_TEST(generated_rejects)
 {
@@ -615,6 +650,7 @@ int main(void)
 	tcase_add_test(tc, generated_listed);
 	tcase_add_test(tc, generated_rejects);
 	tcase_add_test(tc, quantization_warnings);
+	tcase_add_test(tc, custom_ops);
 	tcase_add_test(tc, every_truncation);
 	suite_add_tcase(s, tc);
 	return tu_run(s);
