@@ -52,6 +52,30 @@ check "verify DIR: the corrupt one is a FAILED line" \
 check "verify DIR: counted in the summary" \
 	grep -q '; 1 container left out as malformed or unreadable$' "$WORK/v.out"
 rm "$WORK/counted/bad.tflite"
+# ls --json and info --json: the same facts as the text forms, and the
+# tensors' bytes as cat gives them
+F="$TFS_TESTDATA/tflite/valid/types.tflite"
+"$TENSORFS" ls --json "$F" >"$WORK/ls.json"
+eq "ls --json: the rows of ls" \
+	"$(python3 -c 'import json, sys
+for t in json.load(open(sys.argv[1])):
+    print(t["name"], t["dtype"], "[" + ",".join(map(str, t["shape"])) + "]", t["bytes"])' "$WORK/ls.json")" \
+	"$("$TENSORFS" ls "$F" | tr -s ' ')"
+eq "ls --json: bytes are what cat serves" \
+	"$(python3 -c 'import json, sys; t = json.load(open(sys.argv[1]))[3]; print(t["path"], t["bytes"])' "$WORK/ls.json")" \
+	"$(python3 -c 'import json, sys; t = json.load(open(sys.argv[1]))[3]; print(t["path"])' "$WORK/ls.json") $("$TENSORFS" cat "$F" "$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[3]["path"])' "$WORK/ls.json")" | wc -c)"
+"$TENSORFS" info --json "$F" >"$WORK/info.json"
+eq "info --json: format, tensors, parameters, version" \
+	"$(python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+print(d["format"], d["tensors"], d["parameters"], d["metadata"]["version"], d["dtypes"][0]["dtype"])' "$WORK/info.json")" \
+	"tflite 15 36 3 $("$TENSORFS" info "$F" | sed -n 's/^dtypes: *\([a-z0-9]*\) .*/\1/p')"
+eq "info --json of a directory: its containers, what was left out" \
+	"$(cp "$TFS_TESTDATA/tflite/reject/string_offsets.tflite" "$WORK/counted/bad.tflite"
+	"$TENSORFS" info --json "$WORK/counted" 2>/dev/null | python3 -c 'import json, sys
+d = json.load(sys.stdin)
+print(d["format"], d["containers"], [e["path"] for e in d["left_out"]])'; rm "$WORK/counted/bad.tflite")" \
+	"directory 2 ['bad.tflite']"
 # tied weights (tests/fixtures/pytorch/generate.py: 'é' is 'a.0', 24
 # float32 of one storage): their bytes and parameters counted once
 # (all: 69 parameters, 277 bytes; without the copy: 45, 181)
