@@ -76,6 +76,22 @@ eq "info --json of a directory: its containers, what was left out" \
 d = json.load(sys.stdin)
 print(d["format"], d["containers"], [e["path"] for e in d["left_out"]])'; rm "$WORK/counted/bad.tflite")" \
 	"directory 2 ['bad.tflite']"
+# bash completion (data/completion/tensorfs.bash): subcommands, options,
+# -o mount options, the tensors of the given file
+# complete WORD...: what completing the last word offers, one a line
+complete_words() {
+	bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _tensorfs
+		printf "%s\n" "${COMPREPLY[@]}"' _ "$TFS_SOURCE_ROOT/data/completion/tensorfs.bash" "$@" 2>/dev/null
+}
+check "completion: subcommands" grep -qx stats <<<"$(complete_words "$TENSORFS" st)"
+eq "completion: ls options" "$(complete_words "$TENSORFS" ls --j)" "--json"
+eq "completion: -o mount options" "$(complete_words "$TENSORFS" -o cache_s)" "cache_size="
+eq "completion: -o after a comma" "$(complete_words "$TENSORFS" -o npy,verif)" "npy,verify="
+eq "completion: the tensors of the file for cat" \
+	"$(complete_words "$TENSORFS" cat "$TFS_TESTDATA/tflite/valid/types.tflite" t/int | sort)" \
+	"$(printf 't/int16\nt/int32\nt/int4_packed\nt/int64')"
+eq "completion: xattr too" \
+	"$(complete_words "$TENSORFS" xattr "$TFS_TESTDATA/tflite/valid/types.tflite" t/sc)" "t/scalar"
 # tied weights (tests/fixtures/pytorch/generate.py: 'é' is 'a.0', 24
 # float32 of one storage): their bytes and parameters counted once
 # (all: 69 parameters, 277 bytes; without the copy: 45, 181)
