@@ -185,4 +185,11 @@ void tfs_usage(FILE *f);
 
 extern const char *tfs_progname;
 
+/*
+ * info's summary of metadata.json (@text, @len bytes): lines of text, one
+ * a member, long lists cut (info_summary.c); to free().  NULL when it is
+ * not a JSON object or out of memory.
+ */
+char *tfs_cli_meta_summary(const char *text, size_t len);
+
 #endif

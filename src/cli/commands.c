@@ -14,6 +14,8 @@
 #include <unistd.h>
 #include <wchar.h>
 
+#include <jansson.h>
+
 #include "cli/cli.h"
 #include "core/checked.h"
 #include "codec/codec.h"
@@ -81,6 +83,16 @@ int tfs_cli_open_inputs(char *const *inputs, int n,
 		ret = tfs_image_open_files(img, (const char *const *)inputs,
 					   (size_t)n, opts, &d);
 	if (ret) {
+		/* of several files, the one that failed, as it was given */
+		for (i = 0; n > 1 && d.file[0] && i < (uint32_t)n; i++) {
+			const char *base = strrchr(inputs[i], '/');
+
+			if (strcmp(base ? base + 1 : inputs[i], d.file) == 0) {
+				path = inputs[i];
+				d.file[0] = '\0';
+				break;
+			}
+		}
 		tfs_diag_format(&d, line, sizeof(line));
 		tfs_cli_say(stderr, "%s: %s: %s\n", tfs_progname,
 			    tfs_cli_shown(path, shown, sizeof(shown)), line);
@@ -355,13 +367,82 @@ static int ls_row(const struct tfs_tree *t, const struct tfs_tensor *x,
 	return 0;
 }
 
+struct ls_opts {
+	bool paths, json;
+};
+
 static bool ls_option(void *ctx, const char *opt)
 {
-	bool *paths = ctx;
+	struct ls_opts *o = ctx;
 
 	if (strcmp(opt, "--paths") == 0)
-		return *paths = true;
+		return o->paths = true;
+	if (strcmp(opt, "--json") == 0)
+		return o->json = true;
 	return false;
+}
+
+/* a name as a JSON string: itself when UTF-8, else its escaped text */
+static json_t *name_json(const char *p, size_t len)
+{
+	json_t *s = json_stringn(p, len);
+	char *safe;
+
+	if (s)
+		return s;
+	safe = tfs_text_safe_dup(p, len);
+	s = safe ? json_string(safe) : NULL;
+	free(safe);
+	return s;
+}
+
+/*
+ * ls --json: [{"name", "path", "dtype", "shape": [...], "bytes"}, ...]
+ * ("group" and "role" for a component of a group), sorted as ls sorts;
+ * the form is stable (docs/tensorfs.1)
+ */
+static int ls_json(const struct tfs_tree *t, const struct tfs_tensor **v)
+{
+	json_t *arr = json_array(), *o, *shape;
+	const struct tfs_xattr *g;
+	uint32_t k, d;
+
+	for (k = 0; arr && k < t->ntensors; k++) {
+		const struct tfs_tensor *x = v[k];
+
+		shape = json_array();
+		for (d = 0; shape && d < x->ndim; d++)
+			if (json_array_append_new(
+				    shape,
+				    json_integer((json_int_t)x->shape[d])))
+				shape = NULL;
+		o = json_pack("{s:o,s:o,s:s,s:o,s:I}", "name",
+			      name_json(x->name, x->name_len), "path",
+			      name_json(x->path, strlen(x->path)), "dtype",
+			      x->view ? tfs_dtype_name(x->view) : x->dtype,
+			      "shape", shape, "bytes",
+			      (json_int_t)(x->view ? x->view_size : x->size));
+		g = x->group != TFS_NO_NODE
+			    ? tfs_tree_xattr(t, x->group,
+					     TFS_XATTR_PREFIX "name")
+			    : NULL;
+		if (o && g &&
+		    (json_object_set_new(o, "group",
+					 name_json(g->value, g->len)) ||
+		     json_object_set_new(o, "role",
+					 json_string(x->role ?: ""))))
+			o = NULL;
+		if (!o || json_array_append_new(arr, o)) {
+			json_decref(arr);
+			return -ENOMEM;
+		}
+	}
+	if (!arr)
+		return -ENOMEM;
+	json_dumpf(arr, stdout, JSON_INDENT(1));
+	putchar('\n');
+	json_decref(arr);
+	return 0;
 }
 
 int tfs_cmd_ls(int argc, char **argv)
@@ -372,23 +453,31 @@ int tfs_cmd_ls(int argc, char **argv)
 		.what = "List every tensor: its stored name, dtype, shape and "
 			"bytes, in aligned\ncolumns (a component of a group: "
 			"the group's name and [ROLE]).",
-		.opts_usage = "[--paths]",
-		.opts_help = "  --paths  add each tensor's path in the mount\n",
+		.opts_usage = "[--paths] [--json]",
+		.opts_help = "  --paths  add each tensor's path in the mount\n"
+			     "  --json   one JSON document: name, path, dtype, "
+			     "shape, bytes\n",
 		.option = ls_option,
 	};
+	struct ls_opts o = {0};
 	struct tfs_image *img;
 	const struct tfs_tensor **v;
 	struct ls_row *rows;
 	int i, n, ret, wn = 4, wd = 5, ws = 2, wb = 1, len;
-	bool paths = false;
 	char num[24];
 	uint32_t k, nt;
 
-	ret = tfs_cli_open_cmd(argc, argv, &a, &paths, &img, &i, &n);
+	ret = tfs_cli_open_cmd(argc, argv, &a, &o, &img, &i, &n);
 	if (ret)
 		return TFS_CLI_OPENED(ret);
 	nt = img->tree->ntensors;
 	v = tfs_cli_sorted_tensors(img);
+	if (v && o.json) {
+		ret = ls_json(img->tree, v);
+		free(v);
+		tfs_image_close(img);
+		return ret ? TFS_EXIT_USAGE : TFS_EXIT_OK;
+	}
 	rows = calloc(nt + 1, sizeof(*rows));
 	if (!v || !rows) {
 		free(v);
@@ -430,7 +519,7 @@ int tfs_cmd_ls(int argc, char **argv)
 		print_padded(rows[k].name, wn);
 		printf("  %-*s  %-*s  %*llu", wd, rows[k].dtype, ws,
 		       rows[k].shape, wb, (unsigned long long)rows[k].bytes);
-		if (paths)
+		if (o.paths)
 			printf("  %s", v[k]->path);
 		putchar('\n');
 		free(rows[k].name);
@@ -633,6 +722,37 @@ static void print_info_xattrs(const struct tfs_tree *t)
 }
 
 /*
+ * The parameters (elements of every tensor with a shape, those of @repeat
+ * not again; *@overflow when they pass 2^64) and the bytes of each dtype
+ * into @v (room for every tensor), largest first: how many dtypes.
+ */
+static uint32_t tally(const struct tfs_tree *t, const bool *repeat,
+		      struct dtype_total *v, uint64_t *params, bool *overflow)
+{
+	uint64_t count;
+	uint32_t i, k, n = 0;
+
+	*params = 0;
+	*overflow = false;
+	for (i = 0; i < t->ntensors; i++) {
+		const struct tfs_tensor *x = &t->tensors[i];
+		bool again = repeat && repeat[i];
+
+		if (!tfs_shape_product(x->shape, x->ndim, &count) ||
+		    !tfs_add_u64(*params, again ? 0 : count, params))
+			*overflow = true;
+		for (k = 0; k < n && strcmp(v[k].dtype, x->dtype); k++)
+			;
+		if (k == n)
+			v[n++].dtype = x->dtype;
+		v[k].bytes += again ? 0 : x->size;
+		v[k].files++;
+	}
+	qsort(v, n, sizeof(*v), cmp_total);
+	return n;
+}
+
+/*
  * What any tree says about the model: its parameters (elements of every
  * tensor with a shape, those of @repeat not again), the bytes of each
  * dtype, largest first (@total of them), and the architecture a reader
@@ -643,8 +763,8 @@ static void print_summary(const struct tfs_tree *t, const bool *repeat,
 {
 	struct dtype_total *v = calloc(t->ntensors + 1, sizeof(*v));
 	const struct tfs_xattr *arch, *classes;
-	uint64_t params = 0, count;
-	uint32_t i, k, n = 0;
+	uint64_t params = 0;
+	uint32_t k, n = 0;
 	bool overflow = false;
 
 	arch = tfs_tree_xattr(t, TFS_ROOT_NODE,
@@ -669,23 +789,9 @@ static void print_summary(const struct tfs_tree *t, const bool *repeat,
 			    arch->value);
 	if (!v)
 		return;
-	for (i = 0; i < t->ntensors; i++) {
-		const struct tfs_tensor *x = &t->tensors[i];
-		bool again = repeat && repeat[i];
-
-		if (!tfs_shape_product(x->shape, x->ndim, &count) ||
-		    !tfs_add_u64(params, again ? 0 : count, &params))
-			overflow = true;
-		for (k = 0; k < n && strcmp(v[k].dtype, x->dtype); k++)
-			;
-		if (k == n)
-			v[n++].dtype = x->dtype;
-		v[k].bytes += again ? 0 : x->size;
-		v[k].files++;
-	}
+	n = tally(t, repeat, v, &params, &overflow);
 	if (!overflow)
 		printf("parameters: %llu\n", (unsigned long long)params);
-	qsort(v, n, sizeof(*v), cmp_total);
 	for (k = 0; k < n; k++)
 		printf("%s %-10s %llu bytes in %u file%s (%.1f%%)\n",
 		       k ? "         " : "dtypes:  ", v[k].dtype,
@@ -723,13 +829,129 @@ static void print_json_safe(const char *s, size_t len)
 /* metadata.json above this size is not printed by info */
 #define INFO_METADATA_MAX (64u << 10)
 
+struct info_opts {
+	bool full, json;
+};
+
+static bool info_option(void *ctx, const char *opt)
+{
+	struct info_opts *o = ctx;
+
+	if (strcmp(opt, "--full") == 0)
+		return o->full = true;
+	if (strcmp(opt, "--json") == 0)
+		return o->json = true;
+	return false;
+}
+
+/*
+ * info --json: what info prints, as one stable document (docs/tensorfs.1):
+ * {"file", "format", "description" | "containers", "size", "tensors",
+ * "tensor_bytes", "parameters" (null past 2^64), "shared": {"tensors",
+ * "ranges"}, "dtypes": [{"dtype", "bytes", "files"}] (largest first),
+ * "info": {NAME: VALUE} (the root's user.tensorfs.info.* and
+ * architecture), "left_out": [{"path", "error"}], "metadata": {...}}
+ */
+static int info_json(const char *file, const struct tfs_image *img,
+		     const bool *repeat, uint32_t sharing, uint32_t ranges,
+		     uint64_t size, uint64_t total)
+{
+	const struct tfs_tree *t = img->tree;
+	const struct tfs_node *root = &t->nodes[TFS_ROOT_NODE];
+	struct dtype_total *v = calloc(t->ntensors + 1, sizeof(*v));
+	json_t *doc = NULL, *a, *info, *meta = NULL;
+	uint64_t params;
+	uint32_t k, n;
+	bool overflow;
+	int ret = -ENOMEM;
+
+	if (!v)
+		return -ENOMEM;
+	n = tally(t, repeat, v, &params, &overflow);
+	k = tfs_tree_resolve(t, ".tensorfs/metadata.json");
+	if (k != TFS_NO_NODE && !t->nodes[k].lazy)
+		meta = json_loadb(t->nodes[k].mem, t->nodes[k].mem_len, 0,
+				  NULL);
+	doc = json_pack(
+		"{s:o,s:s,s:I,s:I,s:I,s:o,s:{s:I,s:I},s:[],s:{},"
+		"s:[],s:o}",
+		"file", name_json(file, strlen(file)), "format",
+		img->format ? tfs_format_shown(img->format) : t->format, "size",
+		(json_int_t)size, "tensors", (json_int_t)t->ntensors,
+		"tensor_bytes", (json_int_t)total, "parameters",
+		overflow ? json_null() : json_integer((json_int_t)params),
+		"shared", "tensors", (json_int_t)sharing, "ranges",
+		(json_int_t)ranges, "dtypes", "info", "left_out", "metadata",
+		meta ? meta : json_null());
+	meta = NULL;
+	if (!doc)
+		goto out;
+	if (img->format
+		    ? json_object_set_new(doc, "description",
+					  json_string(img->format->description))
+		    : json_object_set_new(doc, "containers",
+					  json_integer(img->ncontainers)))
+		goto out;
+	a = json_object_get(doc, "dtypes");
+	for (k = 0; k < n; k++)
+		if (json_array_append_new(
+			    a, json_pack("{s:s,s:I,s:I}", "dtype", v[k].dtype,
+					 "bytes", (json_int_t)v[k].bytes,
+					 "files", (json_int_t)v[k].files)))
+			goto out;
+	info = json_object_get(doc, "info");
+	for (k = 0; k < root->nxattrs; k++) {
+		const struct tfs_xattr *x = &root->xattrs[k];
+		const char *nm = x->name + strlen(TFS_XATTR_PREFIX);
+
+		if (strncmp(x->name, TFS_XATTR_PREFIX,
+			    strlen(TFS_XATTR_PREFIX)))
+			continue;
+		if (strncmp(nm, "info.", 5) == 0)
+			nm += 5;
+		else if (strcmp(nm, "architecture"))
+			continue;
+		if (json_object_set_new(info, nm, name_json(x->value, x->len)))
+			goto out;
+	}
+	a = json_object_get(doc, "left_out");
+	for (k = 0; k < img->nskipped; k++)
+		if (json_array_append_new(
+			    a,
+			    json_pack("{s:o,s:o}", "path",
+				      name_json(img->skipped[k].path,
+						strlen(img->skipped[k].path)),
+				      "error",
+				      name_json(img->skipped[k].why,
+						strlen(img->skipped[k].why)))))
+			goto out;
+	json_dumpf(doc, stdout, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
+	putchar('\n');
+	ret = 0;
+out:
+	json_decref(doc);
+	free(v);
+	return ret;
+}
+
 int tfs_cmd_info(int argc, char **argv)
 {
 	struct tfs_image *img;
 	static const struct tfs_cli_cmd a = {
 		.no_export = true,
 		.tail = "",
-		.what = "Format, size, tensor count and the container's metadata."};
+		.what = "Format, size, tensor count and a summary of the "
+			"container's metadata.",
+		.opts_usage = "[--full] [--json]",
+		.opts_help =
+			"  --full   the whole metadata.json, not its "
+			"summary\n"
+			"  --json   one JSON document: every field and the "
+			"whole metadata\n",
+		.option = info_option,
+	};
+	struct info_opts o = {0};
+	char *summary, *line, *save = NULL;
 	const struct tfs_node *meta;
 	char shown[1024];
 	uint64_t size, total = 0;
@@ -737,32 +959,43 @@ int tfs_cmd_info(int argc, char **argv)
 	bool *repeat;
 	int i, ni, ret;
 
-	ret = tfs_cli_open_cmd(argc, argv, &a, NULL, &img, &i, &ni);
+	ret = tfs_cli_open_cmd(argc, argv, &a, &o, &img, &i, &ni);
 	if (ret)
 		return TFS_CLI_OPENED(ret);
+	for (size = 0, k = 0; k < img->nsrcs; k++)
+		size += img->srcs[k].size;
+	repeat = find_shared(img->tree, &sharing, &ranges);
+	for (k = 0; k < img->tree->ntensors; k++)
+		if (!repeat || !repeat[k])
+			total += img->tree->tensors[k].size;
+	if (o.json) {
+		ret = info_json(argv[i], img, repeat, sharing, ranges, size,
+				total);
+		free(repeat);
+		tfs_image_close(img);
+		return ret ? TFS_EXIT_USAGE : TFS_EXIT_OK;
+	}
 	tfs_cli_say(stdout, "file:     %s\n",
 		    tfs_cli_shown(argv[i], shown, sizeof(shown)));
 	if (img->format)
 		printf("format:   %s (%s)\n", tfs_format_shown(img->format),
 		       img->format->description);
 	else
-		printf("format:   %s (%u containers)\n", img->tree->format,
-		       img->nsrcs);
-	for (size = 0, k = 0; k < img->nsrcs; k++)
-		size += img->srcs[k].size;
+		printf("format:   %s (%u container%s)\n", img->tree->format,
+		       img->ncontainers, img->ncontainers == 1 ? "" : "s");
 	printf("size:     %llu bytes\n", (unsigned long long)size);
-	repeat = find_shared(img->tree, &sharing, &ranges);
-	for (k = 0; k < img->tree->ntensors; k++)
-		if (!repeat || !repeat[k])
-			total += img->tree->tensors[k].size;
 	printf("tensors:  %u %s, %llu bytes of tensor data\n",
 	       img->tree->ntensors,
 	       img->tree->ntensors == 1 ? "tensor" : "tensors",
 	       (unsigned long long)total);
 	if (ranges)
-		printf("shared:   %u tensors share %u stored range%s (tied "
-		       "weights): counted once\n",
-		       sharing, ranges, ranges == 1 ? "" : "s");
+		printf("shared:   %u tensors share %u stored range%s (%s): "
+		       "counted once\n",
+		       sharing, ranges, ranges == 1 ? "" : "s",
+		       !img->format		  ? "tied weights or shared "
+						    "constants"
+		       : img->format->shared_name ? img->format->shared_name
+						  : "tied weights");
 	print_summary(img->tree, repeat, total);
 	free(repeat);
 	n = tfs_tree_resolve(img->tree, ".tensorfs/metadata.json");
@@ -775,6 +1008,13 @@ int tfs_cmd_info(int argc, char **argv)
 				"metadata: large, not printed: tensorfs "
 				"cat %s .tensorfs/metadata.json\n",
 				tfs_cli_shown(argv[i], shown, sizeof(shown)));
+		} else if (!o.full && (summary = tfs_cli_meta_summary(
+					       meta->mem, meta->mem_len))) {
+			/* each line with its control bytes escaped */
+			for (line = strtok_r(summary, "\n", &save); line;
+			     line = strtok_r(NULL, "\n", &save))
+				tfs_cli_say(stdout, "%s\n", line);
+			free(summary);
 		} else {
 			printf("metadata: ");
 			print_json_safe(meta->mem, meta->mem_len);
@@ -936,7 +1176,7 @@ int tfs_cmd_verify(int argc, char **argv)
 		.what = "Check every structural rule, digest and compressed "
 			"tensor; exit 2 on a failure."};
 	unsigned failed = 0, digests = 0, unknown = 0, decoded = 0, skipped = 0,
-		 warnings;
+		 left_out = 0, warnings;
 	char shown[1024];
 	uint64_t total;
 	uint32_t k, idx;
@@ -955,6 +1195,14 @@ int tfs_cmd_verify(int argc, char **argv)
 		total += v[k]->stored_length;
 	tfs_progress_start(&p, "verifying", total);
 	warnings = print_warnings(img);
+	/* a directory's containers left out as malformed or unreadable fail
+	 * (an unsupported one is said at open, as every left out one is) */
+	for (k = 0; k < img->nskipped; k++)
+		if (img->skipped[k].err != -ENOTSUP) {
+			left_out++;
+			tfs_cli_say(stdout, "FAILED   %s: left out: %s\n",
+				    img->skipped[k].path, img->skipped[k].why);
+		}
 	for (k = 0; k < img->tree->ntensors; k++) {
 		idx = (uint32_t)(v[k] - img->tree->tensors);
 		p.done_before = p.now;
@@ -999,14 +1247,15 @@ int tfs_cmd_verify(int argc, char **argv)
 	tfs_cli_say(stdout,
 		    "%s: %u %s, %u ok, %u failed, %u skipped; %u %s checked, "
 		    "%u with an unknown algorithm (not checked), %u decoded; "
-		    "%u %s\n",
+		    "%u %s; %u %s left out as malformed or unreadable\n",
 		    tfs_cli_shown(argv[i], shown, sizeof(shown)),
 		    img->tree->ntensors,
 		    img->tree->ntensors == 1 ? "tensor" : "tensors",
 		    img->tree->ntensors - failed - skipped, failed, skipped,
 		    digests, digests == 1 ? "digest" : "digests", unknown,
-		    decoded, warnings, warnings == 1 ? "warning" : "warnings");
+		    decoded, warnings, warnings == 1 ? "warning" : "warnings",
+		    left_out, left_out == 1 ? "container" : "containers");
 	free(v);
 	tfs_image_close(img);
-	return failed ? TFS_EXIT_MALFORMED : TFS_EXIT_OK;
+	return failed || left_out ? TFS_EXIT_MALFORMED : TFS_EXIT_OK;
 }

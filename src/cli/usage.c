@@ -14,9 +14,9 @@ void tfs_usage(FILE *f)
 {
 	fprintf(f,
 		"usage: tensorfs [options] INPUT... MOUNTPOINT\n"
-		"       tensorfs ls [--flat] [--npy] [--as float32] [--paths] INPUT...\n"
+		"       tensorfs ls [--flat] [--npy] [--as float32] [--paths] [--json] INPUT...\n"
 		"       tensorfs cat [--flat] [--npy] [--as float32] INPUT... NAME|PATH\n"
-		"       tensorfs info [--flat] [--npy] [--as float32] INPUT...\n"
+		"       tensorfs info [--flat] [--npy] [--as float32] [--full] [--json] INPUT...\n"
 		"       tensorfs xattr [--flat] [--npy] [--as float32] INPUT [PATH]\n"
 		"       tensorfs verify [--flat] [--npy] [--as float32] INPUT...\n"
 		"       tensorfs stats [--flat] [--npy] [--as float32] [--json] INPUT [NAME...]\n"

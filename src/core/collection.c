@@ -50,6 +50,7 @@ struct candidate {
 	uint32_t nparts;
 	uint64_t tensors, tensors_at; /* the set's tensor count, as stated */
 	struct tfs_diag *why; /* left out before loading: why (or NULL) */
+	bool covers;	      /* it covers other files (tfs_format.covers) */
 };
 
 struct walk {
@@ -188,8 +189,9 @@ static char *strip_extension(const char *rel)
 }
 
 /*
- * @d = @from with its message prefixed by @file (the message names the
- * file); @format fills an empty format.  @from may be @d.
+ * @d = @from, failed in @file (a file of a directory or of a list: the
+ * message names it once, first); @format fills an empty format.  @from
+ * may be @d.  A file inside a file already named goes into the message.
  */
 static void diag_in_file(struct tfs_diag *d, const struct tfs_diag *from,
 			 const char *file, const char *format)
@@ -197,8 +199,10 @@ static void diag_in_file(struct tfs_diag *d, const struct tfs_diag *from,
 	struct tfs_diag f = *from;
 
 	*d = f;
-	snprintf(d->msg, sizeof(d->msg), "%.60s: %.*s", file,
-		 (int)sizeof(d->msg) - 64, f.msg);
+	if (f.file[0])
+		snprintf(d->msg, sizeof(d->msg), "%.100s: %.*s", f.file,
+			 (int)sizeof(d->msg) - 104, f.msg);
+	snprintf(d->file, sizeof(d->file), "%s", file);
 	if (!d->format)
 		d->format = format;
 }
@@ -291,6 +295,7 @@ static int add_skipped(struct tfs_image *img, const char *rel,
 	ns = &img->skipped[img->nskipped];
 	ns->path = strdup(rel);
 	ns->why = strdup(why);
+	ns->err = cd->err ? cd->err : -EBADMSG;
 	if (!ns->path || !ns->why) {
 		free(ns->path);
 		free(ns->why);
@@ -333,6 +338,8 @@ struct plan {
 		     struct tfs_diag *d);
 	void *arg;
 	bool hf_config; /* a model directory: its config.json (hf_config) */
+	/* the directory is one container's folder (a SavedModel): at root */
+	bool whole;
 };
 
 /* config.json larger than this is not read (a few KB in practice) */
@@ -520,7 +527,7 @@ static int load_all(struct tfs_image **out, struct walk *w, const char *top,
 			struct tfs_builder_source bs = {
 				.src = &pc->src,
 				.label = pc->rel,
-				.dir = p->merged ? NULL : c->dir,
+				.dir = p->merged || p->whole ? NULL : c->dir,
 				.shard =
 					p->merged || parts > 1 ? pc->rel : NULL,
 				.join = k > 0};
@@ -1234,6 +1241,44 @@ int tfs_image_open_dir(struct tfs_image **out, const char *dir,
 	return ret;
 }
 
+/* does candidate @c cover @o: a file of its own, in its directory or below */
+static bool covered_by(const struct candidate *c, const struct candidate *o)
+{
+	const char *base = strrchr(c->rel, '/');
+	size_t dlen = base ? (size_t)(base + 1 - c->rel) : 0;
+
+	return c != o && c->fmt->covers && strncmp(o->rel, c->rel, dlen) == 0 &&
+	       c->fmt->covers(&c->src, o->rel + dlen);
+}
+
+/* drop the candidates another one covers (struct tfs_format.covers) */
+static int drop_covered(struct walk *w)
+{
+	bool *drop = calloc(w->n + 1, sizeof(*drop));
+	size_t i, j, k = 0;
+
+	if (!drop)
+		return -ENOMEM;
+	for (i = 0; i < w->n; i++)
+		for (j = 0; j < w->n && !drop[i]; j++)
+			if (covered_by(&w->v[j], &w->v[i]))
+				drop[i] = w->v[j].covers = true;
+	for (i = 0; i < w->n; i++) {
+		if (!drop[i]) {
+			w->v[k++] = w->v[i];
+			continue;
+		}
+		free(w->v[i].rel);
+		free(w->v[i].dir);
+		free(w->v[i].path);
+		free(w->v[i].why);
+		tfs_source_close(&w->v[i].src);
+	}
+	w->n = k;
+	free(drop);
+	return 0;
+}
+
 /*
  * The walked files of directory @dir (local, or a remote listing): probed,
  * then one set's tree, or every container a directory.
@@ -1244,6 +1289,8 @@ static int mount_walk(struct tfs_image **out, struct walk *w, const char *dir,
 	int ret;
 
 	ret = probe_all(w, false, d);
+	if (!ret && drop_covered(w))
+		ret = tfs_diag_oom(d);
 	if (!ret)
 		ret = open_dir_set(out, dir, w, opts, d);
 	if (ret == 1 && (choose_dirs(w) || group_sets(w)))
@@ -1251,7 +1298,10 @@ static int mount_walk(struct tfs_image **out, struct walk *w, const char *dir,
 	else if (ret == 1)
 		ret = load_all(
 			out, w, dir,
-			&(struct plan){.skip_bad = true, .hf_config = true},
+			&(struct plan){.skip_bad = true,
+				       .hf_config = true,
+				       .whole = w->n == 1 && w->v[0].covers &&
+						!strchr(w->v[0].rel, '/')},
 			opts, d);
 	return ret;
 }

@@ -62,16 +62,15 @@ int tfs_diag_set(struct tfs_diag *d, int err, const char *fmt, ...)
 void tfs_diag_format(const struct tfs_diag *d, char *buf, size_t len)
 {
 	const char *msg = d->msg[0] ? d->msg : strerror(-d->err);
+	char at[48] = "";
 
 	if (!len)
 		return;
 	if (d->has_offset)
-		snprintf(buf, len, "%s%s%s (at byte offset %llu)",
-			 d->format ? d->format : "", d->format ? ": " : "", msg,
+		snprintf(at, sizeof(at), " (at byte offset %llu)",
 			 (unsigned long long)d->offset);
-	else
-		snprintf(buf, len, "%s%s%s", d->format ? d->format : "",
-			 d->format ? ": " : "", msg);
+	snprintf(buf, len, "%s%s%s%s%s%s", d->file, d->file[0] ? ": " : "",
+		 d->format ? d->format : "", d->format ? ": " : "", msg, at);
 }
 
 int tfs_diag_vrefer(struct tfs_diag *d, int err, uint64_t offset,

@@ -24,9 +24,12 @@
 #include "core/abi.h"
 
 #define TFS_DIAG_MSG_MAX 320
+#define TFS_DIAG_FILE_MAX 256
 
 struct tfs_diag {
 	const char *format; /* short name of the reader that failed, or NULL */
+	/* the file of a directory or of several that failed ("" : the one) */
+	char file[TFS_DIAG_FILE_MAX];
 	char msg[TFS_DIAG_MSG_MAX];
 	uint64_t offset; /* absolute byte offset in the container */
 	bool has_offset;
@@ -67,7 +70,8 @@ int tfs_diag_vrefer(struct tfs_diag *d, int err, uint64_t offset,
 int tfs_diag_oom(struct tfs_diag *d);
 
 /*
- * Write "FORMAT: MESSAGE (at byte offset N)" into @buf.  Never fails; the
+ * Write "FILE: FORMAT: MESSAGE (at byte offset N)" into @buf (each part
+ * when known).  Never fails; the
  * text is truncated to @len.
  */
 TFS_PRIVATE void tfs_diag_format(const struct tfs_diag *d, char *buf,

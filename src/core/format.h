@@ -102,6 +102,19 @@ struct tfs_format {
 	 */
 	int (*read_index)(const void *buf, size_t len,
 			  struct tfs_shard_index *x, struct tfs_diag *d);
+	/*
+	 * Optional: is the file @name (relative to @src's directory) one of
+	 * container @src's own files (a SavedModel's variables/ beside its
+	 * saved_model.pb)?  A directory mount then mounts it through @src
+	 * only, not as a container of its own.  Looks at names only.
+	 */
+	bool (*covers)(const struct tfs_source *src, const char *name);
+	/*
+	 * What tensors stored in one range are in this format, for info
+	 * ("shared constants": OpenVINO's converter deduplicates constants);
+	 * NULL: "tied weights".
+	 */
+	const char *shared_name;
 };
 
 /*

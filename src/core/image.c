@@ -109,6 +109,7 @@ int tfs_image_finish_load(struct tfs_image *img, struct tfs_builder *b,
 	if (ret)
 		return ret;
 	/* the companions' sources follow the containers' (companions.c) */
+	img->ncontainers = img->nsrcs;
 	if (tfs_builder_take_companions(b, &more, &n))
 		return tfs_diag_oom(d);
 	if (n) {

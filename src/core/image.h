@@ -53,6 +53,9 @@ struct tfs_read_state;
 struct tfs_skipped {
 	char *path; /* relative to the mounted directory */
 	char *why;  /* one line: "FORMAT: MESSAGE (at byte offset N)" */
+	/* the reader's -errno: -ENOTSUP well formed but not supported;
+	 * others malformed or unreadable */
+	int err;
 };
 
 struct tfs_image {
@@ -63,6 +66,8 @@ struct tfs_image {
 	const struct tfs_format *format; /* the reader; NULL for several */
 	struct tfs_skipped *skipped;	 /* directory mounts */
 	uint32_t nskipped;
+	/* srcs[0, ncontainers) are the containers, then their companions */
+	uint32_t ncontainers;
 	struct tfs_read_state *rs; /* private: the read path's state */
 };
 

@@ -1719,6 +1719,39 @@ static int ox_node_scan(struct ox *z, const struct tfs_pb_field *f,
 	return ret;
 }
 
+/*
+ * The graph's operators by type, as OpenVINO's layer_types: {"Conv": 10,
+ * "com.microsoft:Attention": 2} (a domain other than the default one
+ * before a ':'); NULL when out of memory.
+ */
+static json_t *ox_op_types(const struct ox_node *nodes, uint32_t n)
+{
+	json_t *o = json_object(), *c;
+	char key[TFS_PRINTABLE_MAX * 2 + 2], dom[TFS_PRINTABLE_MAX],
+		op[TFS_PRINTABLE_MAX];
+	uint32_t i;
+
+	for (i = 0; o && i < n; i++) {
+		const struct ox_node *nd = &nodes[i];
+		bool other = nd->domain.len && !ox_eq(&nd->domain, "ai.onnx");
+
+		tfs_name_printable(op, sizeof(op), nd->op_type.p ?: "",
+				   nd->op_type.len);
+		dom[0] = '\0';
+		if (other)
+			tfs_name_printable(dom, sizeof(dom), nd->domain.p,
+					   nd->domain.len);
+		snprintf(key, sizeof(key), "%s%s%s", dom, other ? ":" : "", op);
+		c = json_object_get(o, key);
+		if (c ? json_integer_set(c, json_integer_value(c) + 1)
+		      : json_object_set_new(o, key, json_integer(1))) {
+			json_decref(o);
+			o = NULL;
+		}
+	}
+	return o;
+}
+
 static int ox_node(struct ox *z, const struct tfs_pb_field *f,
 		   struct ox_node *nd)
 {
@@ -2133,6 +2166,9 @@ static int ox_graph(struct ox *z, const struct tfs_pb_field *f, json_t *gmeta)
 				     json_incref(props));
 		if (!ret)
 			ret = ox_set(z, gmeta, "nodes", json_integer(nnodes));
+		if (!ret)
+			ret = ox_set(z, gmeta, "op_types",
+				     ox_op_types(nodes, node));
 	}
 out:
 	json_decref(inputs);

@@ -1265,4 +1265,5 @@ static int ov_load(const struct tfs_source *src, struct tfs_builder *b,
 }
 
 TFS_FORMAT(openvino, "OpenVINO IR v10/v11 (model.xml + model.bin)",
-	   .probe = ov_probe, .load = ov_load);
+	   .probe = ov_probe, .load = ov_load,
+	   .shared_name = "shared constants");

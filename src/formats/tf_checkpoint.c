@@ -31,6 +31,7 @@
 #include "core/format.h"
 #include "core/names.h"
 #include "core/source.h"
+#include "common/saved_model.h"
 
 #define TC_INDEX_MAX (1ull << 30)
 #define TC_MAX_DIMS 64
@@ -122,8 +123,7 @@ static int oom(struct tc *z)
 
 /* ---- probe -------------------------------------------------------------- */
 
-/* a SavedModel's graph or a TF1 .meta: no tensors, refused by name */
-static bool graph_only(const struct tfs_source *src)
+static bool is_saved_model(const struct tfs_source *src)
 {
 	const char *base;
 
@@ -131,8 +131,27 @@ static bool graph_only(const struct tfs_source *src)
 		return false;
 	base = strrchr(src->path, '/');
 	base = base ? base + 1 : src->path;
-	return strcmp(base, "saved_model.pb") == 0 ||
-	       tfs_source_name_ends(src, ".meta");
+	return strcmp(base, "saved_model.pb") == 0;
+}
+
+/*
+ * A SavedModel's graph (its variables: variables/variables.index) or a
+ * TF1 .meta (no tensors, refused): claimed by name
+ */
+static bool graph_only(const struct tfs_source *src)
+{
+	return is_saved_model(src) || tfs_source_name_ends(src, ".meta");
+}
+
+/*
+ * A SavedModel folder is one model, mounted through its saved_model.pb:
+ * its variables/ and fingerprint.pb are its own files, not containers of
+ * the folder.
+ */
+static bool tc_covers(const struct tfs_source *src, const char *name)
+{
+	return is_saved_model(src) && (strncmp(name, "variables/", 10) == 0 ||
+				       strcmp(name, "fingerprint.pb") == 0);
 }
 
 static int tc_probe(const struct tfs_source *src)
@@ -896,6 +915,38 @@ oom:
 	return oom(z);
 }
 
+/*
+ * A SavedModel's saved_model.pb: its signatures and function names into
+ * metadata.json ("saved_model"), then its variables/variables.index read
+ * as the bundle (z->src, z->prefix); none: z->src NULL, no tensors.
+ */
+static int saved_model(struct tc *z)
+{
+	json_t *o = tfs_saved_model_json(z->src->data, z->src->size);
+	uint32_t h;
+	int ret;
+
+	if (!o || json_object_set_new(z->meta, "saved_model", o))
+		return oom(z);
+	ret = tfs_builder_open_companion(z->b, "variables/variables.index", &h,
+					 z->d);
+	if (ret == -ENOENT) {
+		tfs_diag_clear(z->d);
+		z->src = NULL;
+		return json_object_set_new(z->meta, "num_shards",
+					   json_integer(0))
+			       ? oom(z)
+			       : 0;
+	}
+	if (ret)
+		return ret;
+	z->src = tfs_builder_source(z->b, h);
+	z->prefix = strdup("variables/variables");
+	if (!z->src || !z->prefix)
+		return oom(z);
+	return 0;
+}
+
 static int tc_load(const struct tfs_source *src, struct tfs_builder *b,
 		   struct tfs_diag *d)
 {
@@ -914,24 +965,38 @@ static int tc_load(const struct tfs_source *src, struct tfs_builder *b,
 		ret = oom(&z);
 		goto out;
 	}
-	if (graph_only(src) && !tfs_sst_has_magic(src->data, src->size)) {
+	if (is_saved_model(src) && !tfs_sst_has_magic(src->data, src->size)) {
+		ret = saved_model(&z);
+		if (ret)
+			goto out;
+	} else if (graph_only(src) &&
+		   !tfs_sst_has_magic(src->data, src->size)) {
 		ret = tfs_diag_at(d, -ENOTSUP, 0,
-				  "file: a SavedModel graph or MetaGraphDef "
-				  "holds no tensors: mount the SavedModel's "
-				  "folder or its variables/variables.index");
+				  "file: a MetaGraphDef holds no tensors: "
+				  "mount the checkpoint's .index");
 		goto out;
 	}
-	if (src->size > TC_INDEX_MAX) {
+	if (!z.src) {
+		ret = 0; /* a SavedModel without variables */
+		goto out;
+	}
+	if (z.src->size > TC_INDEX_MAX) {
 		ret = tfs_diag_at(d, -E2BIG, 0,
 				  "index: %" PRIu64 " bytes, above the limit "
 				  "of 1 GiB",
-				  src->size);
+				  z.src->size);
 		goto out;
 	}
 	ret = read_table(&z);
+	if (ret && z.prefix) /* of a SavedModel: the index failed */
+		ret = tfs_diag_refer(d, ret, d->offset, "%s.index", z.prefix);
 	if (ret)
 		goto out;
-	if (src->path) {
+	if (z.prefix) {
+		ret = open_shards(&z);
+		if (ret)
+			goto out;
+	} else if (src->path) {
 		const char *base = strrchr(src->path, '/');
 
 		base = base ? base + 1 : src->path;
@@ -995,4 +1060,5 @@ out:
 TFS_FORMAT(tf_checkpoint,
 	   "TensorFlow V2 checkpoint (tensor bundle: .index + "
 	   ".data-* shards)",
-	   .family = "tf-checkpoint", .probe = tc_probe, .load = tc_load);
+	   .family = "tf-checkpoint", .probe = tc_probe, .load = tc_load,
+	   .covers = tc_covers);

@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -301,12 +302,22 @@ static int read_metadata(struct tfl *z)
 		if (ret < 0)
 			return ret;
 		bi = ret ? tfs_load_le(z->fb.p + pos, 4) : 0;
-		if (bi >= z->nbufs)
-			return tfs_diag_at(z->d, -EBADMSG, ret ? pos : t.pos,
-					   "Metadata.buffer: buffer index "
-					   "%" PRIu64 " out of range (%" PRIu32
-					   " buffers)",
-					   bi, z->nbufs);
+		if (bi >= z->nbufs) {
+			/* names a buffer no tensor is served from */
+			e = json_pack("{s:o,s:I}", "name",
+				      str_json(name.p ? name.p : "", name.len),
+				      "buffer", (json_int_t)bi);
+			if (!e || json_array_append_new(list, e) ||
+			    tfs_builder_warn(z->b, ret ? pos : t.pos,
+					     "Metadata.buffer: buffer index "
+					     "%" PRIu64
+					     " out of range (%" PRIu32
+					     " buffers): ignored (it changes "
+					     "no byte served)",
+					     bi, z->nbufs))
+				return oom(z);
+			continue;
+		}
 		buf = &z->bufs[bi];
 		e = json_pack("{s:o,s:I,s:I}", "name",
 			      str_json(name.p ? name.p : "", name.len),
@@ -351,11 +362,42 @@ struct tfl_quant {
 };
 
 /*
- * Read and check QuantizationParameters @q of a tensor of @ndim dims
- * (@shape: NULL when unknown).
+ * A quantization field that does not fit the tensor: a warning naming the
+ * tensor @nm (NULL: the tensor was read before, say nothing), never a
+ * refusal. The served bytes are the stored integers whatever the scales
+ * say (TFLite Micro ships models whose rank-1 biases declare axis 3);
+ * metadata.json and the xattrs keep the fields as stored.
+ */
+static int quant_warn(struct tfl *z, const char *nm, uint64_t at,
+		      const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static int quant_warn(struct tfl *z, const char *nm, uint64_t at,
+		      const char *fmt, ...)
+{
+	char what[160];
+	va_list ap;
+
+	if (!nm)
+		return 0;
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	return tfs_builder_warn(z->b, at,
+				"tensor '%s': QuantizationParameters.%s: "
+				"ignored (it changes no byte served)",
+				nm, what)
+		       ? oom(z)
+		       : 0;
+}
+
+/*
+ * Read QuantizationParameters @q of a tensor of @ndim dims (@shape: NULL
+ * when unknown); fields that do not fit the tensor are warnings (see
+ * quant_warn) when @nm names it.
  */
 static int read_quant(struct tfl *z, const struct tfs_fb_table *q,
-		      uint32_t ndim, const uint64_t *shape, struct tfl_quant *o)
+		      uint32_t ndim, const uint64_t *shape, const char *nm,
+		      struct tfl_quant *o)
 {
 	struct tfs_fb_table det;
 	uint64_t v, pos = 0;
@@ -395,25 +437,24 @@ static int read_quant(struct tfl *z, const struct tfs_fb_table *q,
 	v = ret ? tfs_load_le(z->fb.p + pos, 4) : 0;
 	o->axis = (int32_t)(uint32_t)v;
 	if (o->zp.count && o->zp.count != o->scale.count)
-		return tfs_diag_at(z->d, -EBADMSG, o->zp.at,
-				   "QuantizationParameters.zero_point: %" PRIu32
-				   " entries, but %" PRIu32 " scales",
-				   o->zp.count, o->scale.count);
+		return quant_warn(z, nm, o->zp.at,
+				  "zero_point: %" PRIu32 " entries, but "
+				  "%" PRIu32 " scales",
+				  o->zp.count, o->scale.count);
 	if (o->scale.count > 1) {
 		if (o->axis < 0 || (uint64_t)o->axis >= ndim)
-			return tfs_diag_at(
-				z->d, -EBADMSG, ret ? pos : q->pos,
-				"QuantizationParameters.quantized_dimension: "
-				"%" PRId64 " is not a dimension of a rank-"
-				"%" PRIu32 " tensor",
-				o->axis, ndim);
+			return quant_warn(z, nm, ret ? pos : q->pos,
+					  "quantized_dimension: %" PRId64
+					  " is not a dimension of a rank-"
+					  "%" PRIu32 " tensor",
+					  o->axis, ndim);
 		if (shape && shape[o->axis] != o->scale.count)
-			return tfs_diag_at(
-				z->d, -EBADMSG, o->scale.at,
-				"QuantizationParameters.scale: %" PRIu32
-				" entries for dimension %" PRId64
-				" of size %" PRIu64,
-				o->scale.count, o->axis, shape[o->axis]);
+			return quant_warn(z, nm, o->scale.at,
+					  "scale: %" PRIu32 " entries for "
+					  "dimension %" PRId64 " of size "
+					  "%" PRIu64,
+					  o->scale.count, o->axis,
+					  shape[o->axis]);
 	}
 	return 0;
 }
@@ -744,7 +785,7 @@ static int read_tensor(struct tfl *z, const struct tfs_fb_table *sg,
 		ret = read_quant(z, &c.quant, c.ndim,
 				 c.buffer && buf->size && !negative ? c.shape
 								    : NULL,
-				 &q);
+				 nm, &q);
 		if (ret)
 			return ret;
 	}
@@ -803,6 +844,166 @@ static int read_subgraph(struct tfl *z, const struct tfs_fb_vec *sv,
 			return ret;
 	}
 	return 0;
+}
+
+/* ---- custom operators -----------------------------------------------------
+ */
+
+#define TFL_BUILTIN_CUSTOM 32
+
+/* operator @oi of subgraph @sg: a custom op into @ops (name: count, bytes) */
+static int custom_op(struct tfl *z, const struct tfs_fb_table *sg,
+		     const struct tfs_fb_vec *ov, uint32_t oi,
+		     const struct tfs_fb_vec *codes, json_t *ops,
+		     struct tfs_diag *d)
+{
+	struct tfs_fb_table op, oc;
+	struct tfs_fb_vec opts;
+	struct tfs_fb_str name;
+	uint64_t idx, dep, code, large;
+	json_t *e, *n, *b;
+	char key[TFS_PRINTABLE_MAX];
+	int ret;
+
+	ret = tfs_fb_vec_table(&z->fb, sg, ov, oi, "SubGraph.operators", &op,
+			       d);
+	ret = ret ? ret
+		  : tfs_fb_scalar(&z->fb, &op, 0, 4, 0, "Operator.opcode_index",
+				  &idx, d);
+	if (ret)
+		return ret;
+	if (idx >= codes->count)
+		return tfs_diag_at(d, -EBADMSG, op.pos,
+				   "Operator.opcode_index: %" PRIu64
+				   " out of range (%" PRIu32 " codes)",
+				   idx, codes->count);
+	ret = tfs_fb_vec_table(&z->fb, &z->model, codes, (uint32_t)idx,
+			       "Model.operator_codes", &oc, d);
+	ret = ret ? ret
+		  : tfs_fb_scalar(&z->fb, &oc, 0, 1, 0,
+				  "OperatorCode.deprecated_builtin_code", &dep,
+				  d);
+	ret = ret ? ret
+		  : tfs_fb_scalar(&z->fb, &oc, 3, 4, 0,
+				  "OperatorCode.builtin_code", &code, d);
+	if (ret)
+		return ret;
+	/* the larger of the two (schema v3a: 127 is "look at builtin_code") */
+	code = (int32_t)code > (int8_t)dep ? (int32_t)code : (int8_t)dep;
+	if (code != TFL_BUILTIN_CUSTOM)
+		return 0;
+	ret = tfs_fb_string(&z->fb, &oc, 1, "OperatorCode.custom_code", &name,
+			    d);
+	if (ret >= 0)
+		ret = tfs_fb_vector(&z->fb, &op, 5, 1, UINT32_MAX,
+				    "Operator.custom_options", &opts, d);
+	if (ret >= 0)
+		ret = tfs_fb_scalar(&z->fb, &op, 10, 8, 0,
+				    "Operator.large_custom_options_size",
+				    &large, d);
+	if (ret < 0)
+		return ret;
+	tfs_name_printable(key, sizeof(key), name.p ? name.p : "", name.len);
+	e = json_object_get(ops, key);
+	if (!e && (!(e = json_pack("{s:i,s:i}", "operators", 0, "options_bytes",
+				   0)) ||
+		   json_object_set_new(ops, key, e)))
+		return oom(z);
+	n = json_object_get(e, "operators");
+	b = json_object_get(e, "options_bytes");
+	/* large options lie past the flatbuffer: below 2^62 each, counted */
+	large = large < (1ull << 62) ? large : 1ull << 62;
+	if (json_integer_set(n, json_integer_value(n) + 1) ||
+	    json_integer_set(b, json_integer_value(b) + (json_int_t)opts.count +
+					(json_int_t)large))
+		return oom(z);
+	return 0;
+}
+
+/* info's line: "NAME: N operators, B bytes of options; ..." (at most 20) */
+static int custom_ops_line(struct tfl *z, const json_t *ops)
+{
+	char *p = NULL;
+	size_t len = 0, k = 0;
+	FILE *f = open_memstream(&p, &len);
+	const char *name;
+	json_t *e;
+	int ret;
+
+	if (!f)
+		return -ENOMEM;
+	json_object_foreach((json_t *)ops, name, e)
+	{
+		if (k++ == 20) {
+			fprintf(f, "; %zu more (metadata.json)",
+				json_object_size(ops) - 20);
+			break;
+		}
+		fprintf(f, "%s%s: %lld operator%s, %lld bytes of options",
+			k > 1 ? "; " : "", name,
+			(long long)json_integer_value(
+				json_object_get(e, "operators")),
+			json_integer_value(json_object_get(e, "operators")) == 1
+				? ""
+				: "s",
+			(long long)json_integer_value(
+				json_object_get(e, "options_bytes")));
+	}
+	if (fclose(f))
+		return -ENOMEM;
+	ret = tfs_builder_set_xattr_str(z->b, TFS_BUILDER_ROOT,
+					"info.custom_ops", p);
+	free(p);
+	return ret;
+}
+
+/*
+ * The custom operators (EdgeTPU's, TFLite_Detection_PostProcess...):
+ * their payloads are options, not tensors, so a model may have none of
+ * its bytes in files; metadata.json "custom_ops" says what it holds (name:
+ * operators, options bytes).  They change no byte served: a field that
+ * cannot be read is a warning, never a refusal.
+ */
+static int read_custom_ops(struct tfl *z, const struct tfs_fb_vec *sv)
+{
+	struct tfs_fb_vec codes, ov;
+	struct tfs_fb_table sg;
+	struct tfs_diag d;
+	json_t *ops = json_object();
+	uint32_t si, oi;
+	int ret;
+
+	tfs_diag_clear(&d);
+	if (!ops)
+		return oom(z);
+	ret = tfs_fb_vector(&z->fb, &z->model, 1, 4, TFL_MAX_COUNT,
+			    "Model.operator_codes", &codes, &d);
+	for (si = 0; ret >= 0 && si < sv->count; si++) {
+		ret = tfs_fb_vec_table(&z->fb, &z->model, sv, si,
+				       "Model.subgraphs", &sg, &d);
+		if (!ret)
+			ret = tfs_fb_vector(&z->fb, &sg, 3, 4, TFL_MAX_COUNT,
+					    "SubGraph.operators", &ov, &d);
+		for (oi = 0; ret >= 0 && oi < ov.count; oi++)
+			ret = custom_op(z, &sg, &ov, oi, &codes, ops, &d);
+	}
+	if (ret == -ENOMEM) {
+		json_decref(ops);
+		return oom(z);
+	}
+	if (ret < 0 && tfs_builder_warn(z->b, d.has_offset ? d.offset : 0,
+					"custom operators not listed: %s: "
+					"ignored (it changes no byte served)",
+					d.msg)) {
+		json_decref(ops);
+		return oom(z);
+	}
+	if (!json_object_size(ops)) {
+		json_decref(ops);
+		return 0;
+	}
+	return custom_ops_line(z, ops) ? oom(z)
+				       : set_new(z, z->meta, "custom_ops", ops);
 }
 
 /* ---- paths ----------------------------------------------------------------
@@ -947,8 +1148,8 @@ static int add_const(struct tfl *z, const struct tfl_const *c,
 	if (ret)
 		return oom(z);
 	if (c->has_quant) {
-		/* checked when the tensor was read */
-		ret = read_quant(z, &c->quant, c->ndim, c->shape, &q);
+		/* read and warned about when the tensor was read */
+		ret = read_quant(z, &c->quant, c->ndim, c->shape, NULL, &q);
 		ret = ret ? ret : quant_xattrs(z, h, &q, c->desc);
 	}
 	return ret;
@@ -1056,6 +1257,9 @@ static int tfl_load(const struct tfs_source *src, struct tfs_builder *b,
 		if (ret)
 			goto out;
 	}
+	ret = read_custom_ops(&z, &sv);
+	if (ret)
+		goto out;
 	ret = tfs_fb_vector(&z.fb, &z.model, 9, 4, TFL_MAX_COUNT,
 			    "Model.external_buffers", &ext, d);
 	if (ret < 0)

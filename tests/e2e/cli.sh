@@ -33,6 +33,65 @@ check "info names the format" grep -q '^format: *ztensor' <<<"$out"
 check "info counts tensors" grep -q '^tensors: *9 tensors, 328 bytes' <<<"$out"
 check "info: one tensor is \"1 tensor\"" grep -q '^tensors: *1 tensor, 32 bytes' \
 	<<<"$("$TENSORFS" info "$TFS_TESTDATA/tsr/valid/fp32_3d_2x2x2.tsr")"
+# a directory: the containers that mount, not their companion files (a
+# bundle's .data shard) nor files that are no container
+mkdir -p "$WORK/counted"
+cp "$TFS_TESTDATA"/tf_checkpoint/valid/tiny/* "$TFS_TESTDATA/tflite/valid/types.tflite" "$WORK/counted/"
+echo "a readme" >"$WORK/counted/README.md"
+check "info DIR: 2 containers (tiny.index, types.tflite)" \
+	grep -q '^format: *directory (2 containers)$' <<<"$("$TENSORFS" info "$WORK/counted" 2>/dev/null)"
+# verify DIR: a container left out as malformed fails it (exit 2, counted
+# in the summary); a file that is no container (README.md) does not
+"$TENSORFS" verify "$WORK/counted" >"$WORK/v.out" 2>/dev/null
+eq "verify DIR of good containers: exit 0" "$?" 0
+cp "$TFS_TESTDATA/tflite/reject/string_offsets.tflite" "$WORK/counted/bad.tflite"
+"$TENSORFS" verify "$WORK/counted" >"$WORK/v.out" 2>/dev/null
+eq "verify DIR with a corrupt container: exit 2" "$?" 2
+check "verify DIR: the corrupt one is a FAILED line" \
+	grep -q '^FAILED   bad.tflite: left out: tflite: .*string offset' "$WORK/v.out"
+check "verify DIR: counted in the summary" \
+	grep -q '; 1 container left out as malformed or unreadable$' "$WORK/v.out"
+rm "$WORK/counted/bad.tflite"
+# ls --json and info --json: the same facts as the text forms, and the
+# tensors' bytes as cat gives them
+F="$TFS_TESTDATA/tflite/valid/types.tflite"
+"$TENSORFS" ls --json "$F" >"$WORK/ls.json"
+eq "ls --json: the rows of ls" \
+	"$(python3 -c 'import json, sys
+for t in json.load(open(sys.argv[1])):
+    print(t["name"], t["dtype"], "[" + ",".join(map(str, t["shape"])) + "]", t["bytes"])' "$WORK/ls.json")" \
+	"$("$TENSORFS" ls "$F" | tr -s ' ')"
+eq "ls --json: bytes are what cat serves" \
+	"$(python3 -c 'import json, sys; t = json.load(open(sys.argv[1]))[3]; print(t["path"], t["bytes"])' "$WORK/ls.json")" \
+	"$(python3 -c 'import json, sys; t = json.load(open(sys.argv[1]))[3]; print(t["path"])' "$WORK/ls.json") $("$TENSORFS" cat "$F" "$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[3]["path"])' "$WORK/ls.json")" | wc -c)"
+"$TENSORFS" info --json "$F" >"$WORK/info.json"
+eq "info --json: format, tensors, parameters, version" \
+	"$(python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+print(d["format"], d["tensors"], d["parameters"], d["metadata"]["version"], d["dtypes"][0]["dtype"])' "$WORK/info.json")" \
+	"tflite 15 36 3 $("$TENSORFS" info "$F" | sed -n 's/^dtypes: *\([a-z0-9]*\) .*/\1/p')"
+eq "info --json of a directory: its containers, what was left out" \
+	"$(cp "$TFS_TESTDATA/tflite/reject/string_offsets.tflite" "$WORK/counted/bad.tflite"
+	"$TENSORFS" info --json "$WORK/counted" 2>/dev/null | python3 -c 'import json, sys
+d = json.load(sys.stdin)
+print(d["format"], d["containers"], [e["path"] for e in d["left_out"]])'; rm "$WORK/counted/bad.tflite")" \
+	"directory 2 ['bad.tflite']"
+# bash completion (data/completion/tensorfs.bash): subcommands, options,
+# -o mount options, the tensors of the given file
+# complete WORD...: what completing the last word offers, one a line
+complete_words() {
+	bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _tensorfs
+		printf "%s\n" "${COMPREPLY[@]}"' _ "$TFS_SOURCE_ROOT/data/completion/tensorfs.bash" "$@" 2>/dev/null
+}
+check "completion: subcommands" grep -qx stats <<<"$(complete_words "$TENSORFS" st)"
+eq "completion: ls options" "$(complete_words "$TENSORFS" ls --j)" "--json"
+eq "completion: -o mount options" "$(complete_words "$TENSORFS" -o cache_s)" "cache_size="
+eq "completion: -o after a comma" "$(complete_words "$TENSORFS" -o npy,verif)" "npy,verify="
+eq "completion: the tensors of the file for cat" \
+	"$(complete_words "$TENSORFS" cat "$TFS_TESTDATA/tflite/valid/types.tflite" t/int | sort)" \
+	"$(printf 't/int16\nt/int32\nt/int4_packed\nt/int64')"
+eq "completion: xattr too" \
+	"$(complete_words "$TENSORFS" xattr "$TFS_TESTDATA/tflite/valid/types.tflite" t/sc)" "t/scalar"
 # tied weights (tests/fixtures/pytorch/generate.py: 'é' is 'a.0', 24
 # float32 of one storage): their bytes and parameters counted once
 # (all: 69 parameters, 277 bytes; without the copy: 45, 181)

@@ -56,6 +56,15 @@ unmount "$M"
 "$TENSORFS" "$WORK/one.zt" "$WORK/no-such.zt" "$(mktemp -d "$WORK/mnt.XXXXXX")" 2>"$WORK/err"
 eq "one missing file of several: exit 4" "$?" 4
 check "naming it" grep -q "no-such.zt" "$WORK/err"
+# a refused file of several: the message names it (not the first), once
+cp "$TFS_TESTDATA/tflite/reject/version_2.tflite" "$WORK/bad.tflite"
+"$TENSORFS" "$WORK/one.zt" "$WORK/bad.tflite" "$(mktemp -d "$WORK/mnt.XXXXXX")" 2>"$WORK/err"
+eq "a refused file of several: exit 3" "$?" 3
+eq "named first, once" "$(grep -o 'bad\.tflite' "$WORK/err" | wc -l) $(grep -c one.zt "$WORK/err")" "1 0"
+check "as given, then the reader" grep -q "^tensorfs: $WORK/bad.tflite: tflite: Model.version" "$WORK/err"
+(cd "$WORK" && "$TENSORFS" ls one.zt bad.tflite >/dev/null 2>"$WORK/err")
+eq "ls of both: the message" "$(cat "$WORK/err")" \
+	"tensorfs: bad.tflite: tflite: Model.version: 2, only schema version 3 is supported (at byte offset 28)"
 
 # scripts/run on an unsupported file leaves no directory behind
 printf 'not a container at all\n' >"$WORK/junk.bin"

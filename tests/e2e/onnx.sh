@@ -58,6 +58,17 @@ rejects() {
 F="$TFS_TESTDATA/onnx"
 valid "$F"
 rejects "$F"
+# metadata.json: the graph's operators by type, as onnx counts them
+if "$PY" -c 'import onnx' 2>/dev/null; then
+	for m in mlp sparse; do
+		eq "$m: graph.op_types" \
+			"$("$TENSORFS" cat "$F/models/$m.onnx" .tensorfs/metadata.json |
+				python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin)["graph"]["op_types"], sort_keys=True))')" \
+			"$("$PY" -c 'import collections, json, onnx, sys
+g = onnx.load(sys.argv[1]).graph
+print(json.dumps(collections.Counter(n.op_type if n.domain in ("", "ai.onnx") else n.domain + ":" + n.op_type for n in g.node), sort_keys=True))' "$F/models/$m.onnx")"
+	done
+fi
 M=$(mount_container "$F/models/external") || fail "mount a model's directory"
 if [ -n "${M:-}" ]; then
 	eq "directory: the model's tensors" \

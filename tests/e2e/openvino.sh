@@ -114,6 +114,24 @@ suite() {
 	check "info: layers" grep -q '^layers: *26 (13 Const), 1 input, 1 output' "$WORK/info.out"
 	# 12 + 4 + 8 + 4 + 1 + 2 + 2 + 3 + 6 + 3 + 10 + 3 + 1 elements
 	check "info: parameters" grep -q '^parameters: 59$' "$WORK/info.out"
+	# the metadata's summary: a line a member, counts largest first, long
+	# lists cut; --full: the whole metadata.json
+	check "info: layer_types largest first, cut" grep -q \
+		'^  layer_types: Const 13, Convert [34], MatMul 3, .* (1 more: see metadata.json)$' "$WORK/info.out"
+	check "info: 13 consts, cut" grep -q '^  consts: 13 entries, largest first: .* (5 more: see metadata.json)$' "$WORK/info.out"
+	eq "info: the summary fits a screen" "$(($(wc -l <"$WORK/info.out") < 40))" 1
+	"$TENSORFS" info --full "$X" >"$WORK/full.out"
+	eq "info --full: the whole metadata.json" \
+		"$(sed -n '/^metadata: /,$p' "$WORK/full.out" | sed '1s/^metadata: //' | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin), sort_keys=True))')" \
+		"$("$TENSORFS" cat "$X" .tensorfs/metadata.json | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin), sort_keys=True))')"
+	# two Consts of one range (the converter deduplicates constants):
+	# "shared constants", not "tied weights"
+	mkdir -p "$WORK/dedup"
+	sed 's/shape="2,4" offset="64"/shape="2,4" offset="48"/' "$X" >"$WORK/dedup/m.xml"
+	cp "${X%.xml}.bin" "$WORK/dedup/m.bin"
+	check "info: shared constants" grep -q \
+		'^shared: *2 tensors share 1 stored range (shared constants): counted once$' \
+		<<<"$("$TENSORFS" info "$WORK/dedup/m.xml")"
 }
 
 suite "$TFS_TESTDATA/openvino" model/tiny_mlp.xml

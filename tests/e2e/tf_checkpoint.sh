@@ -60,19 +60,34 @@ bundles() {
 }
 
 # savedmodel PREFIX (of a bundle) NAME KEY: the bundle as a SavedModel's
-# variables/: its graph left out by name, variables/ mounted
+# variables/, with a saved_model.pb and a fingerprint.pb as TensorFlow
+# writes them (saved_model.py): one model, its variables at the root, the
+# graph's signatures and functions in metadata.json, nothing said about
+# its own files
 savedmodel() {
-	local S
+	local S want
 	S=$(mktemp -d "$WORK/saved.XXXXXX")
 	mkdir -p "$S/variables"
 	for f in "$1".*; do
 		cp "$f" "$S/variables/variables${f#"$1"}"
 	done
-	printf '\010\001' >"$S/saved_model.pb"
+	want=$(python3 "$TFS_SOURCE_ROOT/tests/e2e/saved_model.py" "$S")
 	M=$(mount_container "$S") || { fail "mount a SavedModel folder"; return; }
-	check "SavedModel: variables/$2" test -f "$M/variables/variables/$2"
-	eq "SavedModel: key xattr" "$(xattr key "$M/variables/variables/$2")" "$3"
+	eq "SavedModel: nothing said at mount" "$(cat "$WORK/mount.out")" ""
+	check "SavedModel: $2 at the root" test -f "$M/$2"
+	check "SavedModel: no variables/ tree" test ! -e "$M/variables"
+	eq "SavedModel: key xattr" "$(xattr key "$M/$2")" "$3"
+	eq "SavedModel: signatures and functions in metadata.json" \
+		"$(python3 -c 'import json, sys
+m = json.load(open(sys.argv[1]))
+print(json.dumps(m["containers"]["saved_model.pb"]["saved_model"], sort_keys=True))' \
+			"$M/.tensorfs/metadata.json")" "$want"
 	unmount "$M"
+	eq "SavedModel: info says one container" \
+		"$("$TENSORFS" info "$S" 2>&1 | sed -n 2p)" \
+		"format:   directory (1 container)"
+	check "SavedModel: saved_model.pb alone mounts the same" \
+		sh -c "'$TENSORFS' ls '$S/saved_model.pb' | grep -q '^$3 '"
 }
 
 # crc DIR: the tensor CRC of DIR/ckpt.index: mounted, the bad tensor
