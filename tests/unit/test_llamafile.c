@@ -1,0 +1,313 @@
+// SPDX-License-Identifier: MIT
+/*
+ * llamafile: the files of tests/fixtures/llamafile/generate.py (GGUFs of
+ * tests/fixtures/gguf/valid put by a zipalign written from the spec into
+ * the zip of a program) against its tables: every tensor's name, dtype,
+ * shape, offset and sha256 (the GGUF generator's rows, the offsets moved
+ * by where the member's data is), the .args shown, the refusals with
+ * their offsets in the file; and a real GGUF of ../shared wrapped here the
+ * same way, whose tensors must be the bare file's, byte for byte.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/image.h"
+#include "core/tree.h"
+#include "testutil.h"
+
+struct row {
+	char file[128], dir[128], name[128], dtype[32], shape[64], sha[65];
+	unsigned long long offset, size;
+};
+
+static size_t read_rows(struct row **out)
+{
+	FILE *f = fopen(tu_testdata("llamafile/valid.tsv"), "r");
+	struct row *v = NULL, r;
+	size_t n = 0;
+
+	ck_assert_ptr_nonnull(f);
+	while (fscanf(f,
+		      "%127[^\t]\t%127[^\t]\t%127[^\t]\t%31[^\t]\t%63[^\t]\t"
+		      "%llu\t%llu\t%64s\n",
+		      r.file, r.dir, r.name, r.dtype, r.shape, &r.offset,
+		      &r.size, r.sha) == 8) {
+		v = realloc(v, (n + 1) * sizeof(*v));
+		ck_assert_ptr_nonnull(v);
+		v[n++] = r;
+	}
+	ck_assert_msg(feof(f), "valid.tsv: a line does not parse");
+	fclose(f);
+	*out = v;
+	return n;
+}
+
+/* the tensor @name of the GGUF under directory @dir ("-": at the root) */
+static const struct tfs_tensor *find(const struct tfs_image *img,
+				     const char *dir, const char *name)
+{
+	size_t n = strlen(dir);
+	uint32_t i;
+
+	for (i = 0; i < img->tree->ntensors; i++) {
+		const struct tfs_tensor *t = &img->tree->tensors[i];
+
+		if (t->name_len != strlen(name) ||
+		    memcmp(t->name, name, t->name_len))
+			continue;
+		if (!strcmp(dir, "-") ||
+		    (!strncmp(t->path, dir, n) && t->path[n] == '/'))
+			return t;
+	}
+	return NULL;
+}
+
+struct walk {
+	struct row *rows;
+	size_t nrows, seen;
+};
+
+static void check_valid(const char *path, const char *name, void *arg)
+{
+	struct walk *w = arg;
+	struct tfs_image *img;
+	struct tfs_diag d;
+	size_t i, n = 0;
+
+	ck_assert_msg(tu_load_file(path, &img, &d) == 0, "%s: %s", name, d.msg);
+	tu_expect_xattr(img, "", "format", "llamafile");
+	for (i = 0; i < w->nrows; i++) {
+		const struct row *r = &w->rows[i];
+		const struct tfs_tensor *t;
+		uint8_t *b;
+		size_t len;
+		char hex[65];
+
+		if (strcmp(r->file, name))
+			continue;
+		t = find(img, r->dir, r->name);
+		ck_assert_msg(t != NULL, "%s: no tensor '%s'", name, r->name);
+		ck_assert_str_eq(t->dtype, r->dtype);
+		tu_expect_xattr(img, t->path, "shape", r->shape);
+		ck_assert_msg(t->offset == r->offset, "%s: '%s' at %llu", name,
+			      r->name, (unsigned long long)t->offset);
+		b = tu_read_node(img, t->node, &len);
+		ck_assert_uint_eq(len, r->size);
+		tu_sha256_hex(b, len, hex);
+		ck_assert_str_eq(hex, r->sha);
+		free(b);
+		n++;
+	}
+	ck_assert_msg(n && img->tree->ntensors == n, "%s: %u tensors, %zu",
+		      name, img->tree->ntensors, n);
+	w->seen += n;
+	tfs_image_close(img);
+}
+
+START_TEST(generated_valid)
+{
+	struct walk w = {0};
+
+	w.nrows = read_rows(&w.rows);
+	ck_assert_uint_eq(tu_each_fixture(tu_testdata("llamafile/valid"),
+					  check_valid, &w),
+			  3);
+	ck_assert_uint_eq(w.seen, w.nrows);
+	free(w.rows);
+}
+END_TEST
+
+/* the program before the zip, the .args, the members in metadata.json */
+START_TEST(metadata)
+{
+	struct tfs_image *img;
+	struct tfs_diag d;
+	json_t *meta, *lf;
+
+	ck_assert_int_eq(tu_load_file(tu_testdata("llamafile/valid/"
+						  "ape_one.llamafile"),
+				      &img, &d),
+			 0);
+	meta = tu_meta_json(img, "metadata.json");
+	lf = json_object_get(meta, "llamafile");
+	ck_assert_str_eq(json_string_value(json_object_get(lf, "program")),
+			 "ape");
+	ck_assert_str_eq(json_string_value(json_object_get(lf, "args")),
+			 "-m\nv3_every_type.gguf\n--host\n0.0.0.0\n...\n");
+	ck_assert_uint_eq(json_array_size(json_object_get(lf, "members")), 2);
+	/* the GGUF's own metadata is the container's: it is at the root */
+	ck_assert_ptr_nonnull(json_object_get(meta, "metadata"));
+	json_decref(meta);
+	tfs_image_close(img);
+
+	ck_assert_int_eq(tu_load_file(tu_testdata("llamafile/valid/"
+						  "script_two.llamafile"),
+				      &img, &d),
+			 0);
+	meta = tu_meta_json(img, "metadata.json");
+	lf = json_object_get(meta, "llamafile");
+	ck_assert_str_eq(json_string_value(json_object_get(lf, "program")),
+			 "script");
+	ck_assert_int_eq(
+		json_integer_value(json_object_get(lf, "gguf_members")), 2);
+	ck_assert_ptr_nonnull(json_object_get(meta, "model.gguf"));
+	json_decref(meta);
+	tfs_image_close(img);
+}
+END_TEST
+
+static void check_reject(const char *path, const char *name, void *arg)
+{
+	FILE *f = fopen(tu_testdata("llamafile/reject.tsv"), "r");
+	char file[128], err[32], word[128];
+	unsigned long long at;
+	size_t *found = arg, len;
+	uint8_t *b;
+
+	ck_assert_ptr_nonnull(f);
+	while (fscanf(f, "%127[^\t]\t%31[^\t]\t%127[^\t]\t%llu\n", file, err,
+		      word, &at) == 4) {
+		if (strcmp(file, name))
+			continue;
+		b = tu_read_file(path, &len);
+		tu_expect_reject(b, len,
+				 !strcmp(err, "ENOTSUP") ? -ENOTSUP : -EBADMSG,
+				 word, at);
+		free(b);
+		(*found)++;
+		fclose(f);
+		return;
+	}
+	fclose(f);
+	ck_abort_msg("%s: no row in reject.tsv", name);
+}
+
+START_TEST(generated_reject)
+{
+	size_t found = 0;
+
+	ck_assert_uint_eq(tu_each_fixture(tu_testdata("llamafile/reject"),
+					  check_reject, &found),
+			  found);
+	ck_assert_uint_ge(found, 4);
+}
+END_TEST
+
+/* a zip with no .gguf member (the name changed) is not claimed */
+START_TEST(no_gguf_member)
+{
+	size_t len, i;
+	uint8_t *b = tu_read_file(tu_testdata("llamafile/valid/"
+					      "plain_zip.llamafile"),
+				  &len);
+	struct tfs_image *img = NULL;
+	struct tfs_diag d;
+
+	for (i = 0; i + 5 <= len; i++)
+		if (!memcmp(b + i, ".gguf", 5))
+			b[i + 1] = 'x';
+	ck_assert_int_eq(tu_load_mem(b, len, &img, &d), -ENOEXEC);
+	free(b);
+}
+END_TEST
+
+static void put_le(struct tu_buf *o, uint64_t v, int n)
+{
+	uint8_t x[8];
+	int i;
+
+	for (i = 0; i < n; i++)
+		x[i] = (uint8_t)(v >> (8 * i));
+	tu_buf_put(o, x, (size_t)n);
+}
+
+/*
+ * a real GGUF (llama.cpp's own test model) in the zip of a script, its
+ * data at a 4096-byte boundary: the same tensors as the bare file, each
+ * @at bytes further (CRC fields left 0: readers of a llamafile, like
+ * llama.cpp's, do not check them)
+ */
+START_TEST(real_gguf_wrapped)
+{
+	static const char rel[] =
+		"../real/gguf/ollama-llama-2-tiny-random.gguf";
+	static const char name[] = "tiny.gguf";
+	struct tfs_image *bare, *lf;
+	struct tfs_diag d;
+	struct tu_buf o = {0};
+	uint8_t *g;
+	size_t glen, i, pad, lho = 40, at;
+
+	TU_NEED_SHARED(rel);
+	g = tu_read_file(tu_fixture(rel), &glen);
+	tu_buf_put(&o, "#!/bin/sh\nexec llamafile \"$0\" \"$@\"\n#####\n", lho);
+	pad = (4096 - (lho + 30 + sizeof(name) - 1 + 4) % 4096) % 4096;
+	put_le(&o, 0x04034b50, 4);
+	put_le(&o, 20, 2), put_le(&o, 0, 2), put_le(&o, 0, 2);
+	put_le(&o, 0, 4), put_le(&o, 0, 4);
+	put_le(&o, glen, 4), put_le(&o, glen, 4);
+	put_le(&o, sizeof(name) - 1, 2), put_le(&o, pad + 4, 2);
+	tu_buf_put(&o, name, sizeof(name) - 1);
+	put_le(&o, 0xa11e, 2), put_le(&o, pad, 2);
+	for (i = 0; i < pad; i++)
+		tu_buf_put(&o, "", 1);
+	at = o.len;
+	ck_assert_uint_eq(at % 4096, 0);
+	tu_buf_put(&o, g, glen);
+	i = o.len;
+	put_le(&o, 0x02014b50, 4);
+	put_le(&o, 20, 2), put_le(&o, 20, 2), put_le(&o, 0, 2);
+	put_le(&o, 0, 2), put_le(&o, 0, 4), put_le(&o, 0, 4);
+	put_le(&o, glen, 4), put_le(&o, glen, 4);
+	put_le(&o, sizeof(name) - 1, 2), put_le(&o, 0, 2), put_le(&o, 0, 2);
+	put_le(&o, 0, 2), put_le(&o, 0, 2), put_le(&o, 0, 4);
+	put_le(&o, lho, 4);
+	tu_buf_put(&o, name, sizeof(name) - 1);
+	put_le(&o, 0x06054b50, 4);
+	put_le(&o, 0, 4), put_le(&o, 1, 2), put_le(&o, 1, 2);
+	put_le(&o, o.len - 12 - i, 4), put_le(&o, i, 4), put_le(&o, 0, 2);
+
+	ck_assert_int_eq(tu_load_mem(g, glen, &bare, &d), 0);
+	ck_assert_int_eq(tu_load_mem(o.p, o.len, &lf, &d), 0);
+	ck_assert_str_eq(lf->tree->format, "llamafile");
+	ck_assert_uint_gt(bare->tree->ntensors, 0);
+	ck_assert_uint_eq(lf->tree->ntensors, bare->tree->ntensors);
+	for (i = 0; i < bare->tree->ntensors; i++) {
+		const struct tfs_tensor *x = &bare->tree->tensors[i];
+		const struct tfs_tensor *y = tu_tensor(lf, x->name);
+		uint8_t *bx, *by;
+		size_t nx, ny;
+
+		ck_assert_msg(y != NULL, "no tensor %s", x->name);
+		ck_assert_str_eq(y->dtype, x->dtype);
+		ck_assert_uint_eq(y->offset, x->offset + at);
+		bx = tu_read_node(bare, x->node, &nx);
+		by = tu_read_node(lf, y->node, &ny);
+		ck_assert_uint_eq(nx, ny);
+		ck_assert_mem_eq(bx, by, nx);
+		free(bx);
+		free(by);
+	}
+	tfs_image_close(lf);
+	tfs_image_close(bare);
+	free(o.p);
+	free(g);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("llamafile");
+	TCase *tc = tcase_create("all");
+
+	tcase_add_test(tc, generated_valid);
+	tcase_add_test(tc, metadata);
+	tcase_add_test(tc, generated_reject);
+	tcase_add_test(tc, no_gguf_member);
+	tcase_add_test(tc, real_gguf_wrapped);
+	suite_add_tcase(s, tc);
+	return tu_run(s);
+}
