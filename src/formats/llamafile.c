@@ -36,18 +36,15 @@ static bool is_gguf(const struct tfs_zip_entry *e)
 	       e->name[e->name_len - 6] != '/';
 }
 
-/* how many members are GGUFs; -errno when the directory is broken */
+static bool gguf_member(const struct tfs_zip_entry *e, const void *arg)
+{
+	(void)arg;
+	return is_gguf(e);
+}
+
 static int64_t count_gguf(const struct tfs_zip *z, struct tfs_diag *d)
 {
-	struct tfs_zip_iter it;
-	struct tfs_zip_entry e;
-	int64_t n = 0;
-	int ret;
-
-	tfs_zip_iter_init(&it);
-	while ((ret = tfs_zip_next(z, &it, &e, d)) == 1)
-		n += is_gguf(&e);
-	return ret ? ret : n;
+	return tfs_zip_member_count(z, gguf_member, NULL, d);
 }
 
 static int llamafile_probe(const struct tfs_source *src)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Helpers shared by the Check suites (tests/unit/testutil.h). */
 #include <dirent.h>
+#include <errno.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -379,6 +380,61 @@ void tu_check_rejects(const char *dir, const char *ext,
 	}
 	tu_each_fixture(tu_testdata(dir), reject_listed, &w);
 	ck_assert_uint_eq(w.seen, n);
+}
+
+static int errno_named(const char *s)
+{
+	static const struct {
+		const char *name;
+		int err;
+	} v[] = {{"EBADMSG", EBADMSG},
+		 {"ENOTSUP", ENOTSUP},
+		 {"E2BIG", E2BIG},
+		 {"EINVAL", EINVAL}};
+	size_t i;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		if (!strcmp(s, v[i].name))
+			return -v[i].err;
+	ck_abort_msg("reject.tsv: errno %s", s);
+	return 0;
+}
+
+size_t tu_check_reject_tsv(const char *dir, const char *ext)
+{
+	char path[256], file[128], err[32], word[128];
+	unsigned long long at;
+	struct tu_reject *v = NULL;
+	size_t n = 0, i, k, e = strlen(ext);
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/reject.tsv", dir);
+	f = fopen(tu_testdata(path), "r");
+	ck_assert_msg(f != NULL, "cannot read %s", path);
+	while (fscanf(f, "%127[^\t]\t%31[^\t]\t%127[^\t]\t%llu\n", file, err,
+		      word, &at) == 4) {
+		k = strlen(file);
+		ck_assert(k > e && !strcmp(file + k - e, ext));
+		file[k - e] = 0;
+		v = realloc(v, (n + 1) * sizeof(*v));
+		ck_assert_ptr_nonnull(v);
+		v[n].file = strdup(file);
+		v[n].err = errno_named(err);
+		v[n].word = strdup(word);
+		v[n].needle = NULL;
+		v[n].at = at;
+		n++;
+	}
+	ck_assert_msg(feof(f), "%s: a line does not parse", path);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/reject", dir);
+	tu_check_rejects(path, ext, v, n);
+	for (i = 0; i < n; i++) {
+		free((char *)v[i].file);
+		free((char *)v[i].word);
+	}
+	free(v);
+	return n;
 }
 
 json_t *tu_meta_json(struct tfs_image *img, const char *file)

@@ -104,6 +104,12 @@ struct tu_reject {
  */
 void tu_check_rejects(const char *dir, const char *ext,
 		      const struct tu_reject *v, size_t n);
+/*
+ * The same from a generator's table: TFS_TESTDATA/@dir/reject.tsv, rows
+ * "FILE<TAB>ERRNO<TAB>WORD<TAB>OFFSET" (ERRNO: EBADMSG, ENOTSUP, E2BIG,
+ * EINVAL), each file in @dir/reject; returns the rows' count
+ */
+size_t tu_check_reject_tsv(const char *dir, const char *ext);
 /* run one suite; returns the process exit status */
 int tu_run(Suite *s);
 /* the same for a suite that reads ../shared/fixtures: 77 (skipped, with a

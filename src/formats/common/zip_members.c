@@ -26,6 +26,22 @@ char *tfs_zip_member_name(const struct tfs_zip_entry *e)
 	return s;
 }
 
+int64_t tfs_zip_member_count(const struct tfs_zip *z,
+			     bool (*match)(const struct tfs_zip_entry *e,
+					   const void *arg),
+			     const void *arg, struct tfs_diag *d)
+{
+	struct tfs_zip_iter it;
+	struct tfs_zip_entry e;
+	int64_t n = 0;
+	int ret;
+
+	tfs_zip_iter_init(&it);
+	while ((ret = tfs_zip_next(z, &it, &e, d)) == 1)
+		n += match(&e, arg);
+	return ret ? ret : n;
+}
+
 /* an inner reader's refusal, said of the member, at an archive offset */
 static int inner_failed(struct tfs_diag *d, int ret, const char *name,
 			uint64_t data_offset, bool nested)

@@ -10,10 +10,20 @@
 
 #include <jansson.h>
 
+#include <stdbool.h>
+#include <stdint.h>
+
 struct tfs_builder;
 struct tfs_diag;
 struct tfs_format;
+struct tfs_zip;
 struct tfs_zip_entry;
+
+/* how many members @match (given @arg); -errno when the directory is bad */
+int64_t tfs_zip_member_count(const struct tfs_zip *z,
+			     bool (*match)(const struct tfs_zip_entry *e,
+					   const void *arg),
+			     const void *arg, struct tfs_diag *d);
 
 /* the member's name as a C string (malloc'd), escaped when not UTF-8 */
 char *tfs_zip_member_name(const struct tfs_zip_entry *e);
