@@ -347,7 +347,7 @@ static int model_facts(struct pt2_ctx *c, const char *model, json_t *out)
 	if (!ret)
 		ret = json_object_set_new(out, "ops", ops) ||
 		      json_object_set_new(out, "inputs", kinds) ||
-		      json_object_set(
+		      json_object_set_new(
 			      out, "outputs",
 			      json_integer((json_int_t)json_array_size(
 				      json_object_get(
