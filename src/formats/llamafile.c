@@ -12,8 +12,9 @@
  * (default arguments, one a line) is shown in metadata.json, every member
  * listed.  A compressed `.gguf` member is refused, as llamafile does.
  *
- * Detection: a zip with a `.gguf` member that is not at the start of the
- * file (a plain zip of GGUFs is claimed too, with less confidence).
+ * Detection: a file starting as a program (APE, ELF, PE, a script) or a
+ * zip, with a zip at its end holding a `.gguf` member (a plain zip of
+ * GGUFs is claimed too, with less confidence).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -47,31 +48,33 @@ static int64_t count_gguf(const struct tfs_zip *z, struct tfs_diag *d)
 	return tfs_zip_member_count(z, gguf_member, NULL, d);
 }
 
-static int llamafile_probe(const struct tfs_source *src)
-{
-	struct tfs_zip z;
-
-	if (src->size < 22 || tfs_zip_open(&z, src->data, src->size, NULL) ||
-	    count_gguf(&z, NULL) <= 0)
-		return 0;
-	return tfs_zip_magic(src->data, src->size) ? 60 : 90;
-}
-
 /* what precedes the zip: which kind of program */
 static const char *program_kind(const uint8_t *p, uint64_t n)
 {
 	if (n >= 6 && !memcmp(p, "MZqFpD", 6))
 		return "ape";
-	if (n >= 4 && !memcmp(p,
-			      "\x7f"
-			      "ELF",
-			      4))
+	if (n >= 4 && !memcmp(p, "\177ELF", 4))
 		return "elf";
 	if (n >= 2 && !memcmp(p, "MZ", 2))
 		return "pe";
 	if (n >= 2 && !memcmp(p, "#!", 2))
 		return "script";
 	return n ? "other" : "none";
+}
+
+static int llamafile_probe(const struct tfs_source *src)
+{
+	struct tfs_zip z;
+
+	/* a program or a zip at byte 0: others are not read at their end
+	 * (a remote file's tail would be fetched for nothing) */
+	if (src->size < 22 ||
+	    (!strcmp(program_kind(src->data, src->size), "other") &&
+	     !tfs_zip_magic(src->data, src->size)) ||
+	    tfs_zip_open(&z, src->data, src->size, NULL) ||
+	    count_gguf(&z, NULL) <= 0)
+		return 0;
+	return tfs_zip_magic(src->data, src->size) ? 60 : 90;
 }
 
 struct llamafile_ctx {
