@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Helpers shared by the Check suites (tests/unit/testutil.h). */
 #include <dirent.h>
+#include <errno.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -379,6 +380,179 @@ void tu_check_rejects(const char *dir, const char *ext,
 	}
 	tu_each_fixture(tu_testdata(dir), reject_listed, &w);
 	ck_assert_uint_eq(w.seen, n);
+}
+
+static int errno_named(const char *s)
+{
+	static const struct {
+		const char *name;
+		int err;
+	} v[] = {{"EBADMSG", EBADMSG},
+		 {"ENOTSUP", ENOTSUP},
+		 {"E2BIG", E2BIG},
+		 {"EINVAL", EINVAL}};
+	size_t i;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		if (!strcmp(s, v[i].name))
+			return -v[i].err;
+	ck_abort_msg("reject.tsv: errno %s", s);
+	return 0;
+}
+
+size_t tu_check_reject_tsv(const char *dir, const char *ext)
+{
+	char path[256], file[128], err[32], word[128];
+	unsigned long long at;
+	struct tu_reject *v = NULL;
+	size_t n = 0, i, k, e = strlen(ext);
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/reject.tsv", dir);
+	f = fopen(tu_testdata(path), "r");
+	ck_assert_msg(f != NULL, "cannot read %s", path);
+	while (fscanf(f, "%127[^\t]\t%31[^\t]\t%127[^\t]\t%llu\n", file, err,
+		      word, &at) == 4) {
+		k = strlen(file);
+		ck_assert(k > e && !strcmp(file + k - e, ext));
+		file[k - e] = 0;
+		v = realloc(v, (n + 1) * sizeof(*v));
+		ck_assert_ptr_nonnull(v);
+		v[n].file = strdup(file);
+		v[n].err = errno_named(err);
+		v[n].word = strdup(word);
+		v[n].needle = NULL;
+		v[n].at = at;
+		n++;
+	}
+	ck_assert_msg(feof(f), "%s: a line does not parse", path);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/reject", dir);
+	tu_check_rejects(path, ext, v, n);
+	for (i = 0; i < n; i++) {
+		free((char *)v[i].file);
+		free((char *)v[i].word);
+	}
+	free(v);
+	return n;
+}
+
+size_t tu_read_rows(FILE *f, const char *file, struct tu_row **out)
+{
+	char first[160];
+	struct tu_row *v = NULL, r;
+	size_t n = 0;
+
+	while (file ? fscanf(f, "%159[^\t]\t", first) == 1 : true) {
+		if (fscanf(f,
+			   "%159[^\t]\t%159[^\t]\t%31[^\t]\t%63[^\t]\t%llu\t"
+			   "%llu\t%64s\n",
+			   r.dir, r.name, r.dtype, r.shape, &r.offset, &r.size,
+			   r.sha) != 7)
+			break;
+		if (file && strcmp(first, file))
+			continue;
+		v = realloc(v, (n + 1) * sizeof(*v));
+		ck_assert_ptr_nonnull(v);
+		v[n++] = r;
+	}
+	ck_assert_msg(feof(f), "a line does not parse");
+	*out = v;
+	return n;
+}
+
+/* the tensor stored as @r's name, under its directory */
+static const struct tfs_tensor *row_tensor(const struct tfs_image *img,
+					   const struct tu_row *r)
+{
+	size_t n = strlen(r->dir);
+	bool root = !strcmp(r->dir, "-");
+	uint32_t i;
+
+	for (i = 0; i < img->tree->ntensors; i++) {
+		const struct tfs_tensor *t = &img->tree->tensors[i];
+
+		if (t->name_len == strlen(r->name) &&
+		    !memcmp(t->name, r->name, t->name_len) &&
+		    (root ||
+		     (!strncmp(t->path, r->dir, n) && t->path[n] == '/')))
+			return t;
+	}
+	return NULL;
+}
+
+void tu_check_rows(struct tfs_image *img, const struct tu_row *v, size_t n)
+{
+	size_t i;
+
+	ck_assert_uint_gt(n, 0);
+	ck_assert_uint_eq(img->tree->ntensors, n);
+	for (i = 0; i < n; i++) {
+		const struct tfs_tensor *t = row_tensor(img, &v[i]);
+		uint8_t *b;
+		size_t len;
+		char hex[65];
+
+		ck_assert_msg(t != NULL, "no tensor %s/%s", v[i].dir,
+			      v[i].name);
+		ck_assert_str_eq(t->dtype, v[i].dtype);
+		tu_expect_xattr(img, t->path, "shape", v[i].shape);
+		ck_assert_msg(t->offset == v[i].offset, "%s at %llu", t->path,
+			      (unsigned long long)t->offset);
+		b = tu_read_node(img, t->node, &len);
+		ck_assert_uint_eq(len, v[i].size);
+		tu_sha256_hex(b, len, hex);
+		ck_assert_str_eq(hex, v[i].sha);
+		free(b);
+	}
+}
+
+struct valid_tsv {
+	const char *dir, *format;
+	size_t rows;
+};
+
+static void valid_tsv_file(const char *path, const char *name, void *arg)
+{
+	struct valid_tsv *w = arg;
+	char tsv[256];
+	struct tfs_image *img;
+	struct tfs_diag d;
+	struct tu_row *v;
+	size_t n;
+	FILE *f;
+
+	snprintf(tsv, sizeof(tsv), "%s/valid.tsv", w->dir);
+	f = fopen(tu_testdata(tsv), "r");
+	ck_assert_msg(f != NULL, "cannot read %s", tsv);
+	n = tu_read_rows(f, name, &v);
+	fclose(f);
+	ck_assert_msg(tu_load_file(path, &img, &d) == 0, "%s: %s", name, d.msg);
+	tu_expect_xattr(img, "", "format", w->format);
+	tu_check_rows(img, v, n);
+	w->rows += n;
+	tfs_image_close(img);
+	free(v);
+}
+
+size_t tu_check_valid_tsv(const char *dir, const char *format)
+{
+	struct valid_tsv w = {dir, format, 0};
+	char sub[256];
+	size_t lines = 0;
+	FILE *f;
+	int c;
+
+	snprintf(sub, sizeof(sub), "%s/valid.tsv", dir);
+	f = fopen(tu_testdata(sub), "r");
+	ck_assert_msg(f != NULL, "cannot read %s", sub);
+	while ((c = fgetc(f)) != EOF)
+		lines += c == '\n';
+	fclose(f);
+	snprintf(sub, sizeof(sub), "%s/valid", dir);
+	tu_each_fixture(tu_testdata(sub), valid_tsv_file, &w);
+	ck_assert_uint_eq(w.rows, lines);
+	return w.rows;
 }
 
 json_t *tu_meta_json(struct tfs_image *img, const char *file)

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/diag.h"
 #include "core/image.h"
@@ -104,6 +105,34 @@ struct tu_reject {
  */
 void tu_check_rejects(const char *dir, const char *ext,
 		      const struct tu_reject *v, size_t n);
+/*
+ * The same from a generator's table: TFS_TESTDATA/@dir/reject.tsv, rows
+ * "FILE<TAB>ERRNO<TAB>WORD<TAB>OFFSET" (ERRNO: EBADMSG, ENOTSUP, E2BIG,
+ * EINVAL), each file in @dir/reject; returns the rows' count
+ */
+size_t tu_check_reject_tsv(const char *dir, const char *ext);
+/*
+ * A generator's table of the tensors of archives whose members mount as
+ * directories: rows "[FILE<TAB>]DIR<TAB>NAME<TAB>DTYPE<TAB>SHAPE<TAB>OFFSET
+ * <TAB>BYTES<TAB>SHA256"; DIR "-": the member is at the root
+ */
+struct tu_row {
+	char dir[160], name[160], dtype[32], shape[64], sha[65];
+	unsigned long long offset, size;
+};
+/* the rows of @f (with a first column, those of @file; without: NULL) */
+size_t tu_read_rows(FILE *f, const char *file, struct tu_row **out);
+/*
+ * @img holds exactly the @n tensors of @v: each stored NAME under DIR, its
+ * dtype, shape xattr, offset, and bytes (their sha256)
+ */
+void tu_check_rows(struct tfs_image *img, const struct tu_row *v, size_t n);
+/*
+ * Every file of TFS_TESTDATA/@dir/valid loads as @format and holds the
+ * tensors of its rows of @dir/valid.tsv (tu_check_rows); returns how
+ * many rows were checked (all of the table's, or the test fails)
+ */
+size_t tu_check_valid_tsv(const char *dir, const char *format);
 /* run one suite; returns the process exit status */
 int tu_run(Suite *s);
 /* the same for a suite that reads ../shared/fixtures: 77 (skipped, with a

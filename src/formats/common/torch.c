@@ -655,6 +655,25 @@ static int storage_index(struct tfs_torch *z, uint32_t idx)
 	return 0;
 }
 
+/* a new zeroed storage at z->st[z->nst] (counted by the caller) */
+static int storage_push(struct tfs_torch *z, struct tfs_torch_storage **out)
+{
+	struct tfs_torch_storage *s;
+
+	if (z->nst == z->stcap) {
+		size_t cap = z->stcap ? z->stcap * 2 : 16;
+
+		s = reallocarray(z->st, cap, sizeof(*s));
+		if (!s)
+			return tfs_diag_oom(z->d);
+		z->st = s;
+		z->stcap = cap;
+	}
+	*out = &z->st[z->nst];
+	memset(*out, 0, sizeof(**out));
+	return 0;
+}
+
 /* the storage a persistent id names, registered on first use */
 static int storage_of(struct tfs_torch *z, const struct tfs_pkl_value *pid,
 		      uint32_t *out)
@@ -710,17 +729,9 @@ static int storage_of(struct tfs_torch *z, const struct tfs_pkl_value *pid,
 		*out = (uint32_t)si;
 		return 0;
 	}
-	if (z->nst == z->stcap) {
-		size_t cap = z->stcap ? z->stcap * 2 : 16;
-
-		s = reallocarray(z->st, cap, sizeof(*s));
-		if (!s)
-			return tfs_diag_oom(z->d);
-		z->st = s;
-		z->stcap = cap;
-	}
-	s = &z->st[z->nst];
-	memset(s, 0, sizeof(*s));
+	ret = storage_push(z, &s);
+	if (ret)
+		return ret;
 	s->key = key->s.p;
 	s->key_len = key->s.len;
 	s->dtype = dt;
@@ -1194,6 +1205,71 @@ static int meta_merge(json_t *meta, const char *key, json_t *add)
 	if (!have)
 		return json_object_set(meta, key, add);
 	return json_object_update(have, add);
+}
+
+int tfs_torch_zip_storage(struct tfs_torch *z, const char *key, size_t klen,
+			  enum tfs_dtype dt, const struct tfs_zip_entry *e,
+			  uint32_t *out)
+{
+	struct tfs_torch_storage *s;
+	int si = tfs_torch_storage_by_key(z, key, klen), ret;
+
+	if (si >= 0) {
+		if (z->st[si].dtype != dt)
+			return tfs_diag_at(z->d, -ENOTSUP, e->central_offset,
+					   "storage '%s': viewed as %s and %s",
+					   TFS_SHOWN(key, klen),
+					   tfs_dtype_name(z->st[si].dtype),
+					   tfs_dtype_name(dt));
+		*out = (uint32_t)si;
+		return 0;
+	}
+	if (e->method != TFS_ZIP_STORED)
+		return tfs_diag_at(z->d, -ENOTSUP, e->local_offset,
+				   "zip: storage record '%s' is compressed "
+				   "(method %u)",
+				   TFS_SHOWN(e->name, e->name_len), e->method);
+	ret = storage_push(z, &s);
+	if (ret)
+		return ret;
+	s->key = key;
+	s->key_len = klen;
+	s->dtype = dt;
+	s->cls = tfs_dtype_name(dt);
+	s->numel = e->comp_size / tfs_dtype_size(dt);
+	s->at = e->central_offset;
+	s->located = true;
+	s->data = e->data_offset;
+	s->has_crc = true;
+	s->crc32 = e->crc32;
+	s->member_size = e->comp_size;
+	*out = (uint32_t)z->nst++;
+	return storage_index(z, *out);
+}
+
+int tfs_torch_view(struct tfs_torch *z, const char *name, size_t len,
+		   uint32_t st, uint64_t offset, uint32_t ndim,
+		   const uint64_t *dims, bool parameter, uint64_t at)
+{
+	struct tfs_torch_tensor *x = NULL;
+	int ret = tensor_push(z, &x);
+
+	if (ret)
+		return ret;
+	x->storage = st;
+	x->offset = offset;
+	x->ndim = ndim;
+	x->parameter = parameter;
+	x->at = at;
+	x->dims = malloc(ndim ? 2 * ndim * sizeof(uint64_t) : 1);
+	x->name = malloc(len + 1);
+	if (!x->dims || !x->name)
+		return tfs_diag_oom(z->d);
+	memcpy(x->dims, dims, 2 * ndim * sizeof(uint64_t));
+	memcpy(x->name, name, len);
+	x->name[len] = 0;
+	x->name_len = len;
+	return 0;
 }
 
 int tfs_torch_finish(struct tfs_torch *z, const char *info_key)

@@ -108,6 +108,22 @@ int tfs_torch_storage_by_key(const struct tfs_torch *z, const char *k,
 int tfs_torch_zip_records(struct tfs_torch *z, const struct tfs_zip *zip,
 			  const char *prefix, size_t plen, const char *dir);
 /*
+ * A storage of @dt that is the whole of stored zip member @e (PT2
+ * archives' payloads), keyed @key (kept alive by the caller until
+ * tfs_torch_finish); its index in *@out.  The same key again gives the
+ * same storage, when its dtype is the same.
+ */
+int tfs_torch_zip_storage(struct tfs_torch *z, const char *key, size_t klen,
+			  enum tfs_dtype dt, const struct tfs_zip_entry *e,
+			  uint32_t *out);
+/*
+ * A tensor @name (copied) viewing storage @st from element @offset: @ndim
+ * sizes, then @ndim strides in @dims; described at @at
+ */
+int tfs_torch_view(struct tfs_torch *z, const char *name, size_t len,
+		   uint32_t st, uint64_t offset, uint32_t ndim,
+		   const uint64_t *dims, bool parameter, uint64_t at);
+/*
  * Every storage located: the tensors to the builder, z->info into
  * metadata member @info_key (NULL: none), the leaves and object states
  * merged into "leaves" and "object_state".
