@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The formats Netron opens (issue 40), through `tensorfs convert`: each
+# generated sample and each real file of ../shared/real converted to
+# safetensors, and the safetensors file read back by a reader of its own
+# (tests/e2e/netron_check.py, the standard library only) against the
+# expectations an independent reader gave (tests/fixtures/<fmt>/*.json):
+# every tensor's name, dtype, shape and sha256, nothing more.  No FUSE.
+. "$(dirname "$0")/lib.sh"
+PY=/usr/bin/python3
+HERE=$(dirname "$0")
+D=$TFS_TESTDATA
+
+# convert_check WHAT CONTAINER EXPECTED.json [KEY]: KEY picks one entry of
+# the expectations' "valid" object
+convert_check() {
+	rm -f "$WORK/c.safetensors"
+	if ! "$TENSORFS" convert "$2" "$WORK/c.safetensors" >/dev/null; then
+		fail "$1: convert"
+		return
+	fi
+	check "$1: read back exactly" $PY "$HERE/netron_check.py" \
+		"$WORK/c.safetensors" "$3" ${4:+"$4"}
+}
+
+convert_check "darknet tiny (from the .weights)" \
+	"$D/darknet/valid/tiny.weights" "$D/darknet/expected.json" tiny.weights
+convert_check "darknet tiny (from the .cfg)" \
+	"$D/darknet/valid/tiny.cfg" "$D/darknet/expected.json" tiny.weights
+convert_check "darknet old (16-byte header)" \
+	"$D/darknet/valid/old.weights" "$D/darknet/expected.json" old.weights
+R=$TFS_FIXTURES/../real
+if shared_case "darknet Yolo-Fastest" ../real/darknet/yolo-fastest-1.1.weights
+then
+	convert_check "darknet Yolo-Fastest 1.1" \
+		"$R/darknet/yolo-fastest-1.1.weights" \
+		"$D/darknet/real-yolo-fastest-1.1.expected.json"
+fi
+finish
