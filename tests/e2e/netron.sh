@@ -35,4 +35,12 @@ then
 		"$R/darknet/yolo-fastest-1.1.weights" \
 		"$D/darknet/real-yolo-fastest-1.1.expected.json"
 fi
+convert_check "caffe V2" "$D/caffe/valid/v2.caffemodel" \
+	"$D/caffe/expected.json" v2.caffemodel
+convert_check "caffe V1 and V0" "$D/caffe/valid/v1.caffemodel" \
+	"$D/caffe/expected.json" v1.caffemodel
+if shared_case "caffe MTCNN det1" ../real/caffe/det1.caffemodel; then
+	convert_check "caffe MTCNN det1" "$R/caffe/det1.caffemodel" \
+		"$D/caffe/real-det1.expected.json"
+fi
 finish

@@ -15,35 +15,16 @@
 #include "core/tree.h"
 #include "testutil.h"
 
-static json_t *load_json(const char *path)
-{
-	json_error_t err;
-	json_t *j = json_load_file(path, 0, &err);
-
-	ck_assert_msg(j != NULL, "%s: %s", path, err.text);
-	return j;
-}
-
 /* @path loads as darknet with exactly the tensors of @want, in order */
 static void expect_tensors(const char *path, const json_t *want)
 {
-	const json_t *tensors = json_object_get(want, "tensors"), *t;
 	struct tfs_image *img;
 	struct tfs_diag d;
 	json_t *meta;
-	size_t i;
 
 	ck_assert_msg(tu_load_file(path, &img, &d) == 0, "%s: %s", path, d.msg);
 	ck_assert_str_eq(img->tree->format, "darknet");
-	ck_assert_uint_eq(img->tree->ntensors, json_array_size(tensors));
-	json_array_foreach(tensors, i, t)
-	{
-		const char *name =
-			json_string_value(json_object_get(t, "name"));
-
-		ck_assert_str_eq(img->tree->tensors[i].name, name);
-		tu_expect_tensor_json(img, name, t);
-	}
+	tu_expect_tensor_list(img, json_object_get(want, "tensors"));
 	meta = tu_meta_json(img, "metadata.json");
 	ck_assert_int_eq(
 		json_integer_value(json_object_get(
@@ -58,7 +39,7 @@ static void expect_tensors(const char *path, const json_t *want)
 
 START_TEST(generated)
 {
-	json_t *exp = load_json(tu_testdata("darknet/expected.json"));
+	json_t *exp = tu_load_json(tu_testdata("darknet/expected.json"));
 	const json_t *valid = json_object_get(exp, "valid"), *want;
 	const char *file;
 	char rel[128];
@@ -118,28 +99,12 @@ END_TEST
 
 START_TEST(rejects)
 {
-	json_t *exp = load_json(tu_testdata("darknet/expected.json"));
-	const json_t *reject = json_object_get(exp, "reject"), *word;
-	struct tfs_image *img = NULL;
-	struct tfs_diag d;
-	const char *file;
-	char rel[128];
-	size_t n = 0;
-	int ret;
+	json_t *exp = tu_load_json(tu_testdata("darknet/expected.json"));
 
-	json_object_foreach((json_t *)reject, file, word)
-	{
-		snprintf(rel, sizeof(rel), "darknet/reject/%s", file);
-		ret = tu_load_file(tu_testdata(rel), &img, &d);
-		ck_assert_msg(ret < 0, "%s: loaded", file);
-		ck_assert_ptr_null(img);
-		ck_assert_msg(strstr(d.msg, json_string_value(word)),
-			      "%s: '%s' does not say '%s'", file, d.msg,
-			      json_string_value(word));
-		ck_assert_str_eq(d.format, "darknet");
-		n++;
-	}
-	ck_assert_uint_eq(n, 11);
+	ck_assert_uint_eq(tu_expect_rejects_json("darknet/reject",
+						 json_object_get(exp, "reject"),
+						 "darknet"),
+			  11);
 	json_decref(exp);
 }
 END_TEST
@@ -150,7 +115,7 @@ START_TEST(real_yolo_fastest)
 	json_t *exp;
 
 	TU_NEED_SHARED("../real/darknet/yolo-fastest-1.1.weights");
-	exp = load_json(
+	exp = tu_load_json(
 		tu_testdata("darknet/real-yolo-fastest-1.1.expected.json"));
 	expect_tensors(tu_fixture("../real/darknet/yolo-fastest-1.1.weights"),
 		       exp);
