@@ -388,7 +388,8 @@ static int cf_layer_blobs(struct cf *z, const struct cf_layer *l)
 				   "layer %" PRIu64 ": a name of %" PRIu64
 				   " bytes (at most %d)",
 				   z->layers, l->name_len, CF_NAME_MAX);
-	memcpy(base, l->name, l->name_len);
+	if (l->name_len) /* a layer may have no name: l->name NULL */
+		memcpy(base, l->name, l->name_len);
 	base[l->name_len] = '\0';
 	n = l->name_len;
 	if (!n || memchr(base, '\0', n) ||
