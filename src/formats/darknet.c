@@ -33,6 +33,7 @@
 #include "core/dtype.h"
 #include "core/format.h"
 #include "core/source.h"
+#include "formats/common/beside.h"
 
 #define DN_CFG_MAX (16ull << 20)
 #define DN_MAX_LAYERS 65536u
@@ -781,24 +782,6 @@ static int dn_probe(const struct tfs_source *src)
 	return major >= 0 && major < 10 && minor >= 0 && minor < 100 ? 40 : 0;
 }
 
-/* "<stem>@suffix" beside the container */
-static int dn_beside(struct dn *z, const char *suffix, char *out, size_t len)
-{
-	const char *base = strrchr(z->src->path, '/'), *dot;
-	size_t n;
-
-	base = base ? base + 1 : z->src->path;
-	dot = strrchr(base, '.');
-	n = dot && dot != base ? (size_t)(dot - base) : strlen(base);
-	if (n + strlen(suffix) + 1 > len)
-		return tfs_diag_set(z->d, -ENAMETOOLONG,
-				    "the file's name is too long for its %s",
-				    suffix);
-	memcpy(out, base, n);
-	memcpy(out + n, suffix, strlen(suffix) + 1);
-	return 0;
-}
-
 /* load_weights_upto's header: version, then `seen` as size_t or int */
 static int dn_header(struct dn *z)
 {
@@ -844,18 +827,14 @@ static int dn_open_weights(struct dn *z)
 				".weights is not found";
 		return 0;
 	}
-	ret = dn_beside(z, ".weights", z->weights_name,
-			sizeof(z->weights_name));
+	ret = tfs_name_beside(z->src, ".weights", z->weights_name,
+			      sizeof(z->weights_name), "weights: the cfg's",
+			      z->d);
 	ret = ret ? ret
-		  : tfs_builder_open_companion(z->b, z->weights_name,
-					       &z->w_source, z->d);
-	if (ret == -ENOENT) {
-		snprintf(z->why, sizeof(z->why), "weights: %.200s", z->d->msg);
-		tfs_diag_clear(z->d);
-		z->unreadable = z->why;
-		return 0;
-	}
-	if (ret)
+		  : tfs_open_beside(z->b, z->weights_name, "weights",
+				    &z->w_source, z->why, sizeof(z->why),
+				    &z->unreadable, z->d);
+	if (ret || z->unreadable)
 		return ret;
 	z->w = tfs_builder_source(z->b, z->w_source)->data;
 	z->w_size = tfs_builder_source(z->b, z->w_source)->size;
@@ -879,7 +858,8 @@ static int dn_open_cfg(struct dn *z)
 				   "cfg: the weights were read from memory, "
 				   "so the .cfg that gives their layers is "
 				   "not found");
-	ret = dn_beside(z, ".cfg", z->cfg_name, sizeof(z->cfg_name));
+	ret = tfs_name_beside(z->src, ".cfg", z->cfg_name, sizeof(z->cfg_name),
+			      "cfg: the weights'", z->d);
 	ret = ret ? ret
 		  : tfs_builder_open_companion_at(
 			    z->b, z->cfg_name, 0, 0, &h, z->d,
