@@ -49,4 +49,11 @@ if shared_case "ncnn slim_320" ../real/ncnn/slim_320.param; then
 	convert_check "ncnn slim_320" "$R/ncnn/slim_320.param" \
 		"$D/ncnn/real-slim_320.expected.json"
 fi
+convert_check "mxnet V1, V2, V3 and legacy arrays" \
+	"$D/mxnet/valid/model-0000.params" "$D/mxnet/expected.json" \
+	model-0000.params
+if shared_case "mxnet RetinaFace" ../real/mxnet/retinaface.params; then
+	convert_check "mxnet RetinaFace" "$R/mxnet/retinaface.params" \
+		"$D/mxnet/real-retinaface.expected.json"
+fi
 finish

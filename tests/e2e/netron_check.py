@@ -12,7 +12,8 @@ import sys
 
 ST = {"float32": "F32", "float16": "F16", "int8": "I8", "uint8": "U8",
       "int32": "I32", "int64": "I64", "float64": "F64", "int16": "I16",
-      "bfloat16": "BF16"}
+      "bfloat16": "BF16", "bool": "BOOL", "uint16": "U16", "uint32": "U32",
+      "uint64": "U64"}
 
 
 def main():
