@@ -145,8 +145,10 @@ struct cf {
 	const struct tfs_source *src;
 	struct tfs_builder *b;
 	struct tfs_diag *d;
-	struct tfs_strmap names; /* layer names given so far */
-	json_t *types;		 /* layer type -> count */
+	struct tfs_strmap names; /* layer names given so far (in @keys) */
+	char **keys;		 /* the map's keys, owned */
+	size_t nkeys, keys_cap;
+	json_t *types; /* layer type -> count */
 	uint64_t layers, blobs;
 	int version; /* 1 or 2; 0: no layer yet */
 };
@@ -372,6 +374,27 @@ static int cf_blob(struct cf *z, const char *base, size_t base_len, uint64_t k,
 /* ---- layers ---------------------------------------------------------------
  */
 
+/* @name taken: a copy kept as the map's key (the map borrows its keys) */
+static int cf_claim(struct cf *z, const char *name)
+{
+	char **v, *k;
+
+	if (z->nkeys == z->keys_cap) {
+		size_t cap = z->keys_cap ? z->keys_cap * 2 : 64;
+
+		v = realloc(z->keys, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		z->keys = v;
+		z->keys_cap = cap;
+	}
+	k = strdup(name);
+	if (!k)
+		return -ENOMEM;
+	z->keys[z->nkeys++] = k;
+	return tfs_strmap_put(&z->names, k, 1);
+}
+
 /* its name in the tree: the layer's, "#<index>" added when taken or empty */
 static int cf_layer_blobs(struct cf *z, const struct cf_layer *l)
 {
@@ -396,7 +419,7 @@ static int cf_layer_blobs(struct cf *z, const struct cf_layer *l)
 	    tfs_strmap_get(&z->names, base, &seen))
 		n += (size_t)snprintf(base + n, sizeof(base) - n, "#%" PRIu64,
 				      z->layers);
-	else if (tfs_strmap_put(&z->names, base, 1))
+	else if (cf_claim(z, base))
 		return tfs_diag_oom(z->d);
 	while ((r = tfs_pb_next(&c, "LayerParameter", &f, z->d)) == 1) {
 		if (f.number != l->blob_field)
@@ -650,6 +673,9 @@ out:
 	json_decref(inputs);
 	json_decref(z.types);
 	tfs_strmap_free(&z.names);
+	while (z.nkeys)
+		free(z.keys[--z.nkeys]);
+	free(z.keys);
 	return r;
 }
 

@@ -56,4 +56,6 @@ if shared_case "mxnet RetinaFace" ../real/mxnet/retinaface.params; then
 	convert_check "mxnet RetinaFace" "$R/mxnet/retinaface.params" \
 		"$D/mxnet/real-retinaface.expected.json"
 fi
+convert_check "torch7 module tree (a strided view gathered)" \
+	"$D/torch7/valid/model.t7" "$D/torch7/expected.json" model.t7
 finish
