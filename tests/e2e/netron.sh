@@ -58,4 +58,13 @@ if shared_case "mxnet RetinaFace" ../real/mxnet/retinaface.params; then
 fi
 convert_check "torch7 module tree (a strided view gathered)" \
 	"$D/torch7/valid/model.t7" "$D/torch7/expected.json" model.t7
+convert_check "coreml network (float16, int8, deconvolution)" \
+	"$D/coreml/valid/net.mlmodel" "$D/coreml/expected.json" net.mlmodel
+convert_check "coreml pipeline" "$D/coreml/valid/pipeline.mlmodel" \
+	"$D/coreml/expected.json" pipeline.mlmodel
+C=coreml/keras2coreml_Dense_ImageNet_small.mlmodel
+if shared_case "coreml keras2coreml Dense" "../real/$C"; then
+	convert_check "coreml keras2coreml Dense" "$R/$C" \
+		"$D/coreml/real-keras2coreml-dense.expected.json"
+fi
 finish
