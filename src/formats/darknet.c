@@ -165,8 +165,10 @@ dn_cfg_fail(struct dn *z, int err, uint64_t at, const char *fmt, ...)
 	va_end(ap);
 	if (z->cfg_is_container)
 		return tfs_diag_at(z->d, err, at, "cfg: %s", msg);
-	return tfs_diag_set(z->d, err, "cfg '%s', byte %" PRIu64 ": %s",
-			    z->cfg_name, at, msg);
+	/* the weights are mounted: where their reading stopped */
+	return tfs_diag_at(z->d, err, z->pos,
+			   "cfg '%s', byte %" PRIu64 ": %s", z->cfg_name, at,
+			   msg);
 }
 
 /* ---- the cfg ------------------------------------------------------------ */

@@ -44,7 +44,7 @@ if shared_case "caffe MTCNN det1" ../real/caffe/det1.caffemodel; then
 		"$D/caffe/real-det1.expected.json"
 fi
 convert_check "ncnn tiny (float16, int8, float32 Mats)" \
-	"$D/ncnn/valid/tiny.param" "$D/ncnn/expected.json" tiny.param
+	"$D/ncnn/model/tiny.param" "$D/ncnn/expected.json" model/tiny.param
 if shared_case "ncnn slim_320" ../real/ncnn/slim_320.param; then
 	convert_check "ncnn slim_320" "$R/ncnn/slim_320.param" \
 		"$D/ncnn/real-slim_320.expected.json"

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Read a safetensors file (its own reader: the u64 header length, the JSON
 header, the data offsets) and compare it with expectations: a JSON object
-whose "tensors" list (or, with KEY, whose "valid"[KEY]["tensors"]) gives
+whose "tensors" list (or, with KEY, whose "valid"[KEY]["tensors"]; SET/KEY:
+SET instead of "valid") gives
 each tensor's name, dtype (tensorfs names), shape and sha256, in any order.
 The file must hold those tensors and no other.
 Usage: netron_check.py FILE.safetensors EXPECTED.json [KEY]"""
@@ -23,8 +24,9 @@ def main():
     header.pop("__metadata__", None)
     base = 8 + n
     want = json.load(open(sys.argv[2]))
-    if len(sys.argv) > 3:
-        want = want["valid"][sys.argv[3]]
+    if len(sys.argv) > 3:   # KEY, or SET/KEY (model/tiny.param)
+        group, _, key = sys.argv[3].rpartition("/")
+        want = want[group or "valid"][key]
     tensors = want["tensors"]
     assert len(header) == len(tensors), (len(header), len(tensors))
     for t in tensors:

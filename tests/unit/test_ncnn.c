@@ -32,8 +32,8 @@ START_TEST(generated)
 	json_t *exp = tu_load_json(tu_testdata("ncnn/expected.json"));
 
 	expect_model(
-		tu_testdata("ncnn/valid/tiny.param"),
-		json_object_get(json_object_get(exp, "valid"), "tiny.param"));
+		tu_testdata("ncnn/model/tiny.param"),
+		json_object_get(json_object_get(exp, "model"), "tiny.param"));
 	json_decref(exp);
 }
 END_TEST
@@ -49,7 +49,7 @@ START_TEST(without_bin)
 
 	for (pass = 0; pass < 2; pass++) {
 		if (pass) {
-			b = tu_read_file(tu_testdata("ncnn/valid/tiny.param"),
+			b = tu_read_file(tu_testdata("ncnn/model/tiny.param"),
 					 &len);
 			ck_assert_int_eq(tu_load_mem(b, len, &img, &d), 0);
 		} else {
