@@ -2438,10 +2438,10 @@ static bool ox_coreml_field(uint32_t number)
 }
 
 /*
- * A ModelProto as writers make it: ir_version, and a graph (or, without
- * one, functions) to hold its tensors; every top-level key checked, up to
- * OX_PROBE_FIELDS of them.  A broken value is claimed (to say why) when
- * the model is already recognised or the name ends in .onnx.
+ * A ModelProto as writers make it: a graph (or, without one, functions) to
+ * hold its tensors, and ir_version (90; 60 without it), every top-level key
+ * checked, up to OX_PROBE_FIELDS of them.  A broken value is claimed (to
+ * say why) when a graph came before it or the name ends in .onnx.
  */
 #define OX_PROBE_FIELDS 4096
 
@@ -2465,7 +2465,7 @@ static int ox_probe_model(const struct tfs_source *src)
 		if (r == 0)
 			break;
 		if (r < 0)
-			return ir && graph ? 90 : onnx_name ? 20 : 0;
+			return graph ? (ir ? 90 : 60) : onnx_name ? 20 : 0;
 		if (ox_coreml_field(f.number))
 			return 0;
 		if (f.number <= 26 && !ox_model_field(f.number, f.wire))
@@ -2476,9 +2476,7 @@ static int ox_probe_model(const struct tfs_source *src)
 		graph |= f.number == 7;
 		functions |= f.number == 25;
 	}
-	if (!ir)
-		return 0;
-	return graph ? 90 : functions ? 40 : 0;
+	return graph ? (ir ? 90 : 60) : functions ? 40 : 0;
 }
 
 static int ox_probe(const struct tfs_source *src)
