@@ -2462,11 +2462,31 @@ static int ox_probe_tensor(const struct tfs_source *src)
 	return n && (data || r == 0) ? 60 : 0;
 }
 
+/*
+ * Core ML's Model (specs/coreml.md) starts like a ModelProto (field 1
+ * varint, field 2 LEN) but states its kind in one field numbered 200..699
+ * (neuralNetwork 500, mlProgram 502, pipeline 202...), a number no
+ * ModelProto uses: seen at the top level, the file is not ONNX.
+ */
+static bool ox_coreml_field(uint32_t number)
+{
+	return number >= 200 && number < 700;
+}
+
+/*
+ * A ModelProto as writers make it: a graph (or, without one, functions) to
+ * hold its tensors, and ir_version (90; 60 without it), every top-level key
+ * checked, up to OX_PROBE_FIELDS of them.  A broken value is claimed (to
+ * say why) when a graph came before it or the name ends in .onnx.
+ */
+#define OX_PROBE_FIELDS 4096
+
 static int ox_probe_model(const struct tfs_source *src)
 {
+	bool onnx_name = tfs_source_name_ends(src, ".onnx");
+	bool graph = false, functions = false, ir = false;
 	struct tfs_cursor c;
 	struct tfs_pb_field f;
-	bool graph = false;
 	uint64_t key;
 	unsigned n;
 	int r;
@@ -2476,24 +2496,23 @@ static int ox_probe_model(const struct tfs_source *src)
 	    !ox_model_field((uint32_t)(key >> 3), (unsigned)(key & 7)))
 		return 0;
 	c.pos = 0;
-	if (tfs_pb_next(&c, "ModelProto", &f, NULL) != 1)
-		/* a ModelProto key, a broken value: claimed to say why */
-		return tfs_source_name_ends(src, ".onnx") ? 20 : 0;
-	if (f.number == 1 && (f.v < 1 || f.v > 100))
-		return 0;
-	graph = f.number == 7;
-	for (n = 0; n < 8; n++) {
+	for (n = 0; n < OX_PROBE_FIELDS; n++) {
 		r = tfs_pb_next(&c, "ModelProto", &f, NULL);
 		if (r == 0)
 			break;
 		if (r < 0)
-			return tfs_source_name_ends(src, ".onnx") ? 20 : 0;
+			return graph ? (ir ? 90 : 60) : onnx_name ? 20 : 0;
+		if (ox_coreml_field(f.number))
+			return 0;
 		if (f.number <= 26 && !ox_model_field(f.number, f.wire))
 			return 0;
-		if (f.number == 7)
-			graph = true;
+		if (f.number == 1 && (f.v < 1 || f.v > 100))
+			return 0;
+		ir |= f.number == 1;
+		graph |= f.number == 7;
+		functions |= f.number == 25;
 	}
-	return graph ? 90 : 40;
+	return graph ? (ir ? 90 : 60) : functions ? 40 : 0;
 }
 
 static int ox_probe(const struct tfs_source *src)

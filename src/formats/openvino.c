@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "core/strmap.h"
+#include "formats/common/beside.h"
 #include "parse/xml.h"
 #include "core/builder.h"
 #include "core/checked.h"
@@ -1015,8 +1016,6 @@ static int ov_const(struct ov *z, struct ov_layer *l, json_t *consts)
 /* the .bin beside the .xml: "<stem>.bin" */
 static int ov_open_bin(struct ov *z)
 {
-	const char *base, *dot;
-	size_t n;
 	int ret;
 
 	if (!z->src->path) {
@@ -1025,28 +1024,18 @@ static int ov_open_bin(struct ov *z)
 		snprintf(z->bin_name, sizeof(z->bin_name), "model.bin");
 		return 0;
 	}
-	base = strrchr(z->src->path, '/');
-	base = base ? base + 1 : z->src->path;
-	dot = strrchr(base, '.');
-	n = dot && dot != base ? (size_t)(dot - base) : strlen(base);
-	if (n + 5 > sizeof(z->bin_name))
-		return tfs_diag_set(z->d, -ENAMETOOLONG,
-				    "weights: the model's name is too long "
-				    "for its .bin");
-	memcpy(z->bin_name, base, n);
-	memcpy(z->bin_name + n, ".bin", 5);
-	ret = tfs_builder_open_companion(z->b, z->bin_name, &z->bin, z->d);
-	if (ret == -ENOMEM)
+	ret = tfs_name_beside(z->src, ".bin", z->bin_name, sizeof(z->bin_name),
+			      "weights: the model's", z->d);
+	ret = ret ? ret
+		  : tfs_open_beside(z->b, z->bin_name, "weights", &z->bin,
+				    z->why, sizeof(z->why), &z->unreadable,
+				    z->d);
+	if (ret)
 		return ret;
-	if (ret == -ENOENT) {
-		snprintf(z->why, sizeof(z->why), "weights: %.200s", z->d->msg);
-		tfs_diag_clear(z->d);
-		z->unreadable = z->why;
+	if (z->unreadable) {
 		z->unreadable_fault = true;
 		return 0;
 	}
-	if (ret)
-		return ret;
 	z->bin_size = tfs_builder_source(z->b, z->bin)->size;
 	return 0;
 }

@@ -739,13 +739,25 @@ START_TEST(encoded_rejects)
 }
 END_TEST
 
-/* the probe: ModelProto's first keys; never safetensors */
+/*
+ * the probe: what a real ModelProto has (a graph, or functions; with
+ * ir_version 90, without 60); never safetensors, never Core ML
+ * (specs/coreml.md 1)
+ */
 START_TEST(probe)
 {
 	static const uint8_t st[] = {0x10, 0, 0, 0, 0, 0, 0, 0, '{', '}'};
 	static const uint8_t model8[] = {0x08, 0x08, 0x3a, 0x00};
 	static const uint8_t nographs[] = {0x08, 0x08, 0x12, 0x01, 't'};
+	static const uint8_t functions[] = {0x08, 0x08, 0xca, 0x01, 0x00};
+	static const uint8_t noir[] = {0x12, 0x01, 't', 0x3a, 0x00};
 	static const uint8_t ir0[] = {0x08, 0x00, 0x3a, 0x00};
+	/* specificationVersion 4, description {}, neuralNetwork {} */
+	static const uint8_t coreml[] = {0x08, 0x04, 0x12, 0x00,
+					 0xa2, 0x1f, 0x00};
+	/* a graph key too: field 502 (mlProgram) still says Core ML */
+	static const uint8_t coreml_graph[] = {0x08, 0x08, 0x3a, 0x00,
+					       0xb2, 0x1f, 0x00};
 	const struct tfs_format *f = tfs_format_by_name("onnx");
 	struct tfs_source s;
 
@@ -754,9 +766,35 @@ START_TEST(probe)
 	tfs_source_init_memory(&s, model8, sizeof(model8));
 	ck_assert_int_eq(f->probe(&s), 90);
 	tfs_source_init_memory(&s, nographs, sizeof(nographs));
+	ck_assert_int_eq(f->probe(&s), 0);
+	tfs_source_init_memory(&s, functions, sizeof(functions));
 	ck_assert_int_eq(f->probe(&s), 40);
+	tfs_source_init_memory(&s, noir, sizeof(noir));
+	ck_assert_int_eq(f->probe(&s), 60);
 	tfs_source_init_memory(&s, ir0, sizeof(ir0));
 	ck_assert_int_eq(f->probe(&s), 0);
+	tfs_source_init_memory(&s, coreml, sizeof(coreml));
+	ck_assert_int_eq(f->probe(&s), 0);
+	tfs_source_init_memory(&s, coreml_graph, sizeof(coreml_graph));
+	ck_assert_int_eq(f->probe(&s), 0);
+}
+END_TEST
+
+/* a real Core ML model (onnxmltools' baseline) is not taken for ONNX */
+START_TEST(real_coreml_not_onnx)
+{
+	static const char rel[] =
+		"../real/coreml/keras2coreml_Dense_ImageNet_small.mlmodel";
+	const struct tfs_format *f = tfs_format_by_name("onnx");
+	struct tfs_source s;
+	uint8_t *b;
+	size_t len;
+
+	TU_NEED_SHARED(rel);
+	b = tu_read_file(tu_fixture(rel), &len);
+	tfs_source_init_memory(&s, b, len);
+	ck_assert_int_eq(f->probe(&s), 0);
+	free(b);
 }
 END_TEST
 
@@ -888,6 +926,7 @@ int main(void)
 	tcase_add_test(tc, names_with_nul_and_repeats);
 	tcase_add_test(tc, encoded_rejects);
 	tcase_add_test(tc, probe);
+	tcase_add_test(tc, real_coreml_not_onnx);
 	tcase_add_test(tc, int4_values);
 	tcase_add_test(tc, external_on_disk);
 	tcase_add_test(tc, external_from_memory);

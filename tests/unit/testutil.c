@@ -332,6 +332,58 @@ void tu_expect_tensor_json(struct tfs_image *img, const char *name,
 		ck_assert_msg(order == NULL, "%s: order %s", name, order);
 }
 
+void tu_expect_tensor_list(struct tfs_image *img, const json_t *tensors)
+{
+	const json_t *t;
+	size_t i;
+
+	ck_assert_uint_eq(img->tree->ntensors, json_array_size(tensors));
+	json_array_foreach(tensors, i, t)
+	{
+		const char *name =
+			json_string_value(json_object_get(t, "name"));
+
+		ck_assert_ptr_nonnull(name);
+		ck_assert_str_eq(img->tree->tensors[i].name, name);
+		tu_expect_tensor_json(img, name, t);
+	}
+}
+
+size_t tu_expect_rejects_json(const char *dir, const json_t *reject,
+			      const char *format)
+{
+	struct tfs_image *img = NULL;
+	const json_t *word;
+	struct tfs_diag d;
+	const char *file;
+	char rel[512];
+	size_t n = 0;
+	int ret;
+
+	json_object_foreach((json_t *)reject, file, word)
+	{
+		snprintf(rel, sizeof(rel), "%s/%s", dir, file);
+		ret = tu_load_file(tu_testdata(rel), &img, &d);
+		ck_assert_msg(ret < 0, "%s: loaded", file);
+		ck_assert_ptr_null(img);
+		ck_assert_msg(strstr(d.msg, json_string_value(word)),
+			      "%s: '%s' does not say '%s'", file, d.msg,
+			      json_string_value(word));
+		ck_assert_str_eq(d.format, format);
+		n++;
+	}
+	return n;
+}
+
+json_t *tu_load_json(const char *path)
+{
+	json_error_t err;
+	json_t *j = json_load_file(path, 0, &err);
+
+	ck_assert_msg(j != NULL, "%s: %s", path, err.text);
+	return j;
+}
+
 struct reject_walk {
 	const char *ext;
 	const struct tu_reject *v;

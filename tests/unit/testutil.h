@@ -91,6 +91,21 @@ size_t tu_each_fixture(const char *dir,
  */
 void tu_expect_tensor_json(struct tfs_image *img, const char *name,
 			   const json_t *want);
+/*
+ * @img holds exactly the tensors of the JSON array @tensors, in its order
+ * (each as tu_expect_tensor_json wants it, with its "name")
+ */
+void tu_expect_tensor_list(struct tfs_image *img, const json_t *tensors);
+/*
+ * Every file of the object @reject (file name -> a word of its refusal),
+ * TFS_TESTDATA/@dir/FILE loaded from its path (so files beside it count),
+ * is refused by reader @format with a message holding the word; returns
+ * how many
+ */
+size_t tu_expect_rejects_json(const char *dir, const json_t *reject,
+			      const char *format);
+/* a JSON file, parsed; fails the test if not */
+json_t *tu_load_json(const char *path);
 /* one reject sample and its refusal */
 struct tu_reject {
 	const char *file; /* name without @ext */
