@@ -73,6 +73,18 @@ application/x-burnpack yes burnpack/valid/f32_2x3.bpk
 application/x-gptrs yes gptrs/valid/archive_v1_inline.bin
 application/x-tsr yes tsr/valid/fp32_2x3.tsr
 application/x-primitiv yes primitiv/valid/param_long_forms.param
+application/x-caffe-model no caffe/valid/v2.caffemodel
+application/x-darknet-weights no darknet/valid/tiny.weights
+application/x-ncnn-param yes ncnn/valid/alone.param
+application/x-mxnet-params yes mxnet/valid/model-0000.params
+application/x-torch7 no torch7/valid/model.t7
+application/x-coreml-model no coreml/valid/net.mlmodel
+application/x-llamafile no llamafile/valid/ape_one.llamafile
+application/x-mediapipe-task no mediapipe_task/valid/single.task
+application/x-dduf no dduf/valid/top_level.dduf
+application/x-pt2 no pt2/valid/export.pt2
+application/x-flashpack no flashpack/valid/v4.flashpack
+application/x-executorch yes executorch/valid/inline.pte
 END
 )
 # FILE: the file of a LIST line; false for a shared fixture that is missing
