@@ -866,14 +866,16 @@ static int quant_read_tensor(struct tfs_image *img, uint32_t tensor,
 	    !shape_agrees(l, parts[QP_SHAPE], plen[QP_SHAPE]))
 		goto out;
 	row_bytes = l->cols * 4;
-	row = malloc(row_bytes ? row_bytes : 1);
+	/* the row, then the per-group tables (quant_decode.c) */
+	row = malloc(row_bytes + 8 * tfs_quant_groups(l) + 8);
 	out = malloc(len);
 	ret = -ENOMEM;
 	if (!row || !out)
 		goto out;
 	/* row by row: bounded memory whatever the read's size */
 	for (o = 0, r = off / row_bytes; o < len; r++) {
-		ret = tfs_quant_rows(l, parts, plen, r, 1, row);
+		ret = tfs_quant_rows(l, parts, plen, r, 1, row,
+				     row + l->cols + 1);
 		if (ret)
 			goto out;
 		a = off + o - r * row_bytes; /* from here in the row */

@@ -65,14 +65,18 @@ struct quant_data {
 	uint32_t n;
 };
 
+/* the groups of a row @l decodes through per-row tables (0: none) */
+uint64_t tfs_quant_groups(const struct quant_layer *l);
+
 /*
  * Rows [@row, @row + @nrows) of @l's logical float32 matrix into @out,
  * from the stored tensors' bytes @parts (each its whole stored bytes,
- * @plen[i] long).  0, or -EIO when the bytes break the rules the plan
- * could not check (a g_idx out of range).
+ * @plen[i] long); @aux: room for 2 x tfs_quant_groups(@l) floats.  0, or
+ * -EIO when the bytes break the rules the plan could not check (a g_idx
+ * out of range).
  */
 int tfs_quant_rows(const struct quant_layer *l, const uint8_t *const *parts,
 		   const uint64_t *plen, uint64_t row, uint64_t nrows,
-		   float *out);
+		   float *out, float *aux);
 
 #endif

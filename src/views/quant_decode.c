@@ -71,43 +71,62 @@ static float scale_at(enum tfs_dtype t, const uint8_t *p, uint64_t i)
 	}
 }
 
+/*
+ * Row @o's per-group scales and zero points into @s, @z (ngroups each):
+ * the inner loops then read one packed word per k elements and index two
+ * small tables (a row of a 4096-wide layer has 32 groups)
+ */
 static int gptq_row(const struct quant_layer *l, const uint8_t *const *p,
-		    uint64_t o, float *w)
+		    uint64_t o, float *w, float *s, int32_t *z)
 {
-	uint32_t b = l->bits, k = 32 / b, mask = (1u << b) - 1;
-	uint64_t out = l->rows, in = l->cols, i, g, ngroups = l->scols;
-	uint32_t q, z;
+	uint32_t b = l->bits, k = 32 / b, mask = (1u << b) - 1, word, j;
+	uint64_t out = l->rows, in = l->cols, i, r, g, ngroups = l->scols;
 
-	for (i = 0; i < in; i++) {
-		q = le32(p[QP_MAIN] + ((i / k) * out + o) * 4) >> (i % k * b) &
-		    mask;
-		g = p[QP_GIDX] ? le32(p[QP_GIDX] + 4 * i)
-			       : (l->group ? i / l->group : 0);
-		if (g >= ngroups)
-			return -EIO;
-		z = (le32(p[QP_ZERO] + (g * (out / k) + o / k) * 4) >>
-		     (o % k * b)) &
-		    mask;
-		z += l->v1;
-		w[i] = (float)((int32_t)q - (int32_t)z) *
-		       scale_at(l->dtype[QP_SCALE], p[QP_SCALE], g * out + o);
+	for (g = 0; g < ngroups; g++) {
+		s[g] = scale_at(l->dtype[QP_SCALE], p[QP_SCALE], g * out + o);
+		z[g] = (int32_t)((le32(p[QP_ZERO] +
+				       (g * (out / k) + o / k) * 4) >>
+				  (o % k * b)) &
+				 mask) +
+		       l->v1;
+	}
+	for (r = 0, i = 0; r < in / k; r++) {
+		word = le32(p[QP_MAIN] + (r * out + o) * 4);
+		for (j = 0; j < k; j++, i++) {
+			g = p[QP_GIDX] ? le32(p[QP_GIDX] + 4 * i)
+				       : (l->group ? i / l->group : 0);
+			if (g >= ngroups)
+				return -EIO;
+			w[i] = (float)((int32_t)(word >> (j * b) & mask) -
+				       z[g]) *
+			       s[g];
+		}
 	}
 	return 0;
 }
 
 static void awq_row(const struct quant_layer *l, const uint8_t *const *p,
-		    uint64_t o, float *w)
+		    uint64_t o, float *w, float *s, int32_t *z)
 {
 	static const uint32_t rev[8] = {0, 4, 1, 5, 2, 6, 3, 7};
 	uint64_t out = l->rows, in = l->cols, i, g;
-	uint32_t sh = 4 * rev[o % 8], q, z;
+	uint32_t sh = 4 * rev[o % 8];
 
+	for (g = 0; g < in / l->group; g++) {
+		s[g] = scale_at(l->dtype[QP_SCALE], p[QP_SCALE], g * out + o);
+		z[g] = (int32_t)(le32(p[QP_ZERO] +
+				      (g * (out / 8) + o / 8) * 4) >>
+					 sh &
+				 15);
+	}
 	for (i = 0; i < in; i++) {
 		g = i / l->group;
-		q = le32(p[QP_MAIN] + (i * (out / 8) + o / 8) * 4) >> sh & 15;
-		z = le32(p[QP_ZERO] + (g * (out / 8) + o / 8) * 4) >> sh & 15;
-		w[i] = (float)((int32_t)q - (int32_t)z) *
-		       scale_at(l->dtype[QP_SCALE], p[QP_SCALE], g * out + o);
+		w[i] = (float)((int32_t)(le32(p[QP_MAIN] +
+					      (i * (out / 8) + o / 8) * 4) >>
+						 sh &
+					 15) -
+			       z[g]) *
+		       s[g];
 	}
 }
 
@@ -219,29 +238,64 @@ static void bnb_int8_row(const struct quant_layer *l, const uint8_t *const *p,
 		w[i] = ((float)(int8_t)p[QP_MAIN][o * in + i] * scb) * inv127;
 }
 
-static void mlx_row(const struct quant_layer *l, const uint8_t *const *p,
-		    uint64_t o, float *w)
+/* @n (< 8) bytes from @p, little-endian: a bit window that ends early */
+uint64_t tfs_quant_groups(const struct quant_layer *l)
 {
-	uint64_t in = l->cols, i, bit, groups = in / l->group;
-	const uint8_t *row = p[QP_MAIN] + o * (in * l->bits / 8);
-	uint32_t b = l->bits, q, k;
+	switch (l->family) {
+	case QF_GPTQ:
+		return l->scols;
+	case QF_AWQ:
+	case QF_MLX:
+		return l->cols / l->group;
+	default:
+		return 0;
+	}
+}
+
+static uint64_t le_bytes(const uint8_t *p, size_t n)
+{
+	uint64_t v = 0;
+
+	while (n--)
+		v = v << 8 | p[n];
+	return v;
+}
+
+static void mlx_row(const struct quant_layer *l, const uint8_t *const *p,
+		    uint64_t o, float *w, float *s, float *bias)
+{
+	uint64_t in = l->cols, i, bit, groups = in / l->group, v;
+	uint64_t row_len = in * l->bits / 8, at;
+	const uint8_t *row = p[QP_MAIN] + o * row_len;
+	uint32_t b = l->bits, mask = (1u << b) - 1;
 	float prod;
 
-	for (i = 0; i < in; i++) {
+	for (i = 0; i < groups; i++) {
+		s[i] = scale_at(l->dtype[QP_SCALE], p[QP_SCALE],
+				o * groups + i);
+		bias[i] =
+			scale_at(l->dtype[QP_ZERO], p[QP_ZERO], o * groups + i);
+	}
+	for (i = 0, bit = 0; i < in; i++, bit += b) {
 		/* bits [i*b, (i+1)*b) of the row, least significant first */
-		for (q = 0, k = 0, bit = i * b; k < b; k++, bit++)
-			q |= (uint32_t)(row[bit / 8] >> (bit % 8) & 1) << k;
-		prod = (float)q * scale_at(l->dtype[QP_SCALE], p[QP_SCALE],
-					   o * groups + i / l->group);
-		w[i] = prod + scale_at(l->dtype[QP_ZERO], p[QP_ZERO],
-				       o * groups + i / l->group);
+		at = bit / 8;
+		v = at + 8 <= row_len ? le_bytes(row + at, 8)
+				      : le_bytes(row + at, row_len - at);
+		prod = (float)((uint32_t)(v >> (bit % 8)) & mask) *
+		       s[i / l->group];
+		w[i] = prod + bias[i / l->group];
 	}
 }
 
 int tfs_quant_rows(const struct quant_layer *l, const uint8_t *const *parts,
 		   const uint64_t *plen, uint64_t row, uint64_t nrows,
-		   float *out)
+		   float *out, float *aux)
 {
+	/* per-group tables: scales, then zero points or biases */
+	uint64_t ng = tfs_quant_groups(l);
+	int32_t *zi = (int32_t *)(aux + ng);
+	float *zf = aux + ng;
+
 	uint64_t r;
 	int ret = 0;
 
@@ -249,10 +303,10 @@ int tfs_quant_rows(const struct quant_layer *l, const uint8_t *const *parts,
 	for (r = row; !ret && r < row + nrows; r++, out += l->cols) {
 		switch (l->family) {
 		case QF_GPTQ:
-			ret = gptq_row(l, parts, r, out);
+			ret = gptq_row(l, parts, r, out, aux, zi);
 			break;
 		case QF_AWQ:
-			awq_row(l, parts, r, out);
+			awq_row(l, parts, r, out, aux, zi);
 			break;
 		case QF_CT_PACK:
 		case QF_CT_INT:
@@ -271,7 +325,7 @@ int tfs_quant_rows(const struct quant_layer *l, const uint8_t *const *parts,
 			bnb_int8_row(l, parts, r, out);
 			break;
 		case QF_MLX:
-			mlx_row(l, parts, r, out);
+			mlx_row(l, parts, r, out, aux, zf);
 			break;
 		}
 	}

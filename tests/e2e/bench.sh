@@ -7,5 +7,5 @@ need_fuse
 TENSORFS="$TENSORFS" BENCH_DIR="$WORK/bench" "$TFS_SOURCE_ROOT/bench/run" --smoke >"$WORK/out" 2>&1
 eq "bench/run --smoke: exit 0" "$?" 0
 cat "$WORK/out"
-eq "fifteen rows (nine, and the page cache of six layouts)" "$(grep -c '^| [^m-]' "$WORK/out")" 15
+eq "twenty rows (fourteen, and the page cache of six layouts)" "$(grep -c '^| [^m-]' "$WORK/out")" 20
 finish
