@@ -34,6 +34,13 @@
 
 static int fp_probe(const struct tfs_source *src)
 {
+	/*
+	 * the magic is at the end: of a remote object (ops) that costs a
+	 * range request at every mount, so only a .flashpack name is looked
+	 * at there
+	 */
+	if (src->ops && !tfs_source_name_ends(src, ".flashpack"))
+		return 0;
 	return src->size >= FP_TAIL &&
 			       !memcmp(src->data + src->size - 8, FP_MAGIC, 8)
 		       ? 100
