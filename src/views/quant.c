@@ -780,7 +780,7 @@ static int quant_plan(struct tfs_draft *dr, uint32_t id)
 	if (!ret)
 		ret = find_layers(&p);
 	tfs_strmap_free(&p.names);
-	if (!ret)
+	if (!ret && p.qd->n) /* qsort and bsearch want a base */
 		qsort(p.qd->v, p.qd->n, sizeof(*p.qd->v), cmp_layers);
 	return ret;
 }
@@ -798,7 +798,7 @@ static const struct quant_layer *layer_of(const struct tfs_tree *t,
 	if (rec >= t->nrecords || !t->tensors[rec].shown_by || !t->view_data)
 		return NULL;
 	qd = t->view_data[t->tensors[rec].shown_by - 1];
-	if (!qd ||
+	if (!qd || !qd->n ||
 	    tfs_view_kinds[t->tensors[rec].shown_by - 1] != &tfs_view_quant)
 		return NULL;
 	return bsearch(&key, qd->v, qd->n, sizeof(*qd->v), cmp_layers);
