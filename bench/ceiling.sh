@@ -106,6 +106,60 @@ rd() {
 	fi
 }
 
+# every path: NAME|FILE IN THE MOUNT|PGREP PATTERN OF ITS DAEMON|COMMAND
+cl="^$CEILING .*$M\$"
+tl="^$TENSORFS $W/big.safetensors $M"
+paths=("ceiling|data|$cl|$CEILING -rbuf $MIB $M"
+	"ceiling -s|data|$cl|$CEILING -s -rbuf $MIB $M"
+	"ceiling clone_fd|data|$cl|$CEILING -c -rbuf $MIB $M"
+	"ceiling data|data|$cl|$CEILING -rdata $MIB $M"
+	"ceiling splice|data|$cl|$CEILING -rsplice $MIB $M"
+	"ceiling -s splice|data|$cl|$CEILING -s -rsplice $MIB $M"
+	"ceiling splice-move|data|$cl|$CEILING -rsplice-move $MIB $M"
+	"ceiling -s splice-move|data|$cl|$CEILING -s -rsplice-move $MIB $M"
+	"tensorfs|big|$tl|$TENSORFS $W/big.safetensors $M"
+	"tensorfs -s|big|$tl|$TENSORFS $W/big.safetensors $M -s"
+	"squashfuse_ll|big|^squashfuse_ll $W/big.sqfs $M\$|squashfuse_ll $W/big.sqfs $M")
+# per path, the runs' figures, space-separated: first read and re-read (ns),
+# daemon CPU (ms), reader's and daemon's event counts
+declare -A FT AT CT RI DI
+
+# one run of one path: a fresh mount, first read, re-read, unmount
+once() {
+	local name file pat cmd pid t0 t1 c0 pp
+	IFS='|' read -r name file pat cmd <<<"$1"
+	cache
+	# shellcheck disable=SC2086 # the command's words
+	$cmd
+	pid=$(pgrep -n -f "$pat")
+	echo 1024 >"/sys/class/bdi/$(mountpoint -d "$M")/read_ahead_kb"
+	c0=$(cpu_ms "$pid")
+	if [ "$PERF" = 1 ]; then
+		perf stat -x, -e "$EVENT" -o "$W/perf.d" -p "$pid" &
+		pp=$!
+		sleep 0.2
+	fi
+	t0=$(now)
+	rd "$M/$file"
+	t1=$(now)
+	FT[$name]+=" $((t1 - t0))"
+	CT[$name]+=" $(awk -v a="$(cpu_ms "$pid")" -v b="$c0" 'BEGIN { print a - b }')"
+	if [ "$PERF" = 1 ]; then
+		kill -INT "$pp"
+		wait "$pp" || true
+		RI[$name]+=" $(counted "$W/perf.rd")"
+		DI[$name]+=" $(counted "$W/perf.d")"
+	fi
+	t0=$(now)
+	dd if="$M/$file" bs=1M status=none of=/dev/null
+	t1=$(now)
+	AT[$name]+=" $((t1 - t0))"
+	fusermount3 -u "$M"
+	while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+}
+
+# the runs interleave the paths: a machine whose load changes during the
+# benchmark slows every path alike
 direct_t=()
 direct_i=()
 for _ in $(seq "$RUNS"); do
@@ -116,80 +170,32 @@ for _ in $(seq "$RUNS"); do
 	t1=$(now)
 	direct_t+=($((t1 - t0)))
 	[ "$PERF" = 1 ] && direct_i+=("$(counted "$W/perf.rd")")
+	for p in "${paths[@]}"; do
+		once "$p"
+	done
 done
 direct=$(median "${direct_t[@]}")
 direct_ins=$([ "$PERF" = 1 ] && median "${direct_i[@]}" || echo 0)
 
-# one path: NAME FILE-IN-MOUNT PGREP-PATTERN COMMAND...; sets first, again,
-# cpu (medians) and rins, dins (reader's and daemon's event counts)
-measure() {
-	local name=$1 file=$2 pat=$3 pid t0 t1 c0 pp
-	local ft=() at=() ct=() ri=() di=()
-	shift 3
-	for _ in $(seq "$RUNS"); do
-		cache
-		"$@"
-		pid=$(pgrep -n -f "$pat")
-		echo 1024 >"/sys/class/bdi/$(mountpoint -d "$M")/read_ahead_kb"
-		c0=$(cpu_ms "$pid")
-		if [ "$PERF" = 1 ]; then
-			perf stat -x, -e "$EVENT" -o "$W/perf.d" -p "$pid" &
-			pp=$!
-			sleep 0.2
-		fi
-		t0=$(now)
-		rd "$M/$file"
-		t1=$(now)
-		ft+=($((t1 - t0)))
-		ct+=("$(awk -v a="$(cpu_ms "$pid")" -v b="$c0" 'BEGIN { print a - b }')")
-		if [ "$PERF" = 1 ]; then
-			kill -INT "$pp"
-			wait "$pp" || true
-			ri+=("$(counted "$W/perf.rd")")
-			di+=("$(counted "$W/perf.d")")
-		fi
-		t0=$(now)
-		dd if="$M/$file" bs=1M status=none of=/dev/null
-		t1=$(now)
-		at+=($((t1 - t0)))
-		fusermount3 -u "$M"
-		while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
-	done
-	first=$(median "${ft[@]}")
-	again=$(median "${at[@]}")
-	cpu=$(median "${ct[@]}")
-	rins=0
-	dins=0
-	if [ "$PERF" = 1 ]; then
-		rins=$(median "${ri[@]}")
-		dins=$(median "${di[@]}")
-	fi
-	printf 'mode\t%s\tfirst %s s (%s x direct)\tre-read %s s (%s x direct)\tdaemon cpu %s ms\t%s %s reader / %s daemon\n' \
-		"$name" "$(secs "$first")" "$(ratio "$direct" "$first")" \
-		"$(secs "$again")" "$(ratio "$direct" "$again")" "$cpu" \
-		"$EVENT" "$rins" "$dins"
-}
-
 declare -A F A C
-cl="^$CEILING .*$M\$"
-for spec in "ceiling:-rbuf" "ceiling -s:-s -rbuf" "ceiling clone_fd:-c -rbuf" \
-	"ceiling data:-rdata" "ceiling splice:-rsplice" \
-	"ceiling -s splice:-s -rsplice" "ceiling splice-move:-rsplice-move" \
-	"ceiling -s splice-move:-s -rsplice-move"; do
-	name=${spec%%:*}
-	# shellcheck disable=SC2086 # the options are words
-	measure "$name" data "$cl" "$CEILING" ${spec#*:} "$MIB" "$M"
-	F[$name]=$first A[$name]=$again C[$name]=$cpu
+for p in "${paths[@]}"; do
+	name=${p%%|*}
+	# shellcheck disable=SC2086 # the runs' figures
+	F[$name]=$(median ${FT[$name]}) A[$name]=$(median ${AT[$name]})
+	# shellcheck disable=SC2086
+	C[$name]=$(median ${CT[$name]})
+	rins=0 dins=0
+	if [ "$PERF" = 1 ]; then
+		# shellcheck disable=SC2086
+		rins=$(median ${RI[$name]}) dins=$(median ${DI[$name]})
+	fi
+	[ "$name" = tensorfs ] && tins=$rins tdins=$dins
+	printf 'mode\t%s\tfirst %s s (%s x direct)\tre-read %s s (%s x direct)\tdaemon cpu %s ms\t%s %s reader / %s daemon\n' \
+		"$name" "$(secs "${F[$name]}")" "$(ratio "$direct" "${F[$name]}")" \
+		"$(secs "${A[$name]}")" "$(ratio "$direct" "${A[$name]}")" \
+		"${C[$name]}" "$EVENT" "$rins" "$dins"
 done
-tl="^$TENSORFS $W/big.safetensors $M"
-measure tensorfs big "$tl" "$TENSORFS" "$W/big.safetensors" "$M"
-F[tensorfs]=$first A[tensorfs]=$again C[tensorfs]=$cpu
-tins=$rins tdins=$dins
-measure "tensorfs -s" big "$tl" "$TENSORFS" "$W/big.safetensors" "$M" -s
-F[tensorfs -s]=$first A[tensorfs -s]=$again C[tensorfs -s]=$cpu
-measure squashfuse_ll big "^squashfuse_ll $W/big.sqfs $M\$" \
-	squashfuse_ll "$W/big.sqfs" "$M"
-F[sq]=$first A[sq]=$again C[sq]=$cpu
+F[sq]=${F[squashfuse_ll]}
 
 # the best ceiling of the run, first read and re-read
 best=
