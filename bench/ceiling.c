@@ -11,7 +11,7 @@
  * thread counts (the bench script sets the mount's read_ahead_kb to what
  * tensorfs sets: 1024).
  *
- *   ceiling [-s] [-c] [-r MODE] SIZE_MIB MOUNTPOINT
+ *   ceiling [-s] [-c] [-r MODE] [-f FILE] SIZE_MIB MOUNTPOINT
  *     -s       single-threaded loop (tensorfs -s)
  *     -c       clone_fd: one /dev/fuse fd per worker thread
  *     -r buf   fuse_reply_buf from a mapping of the memfd (tensorfs's way)
@@ -19,6 +19,9 @@
  *              (libfuse reads the bytes into its buffer, then writes)
  *     -r splice       same with FUSE_CAP_SPLICE_WRITE (pages spliced)
  *     -r splice-move  same with FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE
+ *     -f FILE  serve the last SIZE_MIB MiB of FILE (a raw tensor at the end
+ *              of a safetensors file) from a mapping of it, not prefaulted,
+ *              as tensorfs does, instead of a memfd (-r buf only)
  *
  * It daemonizes once mounted, like tensorfs; fusermount3 -u ends it.
  */
@@ -26,6 +29,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,10 +207,29 @@ static int make_buffer(struct ceiling *c, size_t size)
 	return 0;
 }
 
+/* the last @size bytes of @path, mapped read-only into @c */
+static int map_file(struct ceiling *c, const char *path, size_t size)
+{
+	struct stat st;
+	char *m;
+
+	c->size = size;
+	c->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (c->fd < 0 || fstat(c->fd, &st))
+		return -errno;
+	if ((uint64_t)st.st_size < size)
+		return -EINVAL;
+	m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, c->fd, 0);
+	if (m == MAP_FAILED)
+		return -errno;
+	c->map = m + ((size_t)st.st_size - size);
+	return 0;
+}
+
 static int usage(void)
 {
 	fprintf(stderr, "usage: ceiling [-s] [-c] [-r buf|data|splice|"
-			"splice-move] SIZE_MIB MOUNTPOINT\n");
+			"splice-move] [-f FILE] SIZE_MIB MOUNTPOINT\n");
 	return 2;
 }
 
@@ -218,15 +241,18 @@ int main(int argc, char **argv)
 	struct fuse_loop_config *lc = NULL;
 	struct fuse_session *se = NULL;
 	struct ceiling c = {.mode = REPLY_BUF};
+	const char *file = NULL;
 	int single = 0, clone_fd = 0, opt, ret = 1;
 	unsigned long mib;
 	size_t m;
 
-	while ((opt = getopt(argc, argv, "scr:")) != -1) {
+	while ((opt = getopt(argc, argv, "scr:f:")) != -1) {
 		if (opt == 's') {
 			single = 1;
 		} else if (opt == 'c') {
 			clone_fd = 1;
+		} else if (opt == 'f') {
+			file = optarg;
 		} else if (opt == 'r') {
 			for (m = 0; m < 4 && strcmp(optarg, modes[m]); m++)
 				;
@@ -237,12 +263,13 @@ int main(int argc, char **argv)
 			return usage();
 		}
 	}
-	if (argc - optind != 2)
+	if (argc - optind != 2 || (file && c.mode != REPLY_BUF))
 		return usage();
 	mib = strtoul(argv[optind], NULL, 10);
 	if (mib == 0 || mib > (1ul << 20))
 		return usage();
-	if (make_buffer(&c, (size_t)mib << 20)) {
+	if (file ? map_file(&c, file, (size_t)mib << 20)
+		 : make_buffer(&c, (size_t)mib << 20)) {
 		perror("ceiling: buffer");
 		return 1;
 	}

@@ -9,7 +9,9 @@
 #                (multi-threaded as tensorfs, -s) and reply path (buf as
 #                tensorfs: fuse_reply_buf from a mapping; data:
 #                fuse_reply_data without splice; splice, splice-move:
-#                FUSE_CAP_SPLICE_WRITE [| _MOVE]), and clone_fd
+#                FUSE_CAP_SPLICE_WRITE [| _MOVE]), clone_fd, and "file":
+#                fuse_reply_buf from a mapping of the safetensors file
+#                below, not prefaulted, as tensorfs replies
 #   tensorfs     a raw safetensors tensor of the same size, the container
 #                in the page cache (tensorfs and tensorfs -s)
 #   squashfuse_ll  an uncompressed squashfs image of the same bytes
@@ -112,6 +114,7 @@ tl="^$TENSORFS $W/big.safetensors $M"
 paths=("ceiling|data|$cl|$CEILING -rbuf $MIB $M"
 	"ceiling -s|data|$cl|$CEILING -s -rbuf $MIB $M"
 	"ceiling clone_fd|data|$cl|$CEILING -c -rbuf $MIB $M"
+	"ceiling file|data|$cl|$CEILING -rbuf -f $W/big.safetensors $MIB $M"
 	"ceiling data|data|$cl|$CEILING -rdata $MIB $M"
 	"ceiling splice|data|$cl|$CEILING -rsplice $MIB $M"
 	"ceiling -s splice|data|$cl|$CEILING -s -rsplice $MIB $M"
