@@ -173,7 +173,9 @@ static int zarr_compressor(struct zarr *z, const struct tfs_json_token *v)
 		return 0;
 	}
 	ret = tfs_json_want(v, TFS_JSON_OBJECT, z->d, "compressor");
-	while (!ret && (ret = tfs_json_member(&z->j, v, &k, &w, z->d)) > 0) {
+	if (ret)
+		return ret;
+	while ((ret = tfs_json_member(&z->j, v, &k, &w, z->d)) > 0) {
 		if (!tfs_json_eq(&k, "id"))
 			continue;
 		ret = tfs_json_want(&w, TFS_JSON_STRING, z->d,
@@ -186,7 +188,6 @@ static int zarr_compressor(struct zarr *z, const struct tfs_json_token *v)
 			  : tfs_json_eq(&w, "gzip") ? ZC_GZIP
 			  : tfs_json_eq(&w, "zstd") ? ZC_ZSTD
 						    : ZC_OTHER;
-		ret = 0;
 	}
 	if (!ret && !z->comp_id[0])
 		ret = tfs_diag_at(z->d, -EBADMSG, v->offset,
@@ -774,5 +775,24 @@ out:
 	return ret;
 }
 
+/*
+ * The array's own files: its chunks (grid indices joined by "." or "/")
+ * and .zattrs; a gzip chunk is not a .nemo archive
+ */
+static bool zarr_covers(const struct tfs_source *src, const char *name)
+{
+	const char *p = name;
+
+	(void)src;
+	if (strcmp(name, ".zattrs") == 0)
+		return true;
+	for (; *p; p++)
+		if (!(*p >= '0' && *p <= '9') &&
+		    !((*p == '.' || *p == '/') && p > name && p[1] &&
+		      p[-1] >= '0' && p[-1] <= '9'))
+			return false;
+	return p > name;
+}
+
 TFS_FORMAT(zarr, "Zarr v2 array (.zarray and its chunk files)",
-	   .probe = zarr_probe, .load = zarr_load);
+	   .probe = zarr_probe, .load = zarr_load, .covers = zarr_covers);
