@@ -41,6 +41,7 @@ struct zarr {
 	enum tfs_dtype dtype;
 	uint32_t itemsize;
 	bool big, fortran, scalar;
+	bool fault; /* not served: the array breaks the format */
 	char sep;
 	enum zarr_comp comp;
 	char comp_id[32];
@@ -50,6 +51,7 @@ struct zarr {
 	uint64_t nbytes, chunk_bytes, nchunks;
 	uint32_t *file; /* per chunk: companion handle, UINT32_MAX: missing */
 	uint64_t *flen;
+	uint8_t *fillbuf; /* an all-fill array's bytes */
 };
 
 static const struct {
@@ -545,10 +547,12 @@ static int zarr_raw_pieces(struct zarr *z, struct zarr_pieces *p,
 		if (z->file[k] != UINT32_MAX && z->flen[k] != z->chunk_bytes) {
 			*why = "a chunk file's size is not the chunk's "
 			       "bytes";
+			z->fault = true;
 			return 1;
 		} else if (z->file[k] == UINT32_MAX && !z->has_fill) {
 			*why = "a chunk file is missing and fill_value is "
 			       "null";
+			z->fault = true;
 			return 1;
 		}
 	last = nd - 1;
@@ -597,6 +601,7 @@ static void zarr_free(struct zarr *z)
 {
 	free(z->file);
 	free(z->flen);
+	free(z->fillbuf);
 }
 
 /* the tensor's name: the array directory's name ("tensor" without one) */
@@ -666,6 +671,27 @@ static int zarr_attrs(struct zarr *z)
 	return 0;
 }
 
+/* an array of one missing chunk: its fill value, held in memory */
+static int zarr_all_fill(struct zarr *z, struct tfs_tensor_spec *s,
+			 const char **why)
+{
+	uint8_t *m;
+	uint64_t i;
+
+	if (z->nbytes > ZARR_FILL_MAX) {
+		*why = "too much fill to hold";
+		return 1;
+	}
+	m = malloc(z->nbytes ? (size_t)z->nbytes : 1);
+	if (!m)
+		return tfs_diag_oom(z->d);
+	for (i = 0; i < z->nbytes; i += z->itemsize)
+		memcpy(m + i, z->fill, z->itemsize);
+	z->fillbuf = m; /* until the spec is added */
+	tfs_spec_mem(s, m, z->nbytes);
+	return 0;
+}
+
 /* a compressed array of one chunk file: the chunked codec crops it */
 static int zarr_one_chunk(struct zarr *z, struct tfs_tensor_spec *s,
 			  struct tfs_chunk_params *c, struct tfs_chunk *ch,
@@ -678,10 +704,13 @@ static int zarr_one_chunk(struct zarr *z, struct tfs_tensor_spec *s,
 		       "Fortran order) are not served yet";
 		return 1;
 	}
-	if (z->file[0] == UINT32_MAX) {
-		*why = "its one chunk file is missing";
+	if (z->file[0] == UINT32_MAX && !z->has_fill) {
+		*why = "its one chunk file is missing and fill_value is null";
+		z->fault = true;
 		return 1;
 	}
+	if (z->file[0] == UINT32_MAX) /* all fill */
+		return zarr_all_fill(z, s, why);
 	if (z->comp == ZC_ZSTD) {
 		for (i = 0; i < z->ndim; i++)
 			if (z->chunks[i] != z->shape[i]) {
@@ -760,8 +789,7 @@ static int zarr_load(const struct tfs_source *src, struct tfs_builder *b,
 	if (ret == 1 || (!z.nbytes && z.comp == ZC_NONE)) {
 		if (ret == 1) {
 			tfs_spec_size(&s, z.nbytes);
-			tfs_spec_unreadable(
-				&s, why, why && strstr(why, "missing") != NULL);
+			tfs_spec_unreadable(&s, why, z.fault);
 		} else {
 			tfs_spec_mem(&s, "", 0);
 		}

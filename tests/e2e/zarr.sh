@@ -38,6 +38,8 @@ sub.create("empty_f4", shape=(4, 4), chunks=(2, 2), dtype="<f4",
            compressor=None, fill_value=2.5)
 sub.create("zlib_one_i2", shape=(3, 3), chunks=(4, 4), dtype="<i2",
            compressor=Zlib(1))[:] = np.arange(9).reshape(3, 3) - 4
+g.create("unwritten_zlib_f4", shape=(3,), chunks=(4,), dtype="<f4",
+         compressor=Zlib(1), fill_value=-0.5)
 g.create("zlib_many_f4", shape=(6, 2), chunks=(2, 2), dtype="<f4",
          compressor=Zlib(1))[:] = 1
 g.attrs["note"] = "written by zarr-python"
@@ -59,7 +61,7 @@ walk(g, "")
 PY
 M=$(mount_container "$G") || { fail "mount the group"; finish; }
 for rel in edges_i4 nested_f8 big_u2 fortran_f4 scalar_f2 layers/empty_f4 \
-	layers/zlib_one_i2; do
+	layers/zlib_one_i2 unwritten_zlib_f4; do
 	base=${rel##*/}
 	got="$M/$rel/$base"
 	if cmp -s "$got" "$WORK/want/${rel//\//_}"; then
@@ -81,5 +83,9 @@ else
 fi
 "$TENSORFS" verify "$G" >"$WORK/verify.out" 2>&1
 check "verify says why" grep -q "zlib_many_f4.*not served yet" "$WORK/verify.out"
+unmount "$M"
+# one array mounted by its directory: its file at the root
+M=$(mount_container "$G/edges_i4") || fail "mount one array"
+check "one array: the file at the root" cmp -s "$M/edges_i4" "$WORK/want/edges_i4"
 unmount "$M"
 finish
