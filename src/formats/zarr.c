@@ -338,8 +338,16 @@ static int zarr_member(struct zarr *z, const struct tfs_json_token *k,
 		z->fortran = tfs_json_eq(v, "F");
 		z->has_order = true;
 	} else if (tfs_json_eq(k, "filters")) {
-		if (v->kind != TFS_JSON_NULL &&
-		    !(v->kind == TFS_JSON_ARRAY && v->p && v->len == 0))
+		struct tfs_json_token e;
+
+		/* null or [] */
+		ret = v->kind == TFS_JSON_NULL	  ? 0
+		      : v->kind == TFS_JSON_ARRAY ? tfs_json_item(&z->j, v, &e,
+								 z->d)
+						  : 1;
+		if (ret < 0)
+			return ret;
+		if (ret)
 			return tfs_diag_at(z->d, -ENOTSUP, v->offset,
 					   "filters: not supported");
 	} else if (tfs_json_eq(k, "dimension_separator")) {
