@@ -341,10 +341,10 @@ static int zarr_member(struct zarr *z, const struct tfs_json_token *k,
 		struct tfs_json_token e;
 
 		/* null or [] */
-		ret = v->kind == TFS_JSON_NULL	  ? 0
-		      : v->kind == TFS_JSON_ARRAY ? tfs_json_item(&z->j, v, &e,
-								 z->d)
-						  : 1;
+		ret = v->kind == TFS_JSON_NULL ? 0
+		      : v->kind == TFS_JSON_ARRAY
+			      ? tfs_json_item(&z->j, v, &e, z->d)
+			      : 1;
 		if (ret < 0)
 			return ret;
 		if (ret)
