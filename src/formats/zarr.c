@@ -536,7 +536,7 @@ static int zarr_raw_pieces(struct zarr *z, struct zarr_pieces *p,
 			   const char **why)
 {
 	uint64_t shape[ZARR_MAX_DIMS], chunk[ZARR_MAX_DIMS];
-	uint64_t grid[ZARR_MAX_DIMS], idx[ZARR_MAX_DIMS] = {0};
+	uint64_t idx[ZARR_MAX_DIMS] = {0};
 	uint64_t rows = 1, r, cg, k, off, run, stride, last;
 	uint32_t nd = z->ndim, i, d;
 	int ret;
@@ -545,12 +545,9 @@ static int zarr_raw_pieces(struct zarr *z, struct zarr_pieces *p,
 		d = z->fortran ? nd - 1 - i : i;
 		shape[i] = z->shape[d];
 		chunk[i] = z->chunks[d];
-		grid[i] = z->grid[d];
 	}
 	for (i = 0; i + 1 < nd; i++)
 		rows *= shape[i];
-	if (!z->nbytes)
-		return 0;
 	for (k = 0; k < z->nchunks; k++)
 		if (z->file[k] != UINT32_MAX && z->flen[k] != z->chunk_bytes) {
 			*why = "a chunk file's size is not the chunk's "
@@ -566,7 +563,7 @@ static int zarr_raw_pieces(struct zarr *z, struct zarr_pieces *p,
 	last = nd - 1;
 	for (r = 0; r < rows; r++) {
 		/* idx: the row's indices along dims 0..nd-2 */
-		for (cg = 0; cg < grid[last]; cg++) {
+		for (cg = 0; cg < z->grid[z->fortran ? 0 : last]; cg++) {
 			uint64_t g = 0, in = 0, cidx;
 
 			stride = 1;
@@ -773,14 +770,16 @@ static int zarr_load(const struct tfs_source *src, struct tfs_builder *b,
 	int ret;
 
 	ret = zarr_header(&z);
-	nd = z.scalar ? 0 : z.ndim;
-	ret = ret ? ret : zarr_open_chunks(&z, &why);
-	if (ret < 0)
+	if (ret)
 		goto out;
+	nd = z.scalar ? 0 : z.ndim;
 	memcpy(shape, z.shape, sizeof(shape));
 	zarr_name(&z, &name, &len);
 	tfs_spec_tensor(&s, name, len, z.dtype, shape, nd, z.at_dtype);
-	if (!ret && z.comp == ZC_NONE) {
+	ret = z.nbytes ? zarr_open_chunks(&z, &why) : 0;
+	if (!ret && !z.nbytes) { /* no elements, no chunks */
+		tfs_spec_mem(&s, "", 0);
+	} else if (!ret && z.comp == ZC_NONE) {
 		ret = zarr_raw_pieces(&z, &p, &why);
 		if (!ret && p.n == 1 && !p.v[0].mem) { /* one file's extent */
 			tfs_spec_in(&s, p.v[0].source);
@@ -794,13 +793,9 @@ static int zarr_load(const struct tfs_source *src, struct tfs_builder *b,
 	}
 	if (ret < 0)
 		goto out;
-	if (ret == 1 || (!z.nbytes && z.comp == ZC_NONE)) {
-		if (ret == 1) {
-			tfs_spec_size(&s, z.nbytes);
-			tfs_spec_unreadable(&s, why, z.fault);
-		} else {
-			tfs_spec_mem(&s, "", 0);
-		}
+	if (ret == 1) {
+		tfs_spec_size(&s, z.nbytes);
+		tfs_spec_unreadable(&s, why, z.fault);
 	}
 	ret = tfs_builder_add_tensor(b, &s, &h, d);
 	ret = ret ? ret : zarr_describe(&z, h);
