@@ -5,7 +5,8 @@
 # Fortran order) read through the mount equals zarr-python's array
 # (Fortran order: its column-major bytes, order=F in the xattr); a
 # compressed array of several chunks is listed with its shape and refused
-# on read with EIO, verify naming why.
+# on read with EIO, verify naming why; a chunk linked out of the array's
+# directory refused.
 # Skipped without python3-zarr.
 . "$(dirname "$0")/lib.sh"
 need_fuse
@@ -88,4 +89,13 @@ unmount "$M"
 M=$(mount_container "$G/edges_i4") || fail "mount one array"
 check "one array: the file at the root" cmp -s "$M/edges_i4" "$WORK/want/edges_i4"
 unmount "$M"
+# a chunk file that is a symlink out of the array's directory: refused
+cp -r "$G/big_u2" "$WORK/evil"
+ln -sf /etc/hostname "$WORK/evil/0"
+if "$TENSORFS" ls "$WORK/evil/.zarray" >"$WORK/evil.out" 2>&1; then
+	fail "a chunk linked out of the directory was followed"
+else
+	check "a chunk linked out: refused naming it" \
+		grep -q "chunk '0'.*outside" "$WORK/evil.out"
+fi
 finish
