@@ -183,7 +183,10 @@ static char *strip_extension(const char *rel)
 
 	base = base ? base + 1 : rel;
 	dot = strrchr(base, '.');
-	if (!dot || dot == base)
+	/* a bare dotfile (".zarray") stands for the directory holding it */
+	if (dot == base)
+		return strndup(rel, base > rel ? (size_t)(base - 1 - rel) : 0);
+	if (!dot)
 		return NULL;
 	return strndup(rel, (size_t)(dot - rel));
 }
