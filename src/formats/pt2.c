@@ -65,13 +65,7 @@ static bool is_format(const struct tfs_zip_entry *e, const void *src)
 
 static int pt2_probe(const struct tfs_source *src)
 {
-	struct tfs_zip z;
-
-	if (!tfs_zip_magic(src->data, src->size) ||
-	    tfs_zip_open(&z, src->data, src->size, NULL) ||
-	    tfs_zip_member_count(&z, is_format, src, NULL) != 1)
-		return 0;
-	return 100;
+	return tfs_zip_source_count(src, is_format, src) == 1 ? 100 : 0;
 }
 
 /* torch/_export/serde/schema.py ScalarType */

@@ -10,6 +10,7 @@
 #include "core/diag.h"
 #include "core/format.h"
 #include "core/names.h"
+#include "core/source.h"
 
 char *tfs_zip_member_name(const struct tfs_zip_entry *e)
 {
@@ -40,6 +41,42 @@ int64_t tfs_zip_member_count(const struct tfs_zip *z,
 	while ((ret = tfs_zip_next(z, &it, &e, d)) == 1)
 		n += match(&e, arg);
 	return ret ? ret : n;
+}
+
+int64_t tfs_zip_source_count(const struct tfs_source *src,
+			     bool (*match)(const struct tfs_zip_entry *e,
+					   const void *arg),
+			     const void *arg)
+{
+	struct tfs_zip z;
+	int64_t n;
+
+	if (!tfs_zip_magic(src->data, src->size) ||
+	    tfs_zip_open(&z, src->data, src->size, NULL))
+		return 0;
+	n = tfs_zip_member_count(&z, match, arg, NULL);
+	return n > 0 ? n : 0;
+}
+
+int tfs_zip_each_member(const struct tfs_zip *z,
+			int (*fn)(void *ctx, const struct tfs_zip_entry *e,
+				  const char *name),
+			void *ctx, struct tfs_diag *d)
+{
+	struct tfs_zip_iter it;
+	struct tfs_zip_entry e;
+	char *name;
+	int ret;
+
+	tfs_zip_iter_init(&it);
+	while ((ret = tfs_zip_next(z, &it, &e, d)) == 1) {
+		name = tfs_zip_member_name(&e);
+		ret = name ? fn(ctx, &e, name) : tfs_diag_oom(d);
+		free(name);
+		if (ret)
+			return ret;
+	}
+	return ret;
 }
 
 /* an inner reader's refusal, said of the member, at an archive offset */
