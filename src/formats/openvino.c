@@ -1016,28 +1016,15 @@ static int ov_const(struct ov *z, struct ov_layer *l, json_t *consts)
 /* the .bin beside the .xml: "<stem>.bin" */
 static int ov_open_bin(struct ov *z)
 {
-	int ret;
+	int ret = tfs_open_weights_beside(z->b, z->src, ".bin", "the model",
+					  z->bin_name, sizeof(z->bin_name),
+					  &z->bin, NULL, &z->bin_size, z->why,
+					  &z->unreadable, z->d);
 
-	if (!z->src->path) {
-		z->unreadable = "weights: the model was read from memory, so "
-				"its .bin is not found";
-		snprintf(z->bin_name, sizeof(z->bin_name), "model.bin");
-		return 0;
-	}
-	ret = tfs_name_beside(z->src, ".bin", z->bin_name, sizeof(z->bin_name),
-			      "weights: the model's", z->d);
-	ret = ret ? ret
-		  : tfs_open_beside(z->b, z->bin_name, "weights", &z->bin,
-				    z->why, sizeof(z->why), &z->unreadable,
-				    z->d);
-	if (ret)
-		return ret;
-	if (z->unreadable) {
-		z->unreadable_fault = true;
-		return 0;
-	}
-	z->bin_size = tfs_builder_source(z->b, z->bin)->size;
-	return 0;
+	/* a model read from memory has no file to miss */
+	if (!ret && z->unreadable)
+		z->unreadable_fault = z->src->path != NULL;
+	return ret;
 }
 
 /* ---- metadata and info -------------------------------------------------- */
