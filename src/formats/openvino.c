@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/kept_strings.h"
 #include "core/strmap.h"
 #include "formats/common/beside.h"
 #include "parse/xml.h"
@@ -122,8 +123,7 @@ struct ov {
 	char rt_version[128];
 	/* load state */
 	struct tfs_strmap names;
-	char **owned;
-	size_t nowned, owned_cap;
+	struct tfs_kept_strings owned;
 	uint32_t bin; /* companion handle */
 	uint64_t bin_size;
 	const char *unreadable;
@@ -222,17 +222,8 @@ static int ov_push(struct ov *z, void **arr, size_t *cap, size_t *n,
 
 static int ov_own(struct ov *z, char *s)
 {
-	char **n;
-
-	if (!s)
+	if (!s || tfs_kept_add(&z->owned, s))
 		return tfs_diag_oom(z->d);
-	n = ov_grow(z->owned, &z->owned_cap, z->nowned, sizeof(*n));
-	if (!n) {
-		free(s);
-		return tfs_diag_oom(z->d);
-	}
-	z->owned = n;
-	z->owned[z->nowned++] = s;
 	return 0;
 }
 
@@ -1234,9 +1225,7 @@ static int ov_load(const struct tfs_source *src, struct tfs_builder *b,
 	free(z.by_to);
 	free(z.net_name);
 	tfs_strmap_free(&z.names);
-	for (i = 0; i < z.nowned; i++)
-		free(z.owned[i]);
-	free(z.owned);
+	tfs_kept_free(&z.owned);
 	return ret;
 }
 

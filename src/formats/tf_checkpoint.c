@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/kept_strings.h"
 #include "core/strmap.h"
 #include "parse/protobuf.h"
 #include "parse/sstable.h"
@@ -111,8 +112,7 @@ struct tc {
 	uint32_t *shard_src;
 	json_t *meta, *strings, *skipped;
 	struct tfs_strmap dirs; /* every folder of every key */
-	char **dir_names;	/* its keys (the map borrows them) */
-	size_t ndirs, capdirs;
+	struct tfs_kept_strings dir_names; /* its keys (the map borrows) */
 	char *prefix; /* PREFIX of PREFIX.index, or NULL */
 };
 
@@ -668,22 +668,8 @@ static int collect_dirs(struct tc *z)
 			key[k] = '/';
 			if (have)
 				continue;
-			if (!dir)
-				return oom(z);
-			if (z->ndirs == z->capdirs) {
-				size_t c = z->capdirs ? z->capdirs * 2 : 64;
-				char **p = reallocarray(z->dir_names, c,
-							sizeof(*p));
-
-				if (!p) {
-					free(dir);
-					return oom(z);
-				}
-				z->dir_names = p;
-				z->capdirs = c;
-			}
-			z->dir_names[z->ndirs++] = dir;
-			if (tfs_strmap_put(&z->dirs, dir, 0))
+			if (!dir || tfs_kept_add(&z->dir_names, dir) ||
+			    tfs_strmap_put(&z->dirs, dir, 0))
 				return oom(z);
 		}
 	}
@@ -1051,9 +1037,7 @@ out:
 	free(z.shard_src);
 	free(z.prefix);
 	tfs_strmap_free(&z.dirs);
-	for (i = 0; i < z.ndirs; i++)
-		free(z.dir_names[i]);
-	free(z.dir_names);
+	tfs_kept_free(&z.dir_names);
 	return ret;
 }
 
