@@ -27,20 +27,28 @@ char *tfs_zip_member_name(const struct tfs_zip_entry *e)
 	return s;
 }
 
+struct member_count {
+	bool (*match)(const struct tfs_zip_entry *e, const void *arg);
+	const void *arg;
+	int64_t n;
+};
+
+static void count_entry(void *ctx, const struct tfs_zip_entry *e)
+{
+	struct member_count *c = ctx;
+
+	c->n += c->match(e, c->arg);
+}
+
 int64_t tfs_zip_member_count(const struct tfs_zip *z,
 			     bool (*match)(const struct tfs_zip_entry *e,
 					   const void *arg),
 			     const void *arg, struct tfs_diag *d)
 {
-	struct tfs_zip_iter it;
-	struct tfs_zip_entry e;
-	int64_t n = 0;
-	int ret;
+	struct member_count c = {.match = match, .arg = arg};
+	int ret = tfs_zip_walk(z, count_entry, &c, d);
 
-	tfs_zip_iter_init(&it);
-	while ((ret = tfs_zip_next(z, &it, &e, d)) == 1)
-		n += match(&e, arg);
-	return ret ? ret : n;
+	return ret ? ret : c.n;
 }
 
 int64_t tfs_zip_source_count(const struct tfs_source *src,
