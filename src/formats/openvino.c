@@ -300,6 +300,20 @@ static int ov_need(struct ov *z, uint64_t at, const struct tfs_xml_attr *a,
 			   name);
 }
 
+/* layer @l's <data> attribute @v ("offset", "size") as a u64 into *@out */
+static int ov_data_u64(struct ov *z, const struct ov_layer *l,
+		       const struct tfs_xml_attr *v, const char *what,
+		       uint64_t *out)
+{
+	if (ov_u64(v->value, out))
+		return 0;
+	return tfs_diag_at(z->d, -EBADMSG, v->at,
+			   "layer '%s' (id %llu): data %s '%s': not a decimal "
+			   "number below 2^64",
+			   TFS_SHOWN(l->name, strlen(l->name)),
+			   (unsigned long long)l->id, what, v->value);
+}
+
 static int ov_data(struct ov *z, uint64_t at, const struct tfs_xml_attr *a,
 		   size_t n)
 {
@@ -326,20 +340,12 @@ static int ov_data(struct ov *z, uint64_t at, const struct tfs_xml_attr *a,
 		ret = ov_need(z, at, a, n, "offset", &off);
 	if (!ret)
 		ret = ov_need(z, at, a, n, "size", &sz);
+	if (!ret)
+		ret = ov_data_u64(z, l, off, "offset", &l->offset);
+	if (!ret)
+		ret = ov_data_u64(z, l, sz, "size", &l->size);
 	if (ret)
 		return ret;
-	if (!ov_u64(off->value, &l->offset))
-		return tfs_diag_at(z->d, -EBADMSG, off->at,
-				   "layer '%s' (id %llu): data offset '%s': "
-				   "not a decimal number below 2^64",
-				   TFS_SHOWN(l->name, strlen(l->name)),
-				   (unsigned long long)l->id, off->value);
-	if (!ov_u64(sz->value, &l->size))
-		return tfs_diag_at(z->d, -EBADMSG, sz->at,
-				   "layer '%s' (id %llu): data size '%s': not "
-				   "a decimal number below 2^64",
-				   TFS_SHOWN(l->name, strlen(l->name)),
-				   (unsigned long long)l->id, sz->value);
 	l->offset_at = off->at;
 	l->size_at = sz->at;
 	l->etype_at = et->at;
@@ -771,6 +777,17 @@ fail:
 	return NULL;
 }
 
+/* a refused dimension @tok of layer @l's shape: "@tok @why" */
+static int ov_bad_dim(struct ov *z, const struct ov_layer *l, const char *tok,
+		      const char *why)
+{
+	return tfs_diag_at(z->d, -EBADMSG, l->shape_at,
+			   "layer '%s' (id %llu): shape '%s': dimension '%s' "
+			   "%s",
+			   TFS_SHOWN(l->name, strlen(l->name)),
+			   (unsigned long long)l->id, l->shape, tok, why);
+}
+
 /* shape="4, 3" (empty: a scalar); -1 and ? are dynamic: refused */
 static int ov_shape(struct ov *z, const struct ov_layer *l, uint64_t *dims,
 		    size_t *ndim)
@@ -804,22 +821,12 @@ static int ov_shape(struct ov *z, const struct ov_layer *l, uint64_t *dims,
 					   (unsigned long long)l->id,
 					   OV_MAX_DIMS);
 		if (tok[0] == '-' || tok[0] == '?')
-			return tfs_diag_at(z->d, -EBADMSG, l->shape_at,
-					   "layer '%s' (id %llu): shape '%s': "
-					   "dimension '%s' is negative or "
-					   "dynamic, not allowed in a Const",
-					   TFS_SHOWN(l->name, strlen(l->name)),
-					   (unsigned long long)l->id, l->shape,
-					   tok);
+			return ov_bad_dim(z, l, tok,
+					  "is negative or dynamic, not allowed "
+					  "in a Const");
 		if ((size_t)(e - s) >= sizeof(tok) ||
 		    !ov_u64(tok, &dims[*ndim]))
-			return tfs_diag_at(z->d, -EBADMSG, l->shape_at,
-					   "layer '%s' (id %llu): shape '%s': "
-					   "dimension '%s' is not a decimal "
-					   "number",
-					   TFS_SHOWN(l->name, strlen(l->name)),
-					   (unsigned long long)l->id, l->shape,
-					   tok);
+			return ov_bad_dim(z, l, tok, "is not a decimal number");
 		(*ndim)++;
 		if (!*p)
 			return 0;

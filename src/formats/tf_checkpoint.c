@@ -297,6 +297,14 @@ static int read_header(struct tc *z, const uint8_t *p, uint64_t len,
 	return 0;
 }
 
+/* entry @e's field at @at holds @v, refused: "@what @v" */
+static int bad_value(struct tc *z, const struct tc_entry *e, uint64_t at,
+		     const char *what, uint64_t v)
+{
+	return tfs_diag_at(z->d, -EBADMSG, at, "tensor '%s': %s %" PRId64,
+			   TFS_SHOWN(e->key, e->key_len), what, (int64_t)v);
+}
+
 static int read_shape(struct tc *z, struct tc_entry *e,
 		      const struct tfs_pb_field *sf)
 {
@@ -327,12 +335,9 @@ static int read_shape(struct tc *z, struct tc_entry *e,
 			if (g.number != 1)
 				continue;
 			if (g.v > (uint64_t)INT64_MAX)
-				return tfs_diag_at(
-					z->d, -EBADMSG, g.value_at,
-					"tensor '%s': shape: negative "
-					"dimension %" PRId64,
-					TFS_SHOWN(e->key, e->key_len),
-					(int64_t)g.v);
+				return bad_value(z, e, g.value_at,
+						 "shape: negative dimension",
+						 g.v);
 			e->shape[e->ndim] = g.v;
 		}
 		if (ret)
@@ -356,12 +361,8 @@ static int read_entry(struct tc *z, struct tc_entry *e, const uint8_t *p,
 		case 1:
 			if (f.v >= sizeof(tc_dtypes) / sizeof(*tc_dtypes) ||
 			    !tc_dtypes[f.v].tf)
-				return tfs_diag_at(
-					z->d, -EBADMSG, f.value_at,
-					"tensor '%s': unknown dtype "
-					"%" PRId64,
-					TFS_SHOWN(e->key, e->key_len),
-					(int64_t)f.v);
+				return bad_value(z, e, f.value_at,
+						 "unknown dtype", f.v);
 			e->dt = &tc_dtypes[f.v];
 			break;
 		case 2:
