@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/common/info_xattr.h"
 #include "core/kept_strings.h"
 #include "core/strmap.h"
 #include "parse/protobuf.h"
@@ -2508,16 +2509,8 @@ static int ox_probe(const struct tfs_source *src)
 /* root xattr "info.<label>": @text with control bytes shown as '?' */
 static int ox_info(struct ox *z, const char *label, char *text)
 {
-	char key[32];
-	char *p;
-
-	for (p = text; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
-	snprintf(key, sizeof(key), "info.%s", label);
-	return tfs_builder_set_xattr_str(z->b, TFS_BUILDER_ROOT, key, text)
-		       ? tfs_diag_oom(z->d)
-		       : 0;
+	return tfs_info_xattr_printable(z->b, label, text) ? tfs_diag_oom(z->d)
+							   : 0;
 }
 
 /* opset, producer and external data, for `tensorfs info` */

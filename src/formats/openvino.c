@@ -26,6 +26,7 @@
 #include "core/kept_strings.h"
 #include "core/strmap.h"
 #include "formats/common/beside.h"
+#include "formats/common/info_xattr.h"
 #include "parse/xml.h"
 #include "core/builder.h"
 #include "core/checked.h"
@@ -1029,12 +1030,7 @@ static int ov_open_bin(struct ov *z)
 
 static int ov_info(struct ov *z, const char *label, const char *text)
 {
-	char key[32];
-
-	snprintf(key, sizeof(key), "info.%s", label);
-	return tfs_builder_set_xattr_str(z->b, TFS_BUILDER_ROOT, key, text)
-		       ? tfs_diag_oom(z->d)
-		       : 0;
+	return tfs_info_xattr(z->b, label, text) ? tfs_diag_oom(z->d) : 0;
 }
 
 static int ov_summary(struct ov *z, json_t *meta)
