@@ -18,6 +18,7 @@
 
 #include "cli/cli.h"
 #include "core/checked.h"
+#include "core/fd_write.h"
 #include "codec/codec.h"
 #include "core/format.h"
 #include "core/names.h"
@@ -545,23 +546,6 @@ uint32_t tfs_cli_find_node(const struct tfs_tree *t, const char *what)
 	return TFS_NO_NODE;
 }
 
-static int write_all(int fd, const void *p, size_t len)
-{
-	const char *c = p;
-	ssize_t n;
-
-	while (len) {
-		n = write(fd, c, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		c += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 void tfs_cli_log_stderr(void *arg, const char *line)
 {
 	(void)arg;
@@ -603,7 +587,7 @@ int tfs_cmd_cat(int argc, char **argv)
 		if (!ret && v.len == 0)
 			ret = -EIO;
 		if (!ret)
-			ret = write_all(STDOUT_FILENO, v.data, v.len);
+			ret = tfs_write_all(STDOUT_FILENO, v.data, v.len);
 		off += v.len;
 		tfs_view_release(img, &v);
 		if (ret) {
