@@ -39,6 +39,18 @@ int tfs_cli_open_inputs(char *const *inputs, int n,
 			const struct tfs_build_options *opts,
 			struct tfs_image **img);
 
+/* the plain flags a subcommand may take (tfs_cli_cmd.flags) */
+enum {
+	TFS_CLI_JSON = 1 << 0,	/* --json */
+	TFS_CLI_PATHS = 1 << 1, /* --paths */
+	TFS_CLI_FULL = 1 << 2,	/* --full */
+};
+
+/* which of them were given: the ctx of a subcommand that takes flags */
+struct tfs_cli_flags {
+	bool json, paths, full;
+};
+
 /* what a subcommand takes (tfs_cli_open_cmd) */
 struct tfs_cli_cmd {
 	const char *tail;  /* usage after the inputs: "NAME|PATH", "[PATH]" */
@@ -54,6 +66,8 @@ struct tfs_cli_cmd {
 	bool no_export;
 	const char *opts_usage; /* its own options in the usage line */
 	const char *opts_help;	/* --help lines for them */
+	/* its plain flags (TFS_CLI_JSON...), set in @ctx, a tfs_cli_flags */
+	unsigned flags;
 	/* one of its own options: true when taken (@ctx as given) */
 	bool (*option)(void *ctx, const char *opt);
 	/*

@@ -18,6 +18,7 @@
 
 #include "cli/cli.h"
 #include "core/checked.h"
+#include "core/fd_write.h"
 #include "codec/codec.h"
 #include "core/format.h"
 #include "core/names.h"
@@ -207,6 +208,20 @@ struct open_opts {
 	bool help;
 };
 
+/* @opt as one of the plain @flags a subcommand takes, into @ctx */
+static bool take_flag(unsigned flags, void *ctx, const char *opt)
+{
+	struct tfs_cli_flags *f = ctx;
+
+	if ((flags & TFS_CLI_JSON) && strcmp(opt, "--json") == 0)
+		return f->json = true;
+	if ((flags & TFS_CLI_PATHS) && strcmp(opt, "--paths") == 0)
+		return f->paths = true;
+	if ((flags & TFS_CLI_FULL) && strcmp(opt, "--full") == 0)
+		return f->full = true;
+	return false;
+}
+
 static int take_open_option(void *arg, int argc, char **argv, int *i)
 {
 	struct open_opts *p = arg;
@@ -222,7 +237,8 @@ static int take_open_option(void *arg, int argc, char **argv, int *i)
 		return *i < 0 ? -1 : 1;
 	else if (strcmp(opt, "--help") == 0 || strcmp(opt, "-h") == 0)
 		p->help = true;
-	else if (!p->a->option || !p->a->option(p->ctx, opt))
+	else if (!take_flag(p->a->flags, p->ctx, opt) &&
+		 (!p->a->option || !p->a->option(p->ctx, opt)))
 		return 0;
 	return 1;
 }
@@ -367,20 +383,6 @@ static int ls_row(const struct tfs_tree *t, const struct tfs_tensor *x,
 	return 0;
 }
 
-struct ls_opts {
-	bool paths, json;
-};
-
-static bool ls_option(void *ctx, const char *opt)
-{
-	struct ls_opts *o = ctx;
-
-	if (strcmp(opt, "--paths") == 0)
-		return o->paths = true;
-	if (strcmp(opt, "--json") == 0)
-		return o->json = true;
-	return false;
-}
 
 /* a name as a JSON string: itself when UTF-8, else its escaped text */
 static json_t *name_json(const char *p, size_t len)
@@ -457,9 +459,9 @@ int tfs_cmd_ls(int argc, char **argv)
 		.opts_help = "  --paths  add each tensor's path in the mount\n"
 			     "  --json   one JSON document: name, path, dtype, "
 			     "shape, bytes\n",
-		.option = ls_option,
+		.flags = TFS_CLI_PATHS | TFS_CLI_JSON,
 	};
-	struct ls_opts o = {0};
+	struct tfs_cli_flags o = {0};
 	struct tfs_image *img;
 	const struct tfs_tensor **v;
 	struct ls_row *rows;
@@ -545,23 +547,6 @@ uint32_t tfs_cli_find_node(const struct tfs_tree *t, const char *what)
 	return TFS_NO_NODE;
 }
 
-static int write_all(int fd, const void *p, size_t len)
-{
-	const char *c = p;
-	ssize_t n;
-
-	while (len) {
-		n = write(fd, c, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		c += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 void tfs_cli_log_stderr(void *arg, const char *line)
 {
 	(void)arg;
@@ -603,7 +588,7 @@ int tfs_cmd_cat(int argc, char **argv)
 		if (!ret && v.len == 0)
 			ret = -EIO;
 		if (!ret)
-			ret = write_all(STDOUT_FILENO, v.data, v.len);
+			ret = tfs_write_all(STDOUT_FILENO, v.data, v.len);
 		off += v.len;
 		tfs_view_release(img, &v);
 		if (ret) {
@@ -829,20 +814,6 @@ static void print_json_safe(const char *s, size_t len)
 /* metadata.json above this size is not printed by info */
 #define INFO_METADATA_MAX (64u << 10)
 
-struct info_opts {
-	bool full, json;
-};
-
-static bool info_option(void *ctx, const char *opt)
-{
-	struct info_opts *o = ctx;
-
-	if (strcmp(opt, "--full") == 0)
-		return o->full = true;
-	if (strcmp(opt, "--json") == 0)
-		return o->json = true;
-	return false;
-}
 
 /*
  * info --json: what info prints, as one stable document (docs/tensorfs.1):
@@ -948,9 +919,9 @@ int tfs_cmd_info(int argc, char **argv)
 			"summary\n"
 			"  --json   one JSON document: every field and the "
 			"whole metadata\n",
-		.option = info_option,
+		.flags = TFS_CLI_FULL | TFS_CLI_JSON,
 	};
-	struct info_opts o = {0};
+	struct tfs_cli_flags o = {0};
 	char *summary, *line, *save = NULL;
 	const struct tfs_node *meta;
 	char shown[1024];

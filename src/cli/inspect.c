@@ -182,18 +182,6 @@ static void stats_line(const struct tfs_tensor *x, const struct stats *s,
 	       (unsigned long long)s->zeros);
 }
 
-struct stats_opts {
-	bool json;
-};
-
-static bool stats_option(void *ctx, const char *opt)
-{
-	struct stats_opts *o = ctx;
-
-	if (strcmp(opt, "--json") == 0)
-		return o->json = true;
-	return false;
-}
 
 /*
  * whether tensor @x is, or is under, one of the @n nodes @sel (the NAME
@@ -235,10 +223,10 @@ int tfs_cmd_stats(int argc, char **argv)
 		.opts_usage = "[--json]",
 		.opts_help = "  --json   one JSON document (min/max/mean/std "
 			     "null when no value is finite)\n",
-		.option = stats_option,
+		.flags = TFS_CLI_JSON,
 	};
 	struct tfs_image_options io = {.log = tfs_cli_log_stderr};
-	struct stats_opts o = {0};
+	struct tfs_cli_flags o = {0};
 	const struct tfs_tensor **v = NULL;
 	struct tfs_image *img;
 	struct tfs_progress p;

@@ -824,23 +824,11 @@ static int dn_open_weights(struct dn *z)
 		z->w_size = z->src->size;
 		return dn_header(z);
 	}
-	if (!z->src->path) {
-		z->unreadable = "weights: the cfg was read from memory, so its "
-				".weights is not found";
-		return 0;
-	}
-	ret = tfs_name_beside(z->src, ".weights", z->weights_name,
-			      sizeof(z->weights_name), "weights: the cfg's",
-			      z->d);
-	ret = ret ? ret
-		  : tfs_open_beside(z->b, z->weights_name, "weights",
-				    &z->w_source, z->why, sizeof(z->why),
-				    &z->unreadable, z->d);
-	if (ret || z->unreadable)
-		return ret;
-	z->w = tfs_builder_source(z->b, z->w_source)->data;
-	z->w_size = tfs_builder_source(z->b, z->w_source)->size;
-	return dn_header(z);
+	ret = tfs_open_weights_beside(z->b, z->src, ".weights", "the cfg",
+				      z->weights_name, sizeof(z->weights_name),
+				      &z->w_source, &z->w, &z->w_size, z->why,
+				      &z->unreadable, z->d);
+	return ret || z->unreadable ? ret : dn_header(z);
 }
 
 /* the .cfg (the container, or the file beside the weights: required) */

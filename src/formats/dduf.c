@@ -39,13 +39,7 @@ static bool is_index(const struct tfs_zip_entry *e, const void *arg)
 
 static int dduf_probe(const struct tfs_source *src)
 {
-	struct tfs_zip z;
-
-	if (!tfs_zip_magic(src->data, src->size) ||
-	    tfs_zip_open(&z, src->data, src->size, NULL) ||
-	    tfs_zip_member_count(&z, is_index, NULL, NULL) != 1)
-		return 0;
-	return 90;
+	return tfs_zip_source_count(src, is_index, NULL) == 1 ? 90 : 0;
 }
 
 /* huggingface_hub's DDUF_ALLOWED_ENTRIES (and .gguf, in some versions) */
@@ -121,9 +115,9 @@ static json_t *entry_json(struct dduf_ctx *c, const struct tfs_zip_entry *e)
 	return j ? j : json_stringn_nocheck(p, (size_t)e->comp_size);
 }
 
-static int entry(struct dduf_ctx *c, const struct tfs_zip_entry *e,
-		 const char *name)
+static int entry(void *ctx, const struct tfs_zip_entry *e, const char *name)
 {
+	struct dduf_ctx *c = ctx;
 	const struct tfs_format *fmt = NULL;
 	const char *slash = NULL, *as = "listed";
 	char *dir = NULL;
@@ -208,10 +202,7 @@ static int dduf_load(const struct tfs_source *src, struct tfs_builder *b,
 {
 	struct dduf_ctx c = {.src = src, .b = b, .d = d};
 	struct tfs_zip z;
-	struct tfs_zip_iter it;
-	struct tfs_zip_entry e;
 	json_t *dduf = NULL;
-	char *name;
 	int ret;
 
 	c.members = json_array();
@@ -224,14 +215,7 @@ static int dduf_load(const struct tfs_source *src, struct tfs_builder *b,
 	ret = tfs_zip_open(&z, src->data, src->size, d);
 	if (ret)
 		goto out;
-	tfs_zip_iter_init(&it);
-	while ((ret = tfs_zip_next(&z, &it, &e, d)) == 1) {
-		name = tfs_zip_member_name(&e);
-		ret = name ? entry(&c, &e, name) : tfs_diag_oom(d);
-		free(name);
-		if (ret)
-			goto out;
-	}
+	ret = tfs_zip_each_member(&z, entry, &c, d);
 	if (ret)
 		goto out;
 	ret = check_structure(&c, &z);

@@ -47,38 +47,25 @@ static int fp_probe(const struct tfs_source *src)
 		       : 0;
 }
 
-/* flashpack's dtype_to_string: torch's names without "torch." */
-static const struct tfs_dtype_label fp_dtypes[] = {
-	{"float32", TFS_DTYPE_FLOAT32},
-	{"float64", TFS_DTYPE_FLOAT64},
-	{"float16", TFS_DTYPE_FLOAT16},
-	{"bfloat16", TFS_DTYPE_BFLOAT16},
-	{"int8", TFS_DTYPE_INT8},
-	{"int16", TFS_DTYPE_INT16},
-	{"int32", TFS_DTYPE_INT32},
-	{"int64", TFS_DTYPE_INT64},
-	{"uint8", TFS_DTYPE_UINT8},
-	{"uint16", TFS_DTYPE_UINT16},
-	{"uint32", TFS_DTYPE_UINT32},
-	{"uint64", TFS_DTYPE_UINT64},
-	{"bool", TFS_DTYPE_BOOL},
+/*
+ * flashpack's dtype_to_string: torch's names without "torch.", which are
+ * numpy's and ml_dtypes' but for these
+ */
+static const struct tfs_dtype_label fp_torch_only[] = {
 	{"complex32", TFS_DTYPE_COMPLEX32},
-	{"complex64", TFS_DTYPE_COMPLEX64},
-	{"complex128", TFS_DTYPE_COMPLEX128},
-	{"float8_e4m3fn", TFS_DTYPE_FLOAT8_E4M3},
-	{"float8_e5m2", TFS_DTYPE_FLOAT8_E5M2},
-	{"float8_e4m3fnuz", TFS_DTYPE_FLOAT8_E4M3FNUZ},
-	{"float8_e5m2fnuz", TFS_DTYPE_FLOAT8_E5M2FNUZ},
 	{"float8_e8m0fnu", TFS_DTYPE_FLOAT8_E8M0},
 };
 
 static enum tfs_dtype torch_dtype(const char *s)
 {
-	const struct tfs_dtype_label *l =
-		s ? tfs_dtype_label_find(TFS_DTYPE_LABELS(fp_dtypes), s,
-					 strlen(s))
-		  : NULL;
+	const struct tfs_dtype_label *l = NULL;
 
+	if (s) {
+		l = tfs_numpy_dtype_label(s, strlen(s));
+		if (!l)
+			l = tfs_dtype_label_find(TFS_DTYPE_LABELS(fp_torch_only),
+						 s, strlen(s));
+	}
 	return l ? l->dtype : TFS_DTYPE_INVALID;
 }
 

@@ -56,29 +56,6 @@ struct fx {
 	uint64_t tensors, chunked;
 };
 
-/* numpy / ml_dtypes dtype.name -> tensorfs */
-static const struct tfs_dtype_label fx_dtypes[] = {
-	{"float32", TFS_DTYPE_FLOAT32},
-	{"float16", TFS_DTYPE_FLOAT16},
-	{"float64", TFS_DTYPE_FLOAT64},
-	{"bfloat16", TFS_DTYPE_BFLOAT16},
-	{"int8", TFS_DTYPE_INT8},
-	{"int16", TFS_DTYPE_INT16},
-	{"int32", TFS_DTYPE_INT32},
-	{"int64", TFS_DTYPE_INT64},
-	{"uint8", TFS_DTYPE_UINT8},
-	{"uint16", TFS_DTYPE_UINT16},
-	{"uint32", TFS_DTYPE_UINT32},
-	{"uint64", TFS_DTYPE_UINT64},
-	{"bool", TFS_DTYPE_BOOL},
-	{"complex64", TFS_DTYPE_COMPLEX64},
-	{"complex128", TFS_DTYPE_COMPLEX128},
-	{"float8_e4m3fn", TFS_DTYPE_FLOAT8_E4M3},
-	{"float8_e5m2", TFS_DTYPE_FLOAT8_E5M2},
-	{"float8_e4m3fnuz", TFS_DTYPE_FLOAT8_E4M3FNUZ},
-	{"float8_e5m2fnuz", TFS_DTYPE_FLOAT8_E5M2FNUZ},
-};
-
 /* one ndarray as read */
 struct fx_array {
 	enum tfs_dtype dtype;
@@ -261,7 +238,7 @@ static int read_ndarray(struct fx *x, const struct tfs_mp_obj *ext,
 	ret = ndarray_part(x, f, TFS_MP_STR, "dtype", "a str", &o);
 	if (ret)
 		return ret;
-	l = tfs_dtype_label_find(TFS_DTYPE_LABELS(fx_dtypes), o.p, o.n);
+	l = tfs_numpy_dtype_label(o.p, o.n); /* numpy / ml_dtypes dtype.name */
 	if (!l)
 		return tfs_mp_fail(&x->m, -ENOTSUP, o.start, f,
 				   "ndarray dtype '%.*s' is not supported",

@@ -34,21 +34,20 @@ struct keras_census {
 	bool weights, config;
 };
 
+static void census_entry(void *ctx, const struct tfs_zip_entry *e)
+{
+	struct keras_census *c = ctx;
+
+	if (tfs_zip_name_is(e, KERAS_WEIGHTS))
+		c->weights = true;
+	if (tfs_zip_name_is(e, "config.json"))
+		c->config = true;
+}
+
 static int keras_census(const struct tfs_zip *z, struct keras_census *c)
 {
-	struct tfs_zip_iter it;
-	struct tfs_zip_entry e;
-	int ret;
-
 	memset(c, 0, sizeof(*c));
-	tfs_zip_iter_init(&it);
-	while ((ret = tfs_zip_next(z, &it, &e, NULL)) == 1) {
-		if (tfs_zip_name_is(&e, KERAS_WEIGHTS))
-			c->weights = true;
-		if (tfs_zip_name_is(&e, "config.json"))
-			c->config = true;
-	}
-	return ret;
+	return tfs_zip_walk(z, census_entry, c, NULL);
 }
 
 static int keras_probe(const struct tfs_source *src)

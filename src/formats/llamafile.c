@@ -82,17 +82,18 @@ struct llamafile_ctx {
 	struct tfs_builder *b;
 	struct tfs_diag *d;
 	json_t *members, *meta;
-	bool one; /* a single GGUF: at the root */
+	bool one;	/* a single GGUF: at the root */
+	uint64_t first; /* the lowest local header: where the zip starts */
 };
 
-static int member(struct llamafile_ctx *c, const struct tfs_zip_entry *e)
+static int member(void *ctx, const struct tfs_zip_entry *e, const char *name)
 {
+	struct llamafile_ctx *c = ctx;
 	const char *as = "listed";
-	char *name = tfs_zip_member_name(e);
 	int ret = 0;
 
-	if (!name)
-		return tfs_diag_oom(c->d);
+	if (e->local_offset < c->first)
+		c->first = e->local_offset;
 	if (is_gguf(e)) {
 		ret = tfs_zip_member_load(c->b, e, name, c->one ? "" : name,
 					  &tfs_format_gguf, c->d);
@@ -109,18 +110,15 @@ static int member(struct llamafile_ctx *c, const struct tfs_zip_entry *e)
 	}
 	if (!ret && tfs_zip_member_list(c->members, e, name, as))
 		ret = tfs_diag_oom(c->d);
-	free(name);
 	return ret;
 }
 
 static int llamafile_load(const struct tfs_source *src, struct tfs_builder *b,
 			  struct tfs_diag *d)
 {
-	struct llamafile_ctx c = {.src = src, .b = b, .d = d};
+	struct llamafile_ctx c = {.src = src, .b = b, .d = d,
+				  .first = UINT64_MAX};
 	struct tfs_zip z;
-	struct tfs_zip_iter it;
-	struct tfs_zip_entry e;
-	uint64_t first = UINT64_MAX;
 	int64_t n;
 	int ret;
 
@@ -144,22 +142,15 @@ static int llamafile_load(const struct tfs_source *src, struct tfs_builder *b,
 		goto out;
 	}
 	c.one = n == 1;
-	tfs_zip_iter_init(&it);
-	while ((ret = tfs_zip_next(&z, &it, &e, d)) == 1) {
-		if (e.local_offset < first)
-			first = e.local_offset;
-		ret = member(&c, &e);
-		if (ret)
-			goto out;
-	}
+	ret = tfs_zip_each_member(&z, member, &c, d);
 	if (ret)
 		goto out;
-	if (first > z.cd_offset)
-		first = z.cd_offset;
+	if (c.first > z.cd_offset)
+		c.first = z.cd_offset;
 	if (json_object_set_new(c.meta, "program",
-				json_string(program_kind(src->data, first))) ||
+				json_string(program_kind(src->data, c.first))) ||
 	    json_object_set_new(c.meta, "program_bytes",
-				json_integer((json_int_t)first)) ||
+				json_integer((json_int_t)c.first)) ||
 	    json_object_set_new(c.meta, "gguf_members", json_integer(n)) ||
 	    json_object_set(c.meta, "members", c.members) ||
 	    json_object_set(tfs_builder_metadata(b), "llamafile", c.meta))

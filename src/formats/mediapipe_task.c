@@ -48,39 +48,29 @@ static bool model_member(const struct tfs_zip_entry *e, const void *src)
 	return member_reader(src, e) != NULL;
 }
 
-static int64_t count_models(const struct tfs_source *src,
-			    const struct tfs_zip *z, struct tfs_diag *d)
-{
-	return tfs_zip_member_count(z, model_member, src, d);
-}
-
 static int task_probe(const struct tfs_source *src)
 {
-	struct tfs_zip z;
-
-	if (!tfs_zip_magic(src->data, src->size) ||
-	    tfs_zip_open(&z, src->data, src->size, NULL) ||
-	    count_models(src, &z, NULL) <= 0)
-		return 0;
-	return 80;
+	return tfs_zip_source_count(src, model_member, src) > 0 ? 80 : 0;
 }
 
-static int member(const struct tfs_source *src, struct tfs_builder *b,
-		  const struct tfs_zip_entry *e, json_t *members,
-		  struct tfs_diag *d)
+struct task_ctx {
+	const struct tfs_source *src;
+	struct tfs_builder *b;
+	struct tfs_diag *d;
+	json_t *members;
+};
+
+static int member(void *ctx, const struct tfs_zip_entry *e, const char *name)
 {
-	const struct tfs_format *fmt = member_reader(src, e);
-	char *name = tfs_zip_member_name(e);
+	struct task_ctx *c = ctx;
+	const struct tfs_format *fmt = member_reader(c->src, e);
 	int ret = 0;
 
-	if (!name)
-		return tfs_diag_oom(d);
 	if (fmt)
-		ret = tfs_zip_member_load(b, e, name, name, fmt, d);
-	if (!ret && tfs_zip_member_list(members, e, name,
+		ret = tfs_zip_member_load(c->b, e, name, name, fmt, c->d);
+	if (!ret && tfs_zip_member_list(c->members, e, name,
 					fmt ? tfs_format_shown(fmt) : "listed"))
-		ret = tfs_diag_oom(d);
-	free(name);
+		ret = tfs_diag_oom(c->d);
 	return ret;
 }
 
@@ -88,9 +78,8 @@ static int task_load(const struct tfs_source *src, struct tfs_builder *b,
 		     struct tfs_diag *d)
 {
 	struct tfs_zip z;
-	struct tfs_zip_iter it;
-	struct tfs_zip_entry e;
 	json_t *members = json_array(), *task = NULL;
+	struct task_ctx c = {.src = src, .b = b, .d = d, .members = members};
 	int64_t n;
 	int ret;
 
@@ -101,19 +90,14 @@ static int task_load(const struct tfs_source *src, struct tfs_builder *b,
 	ret = tfs_zip_open(&z, src->data, src->size, d);
 	if (ret)
 		goto out;
-	n = count_models(src, &z, d);
+	n = tfs_zip_member_count(&z, model_member, src, d);
 	if (n <= 0) {
 		ret = n ? (int)n
 			: tfs_diag_at(d, -EBADMSG, z.cd_offset,
 				      "zip: no TFLite model or bundle member");
 		goto out;
 	}
-	tfs_zip_iter_init(&it);
-	while ((ret = tfs_zip_next(&z, &it, &e, d)) == 1) {
-		ret = member(src, b, &e, members, d);
-		if (ret)
-			goto out;
-	}
+	ret = tfs_zip_each_member(&z, member, &c, d);
 	if (ret)
 		goto out;
 	task = json_pack("{s:I,s:O}", "models", (json_int_t)n, "members",

@@ -422,25 +422,10 @@ static int nc_probe(const struct tfs_source *src)
 /* the .bin beside the .param: "<stem>.bin" */
 static int nc_open_bin(struct nc *z)
 {
-	int ret;
-
-	if (!z->src->path) {
-		z->unreadable = "weights: the .param was read from memory, so "
-				"its .bin is not found";
-		snprintf(z->bin_name, sizeof(z->bin_name), "model.bin");
-		return 0;
-	}
-	ret = tfs_name_beside(z->src, ".bin", z->bin_name, sizeof(z->bin_name),
-			      "weights: the .param's", z->d);
-	ret = ret ? ret
-		  : tfs_open_beside(z->b, z->bin_name, "weights", &z->w_source,
-				    z->why, sizeof(z->why), &z->unreadable,
-				    z->d);
-	if (ret || z->unreadable)
-		return ret;
-	z->w = tfs_builder_source(z->b, z->w_source)->data;
-	z->w_size = tfs_builder_source(z->b, z->w_source)->size;
-	return 0;
+	return tfs_open_weights_beside(z->b, z->src, ".bin", "the .param",
+				       z->bin_name, sizeof(z->bin_name),
+				       &z->w_source, &z->w, &z->w_size, z->why,
+				       &z->unreadable, z->d);
 }
 
 static int nc_layer(struct nc *z, uint64_t i)

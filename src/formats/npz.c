@@ -65,24 +65,23 @@ struct census {
 };
 
 /* walk the directory: how many members are .npy; 0 or the walk's error */
+static void census_entry(void *ctx, const struct tfs_zip_entry *e)
+{
+	struct census *c = ctx;
+
+	if (tfs_zip_name_ends(e, NPY_SUFFIX))
+		c->npy++;
+	else
+		c->other++;
+	if (is_torch_pickle(e))
+		c->torch = true;
+}
+
 static int take_census(const struct tfs_zip *z, struct census *c,
 		       struct tfs_diag *d)
 {
-	struct tfs_zip_iter it;
-	struct tfs_zip_entry e;
-	int ret;
-
 	memset(c, 0, sizeof(*c));
-	tfs_zip_iter_init(&it);
-	while ((ret = tfs_zip_next(z, &it, &e, d)) == 1) {
-		if (tfs_zip_name_ends(&e, NPY_SUFFIX))
-			c->npy++;
-		else
-			c->other++;
-		if (is_torch_pickle(&e))
-			c->torch = true;
-	}
-	return ret;
+	return tfs_zip_walk(z, census_entry, c, d);
 }
 
 static int npz_probe(const struct tfs_source *src)

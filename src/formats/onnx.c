@@ -38,6 +38,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/common/info_xattr.h"
+#include "core/kept_strings.h"
 #include "core/strmap.h"
 #include "parse/protobuf.h"
 #include "core/builder.h"
@@ -176,8 +178,7 @@ struct ox {
 	uint32_t nseg;
 	/* qualified names given so far (owned), for the ~N rule */
 	struct tfs_strmap names;
-	char **owned;
-	size_t nowned, owned_cap;
+	struct tfs_kept_strings owned;
 	uint64_t ntensors;
 	uint64_t converted; /* bytes of converted values */
 	uint64_t external;  /* tensors in external data */
@@ -362,25 +363,6 @@ static char *ox_key(const char *p, size_t len)
 	return k;
 }
 
-/* keep @key (malloc'd) until the end: the map borrows it; 0 or -ENOMEM
- * (then @key is freed) */
-static int ox_own(struct ox *z, char *key)
-{
-	if (z->nowned == z->owned_cap) {
-		size_t cap = z->owned_cap ? z->owned_cap * 2 : 64;
-		char **no = reallocarray(z->owned, cap, sizeof(*no));
-
-		if (!no) {
-			free(key);
-			return -ENOMEM;
-		}
-		z->owned = no;
-		z->owned_cap = cap;
-	}
-	z->owned[z->nowned++] = key;
-	return 0;
-}
-
 /* the scope's segments as a name and a path, unique among those given */
 static int ox_make_name(struct ox *z, struct ox_name *n, uint64_t at)
 {
@@ -444,9 +426,9 @@ static int ox_make_name(struct ox *z, struct ox_name *n, uint64_t at)
 			goto oom;
 	}
 	/* keep the name for the ~N rule */
-	ret = ox_own(z, key);
-	key = NULL; /* owned, or freed */
-	if (ret || tfs_strmap_put(&z->names, z->owned[z->nowned - 1], 1))
+	ret = tfs_kept_add(&z->owned, key);
+	key = NULL; /* kept until the end (the map borrows it), or freed */
+	if (ret || tfs_strmap_put(&z->names, z->owned.v[z->owned.n - 1], 1))
 		goto oom;
 	/* the path: each segment split at '.' and '/'; a leading '/' adds
 	 * no empty first component */
@@ -2527,16 +2509,8 @@ static int ox_probe(const struct tfs_source *src)
 /* root xattr "info.<label>": @text with control bytes shown as '?' */
 static int ox_info(struct ox *z, const char *label, char *text)
 {
-	char key[32];
-	char *p;
-
-	for (p = text; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
-	snprintf(key, sizeof(key), "info.%s", label);
-	return tfs_builder_set_xattr_str(z->b, TFS_BUILDER_ROOT, key, text)
-		       ? tfs_diag_oom(z->d)
-		       : 0;
+	return tfs_info_xattr_printable(z->b, label, text) ? tfs_diag_oom(z->d)
+							   : 0;
 }
 
 /* opset, producer and external data, for `tensorfs info` */
@@ -2584,7 +2558,6 @@ static int ox_load(const struct tfs_source *src, struct tfs_builder *b,
 	struct ox z = {.src = src, .b = b, .d = d};
 	struct tfs_pb_field f = {0};
 	struct ox_tensor *t = NULL;
-	size_t i;
 	int ret;
 
 	z.lim.max_depth = TFS_PB_MAX_DEPTH;
@@ -2653,9 +2626,7 @@ out:
 	json_decref(z.functions);
 	tfs_strmap_free(&z.names);
 	tfs_strmap_free(&z.files);
-	for (i = 0; i < z.nowned; i++)
-		free(z.owned[i]);
-	free(z.owned);
+	tfs_kept_free(&z.owned);
 	return ret;
 }
 

@@ -23,8 +23,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/kept_strings.h"
 #include "core/strmap.h"
 #include "formats/common/beside.h"
+#include "formats/common/info_xattr.h"
 #include "parse/xml.h"
 #include "core/builder.h"
 #include "core/checked.h"
@@ -122,8 +124,7 @@ struct ov {
 	char rt_version[128];
 	/* load state */
 	struct tfs_strmap names;
-	char **owned;
-	size_t nowned, owned_cap;
+	struct tfs_kept_strings owned;
 	uint32_t bin; /* companion handle */
 	uint64_t bin_size;
 	const char *unreadable;
@@ -222,17 +223,8 @@ static int ov_push(struct ov *z, void **arr, size_t *cap, size_t *n,
 
 static int ov_own(struct ov *z, char *s)
 {
-	char **n;
-
-	if (!s)
+	if (!s || tfs_kept_add(&z->owned, s))
 		return tfs_diag_oom(z->d);
-	n = ov_grow(z->owned, &z->owned_cap, z->nowned, sizeof(*n));
-	if (!n) {
-		free(s);
-		return tfs_diag_oom(z->d);
-	}
-	z->owned = n;
-	z->owned[z->nowned++] = s;
 	return 0;
 }
 
@@ -309,6 +301,20 @@ static int ov_need(struct ov *z, uint64_t at, const struct tfs_xml_attr *a,
 			   name);
 }
 
+/* layer @l's <data> attribute @v ("offset", "size") as a u64 into *@out */
+static int ov_data_u64(struct ov *z, const struct ov_layer *l,
+		       const struct tfs_xml_attr *v, const char *what,
+		       uint64_t *out)
+{
+	if (ov_u64(v->value, out))
+		return 0;
+	return tfs_diag_at(z->d, -EBADMSG, v->at,
+			   "layer '%s' (id %llu): data %s '%s': not a decimal "
+			   "number below 2^64",
+			   TFS_SHOWN(l->name, strlen(l->name)),
+			   (unsigned long long)l->id, what, v->value);
+}
+
 static int ov_data(struct ov *z, uint64_t at, const struct tfs_xml_attr *a,
 		   size_t n)
 {
@@ -335,20 +341,12 @@ static int ov_data(struct ov *z, uint64_t at, const struct tfs_xml_attr *a,
 		ret = ov_need(z, at, a, n, "offset", &off);
 	if (!ret)
 		ret = ov_need(z, at, a, n, "size", &sz);
+	if (!ret)
+		ret = ov_data_u64(z, l, off, "offset", &l->offset);
+	if (!ret)
+		ret = ov_data_u64(z, l, sz, "size", &l->size);
 	if (ret)
 		return ret;
-	if (!ov_u64(off->value, &l->offset))
-		return tfs_diag_at(z->d, -EBADMSG, off->at,
-				   "layer '%s' (id %llu): data offset '%s': "
-				   "not a decimal number below 2^64",
-				   TFS_SHOWN(l->name, strlen(l->name)),
-				   (unsigned long long)l->id, off->value);
-	if (!ov_u64(sz->value, &l->size))
-		return tfs_diag_at(z->d, -EBADMSG, sz->at,
-				   "layer '%s' (id %llu): data size '%s': not "
-				   "a decimal number below 2^64",
-				   TFS_SHOWN(l->name, strlen(l->name)),
-				   (unsigned long long)l->id, sz->value);
 	l->offset_at = off->at;
 	l->size_at = sz->at;
 	l->etype_at = et->at;
@@ -780,6 +778,17 @@ fail:
 	return NULL;
 }
 
+/* a refused dimension @tok of layer @l's shape: "@tok @why" */
+static int ov_bad_dim(struct ov *z, const struct ov_layer *l, const char *tok,
+		      const char *why)
+{
+	return tfs_diag_at(z->d, -EBADMSG, l->shape_at,
+			   "layer '%s' (id %llu): shape '%s': dimension '%s' "
+			   "%s",
+			   TFS_SHOWN(l->name, strlen(l->name)),
+			   (unsigned long long)l->id, l->shape, tok, why);
+}
+
 /* shape="4, 3" (empty: a scalar); -1 and ? are dynamic: refused */
 static int ov_shape(struct ov *z, const struct ov_layer *l, uint64_t *dims,
 		    size_t *ndim)
@@ -813,22 +822,12 @@ static int ov_shape(struct ov *z, const struct ov_layer *l, uint64_t *dims,
 					   (unsigned long long)l->id,
 					   OV_MAX_DIMS);
 		if (tok[0] == '-' || tok[0] == '?')
-			return tfs_diag_at(z->d, -EBADMSG, l->shape_at,
-					   "layer '%s' (id %llu): shape '%s': "
-					   "dimension '%s' is negative or "
-					   "dynamic, not allowed in a Const",
-					   TFS_SHOWN(l->name, strlen(l->name)),
-					   (unsigned long long)l->id, l->shape,
-					   tok);
+			return ov_bad_dim(z, l, tok,
+					  "is negative or dynamic, not allowed "
+					  "in a Const");
 		if ((size_t)(e - s) >= sizeof(tok) ||
 		    !ov_u64(tok, &dims[*ndim]))
-			return tfs_diag_at(z->d, -EBADMSG, l->shape_at,
-					   "layer '%s' (id %llu): shape '%s': "
-					   "dimension '%s' is not a decimal "
-					   "number",
-					   TFS_SHOWN(l->name, strlen(l->name)),
-					   (unsigned long long)l->id, l->shape,
-					   tok);
+			return ov_bad_dim(z, l, tok, "is not a decimal number");
 		(*ndim)++;
 		if (!*p)
 			return 0;
@@ -1016,40 +1015,22 @@ static int ov_const(struct ov *z, struct ov_layer *l, json_t *consts)
 /* the .bin beside the .xml: "<stem>.bin" */
 static int ov_open_bin(struct ov *z)
 {
-	int ret;
+	int ret = tfs_open_weights_beside(z->b, z->src, ".bin", "the model",
+					  z->bin_name, sizeof(z->bin_name),
+					  &z->bin, NULL, &z->bin_size, z->why,
+					  &z->unreadable, z->d);
 
-	if (!z->src->path) {
-		z->unreadable = "weights: the model was read from memory, so "
-				"its .bin is not found";
-		snprintf(z->bin_name, sizeof(z->bin_name), "model.bin");
-		return 0;
-	}
-	ret = tfs_name_beside(z->src, ".bin", z->bin_name, sizeof(z->bin_name),
-			      "weights: the model's", z->d);
-	ret = ret ? ret
-		  : tfs_open_beside(z->b, z->bin_name, "weights", &z->bin,
-				    z->why, sizeof(z->why), &z->unreadable,
-				    z->d);
-	if (ret)
-		return ret;
-	if (z->unreadable) {
-		z->unreadable_fault = true;
-		return 0;
-	}
-	z->bin_size = tfs_builder_source(z->b, z->bin)->size;
-	return 0;
+	/* a model read from memory has no file to miss */
+	if (!ret && z->unreadable)
+		z->unreadable_fault = z->src->path != NULL;
+	return ret;
 }
 
 /* ---- metadata and info -------------------------------------------------- */
 
 static int ov_info(struct ov *z, const char *label, const char *text)
 {
-	char key[32];
-
-	snprintf(key, sizeof(key), "info.%s", label);
-	return tfs_builder_set_xattr_str(z->b, TFS_BUILDER_ROOT, key, text)
-		       ? tfs_diag_oom(z->d)
-		       : 0;
+	return tfs_info_xattr(z->b, label, text) ? tfs_diag_oom(z->d) : 0;
 }
 
 static int ov_summary(struct ov *z, json_t *meta)
@@ -1247,9 +1228,7 @@ static int ov_load(const struct tfs_source *src, struct tfs_builder *b,
 	free(z.by_to);
 	free(z.net_name);
 	tfs_strmap_free(&z.names);
-	for (i = 0; i < z.nowned; i++)
-		free(z.owned[i]);
-	free(z.owned);
+	tfs_kept_free(&z.owned);
 	return ret;
 }
 

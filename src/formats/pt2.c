@@ -65,13 +65,7 @@ static bool is_format(const struct tfs_zip_entry *e, const void *src)
 
 static int pt2_probe(const struct tfs_source *src)
 {
-	struct tfs_zip z;
-
-	if (!tfs_zip_magic(src->data, src->size) ||
-	    tfs_zip_open(&z, src->data, src->size, NULL) ||
-	    tfs_zip_member_count(&z, is_format, src, NULL) != 1)
-		return 0;
-	return 100;
+	return tfs_zip_source_count(src, is_format, src) == 1 ? 100 : 0;
 }
 
 /* torch/_export/serde/schema.py ScalarType */
@@ -295,6 +289,14 @@ static int payload_config(struct pt2_ctx *c, const struct tfs_zip_entry *cf,
 	return ret;
 }
 
+/* one more of @k in @counts; 0, or -1 as jansson fails */
+static int count_key(json_t *counts, const char *k)
+{
+	json_int_t n = json_integer_value(json_object_get(counts, k));
+
+	return json_object_set_new(counts, k, json_integer(n + 1));
+}
+
 /* op counts by target, the signature's kinds: models/<model>.json */
 static int model_facts(struct pt2_ctx *c, const char *model, json_t *out)
 {
@@ -322,13 +324,8 @@ static int model_facts(struct pt2_ctx *c, const char *model, json_t *out)
 	json_array_foreach(nodes, i, x)
 	{
 		k = json_string_value(json_object_get(x, "target"));
-		if (ret || !k)
-			continue;
-		ret = json_object_set_new(
-			ops, k,
-			json_integer(
-				json_integer_value(json_object_get(ops, k)) +
-				1));
+		if (!ret && k)
+			ret = count_key(ops, k);
 	}
 	/* each input spec is a union: its one key says its kind */
 	json_array_foreach(specs, i, x)
@@ -336,13 +333,8 @@ static int model_facts(struct pt2_ctx *c, const char *model, json_t *out)
 		void *it = json_object_iter(x);
 
 		k = it ? json_object_iter_key(it) : NULL;
-		if (ret || !k)
-			continue;
-		ret = json_object_set_new(
-			kinds, k,
-			json_integer(
-				json_integer_value(json_object_get(kinds, k)) +
-				1));
+		if (!ret && k)
+			ret = count_key(kinds, k);
 	}
 	if (!ret)
 		ret = json_object_set_new(out, "ops", ops) ||

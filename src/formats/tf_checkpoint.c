@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/kept_strings.h"
 #include "core/strmap.h"
 #include "parse/protobuf.h"
 #include "parse/sstable.h"
@@ -111,8 +112,7 @@ struct tc {
 	uint32_t *shard_src;
 	json_t *meta, *strings, *skipped;
 	struct tfs_strmap dirs; /* every folder of every key */
-	char **dir_names;	/* its keys (the map borrows them) */
-	size_t ndirs, capdirs;
+	struct tfs_kept_strings dir_names; /* its keys (the map borrows) */
 	char *prefix; /* PREFIX of PREFIX.index, or NULL */
 };
 
@@ -297,6 +297,14 @@ static int read_header(struct tc *z, const uint8_t *p, uint64_t len,
 	return 0;
 }
 
+/* entry @e's field at @at holds @v, refused: "@what @v" */
+static int bad_value(struct tc *z, const struct tc_entry *e, uint64_t at,
+		     const char *what, uint64_t v)
+{
+	return tfs_diag_at(z->d, -EBADMSG, at, "tensor '%s': %s %" PRId64,
+			   TFS_SHOWN(e->key, e->key_len), what, (int64_t)v);
+}
+
 static int read_shape(struct tc *z, struct tc_entry *e,
 		      const struct tfs_pb_field *sf)
 {
@@ -327,12 +335,9 @@ static int read_shape(struct tc *z, struct tc_entry *e,
 			if (g.number != 1)
 				continue;
 			if (g.v > (uint64_t)INT64_MAX)
-				return tfs_diag_at(
-					z->d, -EBADMSG, g.value_at,
-					"tensor '%s': shape: negative "
-					"dimension %" PRId64,
-					TFS_SHOWN(e->key, e->key_len),
-					(int64_t)g.v);
+				return bad_value(z, e, g.value_at,
+						 "shape: negative dimension",
+						 g.v);
 			e->shape[e->ndim] = g.v;
 		}
 		if (ret)
@@ -356,12 +361,8 @@ static int read_entry(struct tc *z, struct tc_entry *e, const uint8_t *p,
 		case 1:
 			if (f.v >= sizeof(tc_dtypes) / sizeof(*tc_dtypes) ||
 			    !tc_dtypes[f.v].tf)
-				return tfs_diag_at(
-					z->d, -EBADMSG, f.value_at,
-					"tensor '%s': unknown dtype "
-					"%" PRId64,
-					TFS_SHOWN(e->key, e->key_len),
-					(int64_t)f.v);
+				return bad_value(z, e, f.value_at,
+						 "unknown dtype", f.v);
 			e->dt = &tc_dtypes[f.v];
 			break;
 		case 2:
@@ -668,22 +669,8 @@ static int collect_dirs(struct tc *z)
 			key[k] = '/';
 			if (have)
 				continue;
-			if (!dir)
-				return oom(z);
-			if (z->ndirs == z->capdirs) {
-				size_t c = z->capdirs ? z->capdirs * 2 : 64;
-				char **p = reallocarray(z->dir_names, c,
-							sizeof(*p));
-
-				if (!p) {
-					free(dir);
-					return oom(z);
-				}
-				z->dir_names = p;
-				z->capdirs = c;
-			}
-			z->dir_names[z->ndirs++] = dir;
-			if (tfs_strmap_put(&z->dirs, dir, 0))
+			if (!dir || tfs_kept_add(&z->dir_names, dir) ||
+			    tfs_strmap_put(&z->dirs, dir, 0))
 				return oom(z);
 		}
 	}
@@ -1051,9 +1038,7 @@ out:
 	free(z.shard_src);
 	free(z.prefix);
 	tfs_strmap_free(&z.dirs);
-	for (i = 0; i < z.ndirs; i++)
-		free(z.dir_names[i]);
-	free(z.dir_names);
+	tfs_kept_free(&z.dir_names);
 	return ret;
 }
 

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "formats/common/dtype_labels.h"
+#include "formats/common/info_xattr.h"
 #include "core/strmap.h"
 #include "parse/json.h"
 #include "core/builder.h"
@@ -838,19 +839,12 @@ static int place_weights(struct tj *z)
 static int set_info(struct tj *z, const char *label, const char *key)
 {
 	const char *v = json_string_value(json_object_get(z->meta, key));
-	char text[256], k[32];
-	char *p;
+	char text[256];
 
 	if (!v)
 		return 0;
 	snprintf(text, sizeof(text), "%s", v);
-	for (p = text; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
-	snprintf(k, sizeof(k), "info.%s", label);
-	return tfs_builder_set_xattr_str(z->b, TFS_BUILDER_ROOT, k, text)
-		       ? oom(z)
-		       : 0;
+	return tfs_info_xattr_printable(z->b, label, text) ? oom(z) : 0;
 }
 
 static int tj_load(const struct tfs_source *src, struct tfs_builder *b,

@@ -422,6 +422,20 @@ int tfs_zip_next(const struct tfs_zip *z, struct tfs_zip_iter *it,
 	return 1;
 }
 
+int tfs_zip_walk(const struct tfs_zip *z,
+		 void (*fn)(void *ctx, const struct tfs_zip_entry *e), void *ctx,
+		 struct tfs_diag *d)
+{
+	struct tfs_zip_iter it;
+	struct tfs_zip_entry e;
+	int ret;
+
+	tfs_zip_iter_init(&it);
+	while ((ret = tfs_zip_next(z, &it, &e, d)) == 1)
+		fn(ctx, &e);
+	return ret;
+}
+
 bool tfs_zip_name_is(const struct tfs_zip_entry *e, const char *s)
 {
 	size_t n = strlen(s);

@@ -95,6 +95,14 @@ void tfs_zip_iter_init(struct tfs_zip_iter *it);
 int tfs_zip_next(const struct tfs_zip *z, struct tfs_zip_iter *it,
 		 struct tfs_zip_entry *e, struct tfs_diag *d);
 
+/*
+ * Each entry of @z, in directory order, given to @fn: 0, or the first
+ * -errno of tfs_zip_next.
+ */
+int tfs_zip_walk(const struct tfs_zip *z,
+		 void (*fn)(void *ctx, const struct tfs_zip_entry *e), void *ctx,
+		 struct tfs_diag *d);
+
 /* true when the entry's name is @s (a NUL-terminated string) */
 bool tfs_zip_name_is(const struct tfs_zip_entry *e, const char *s);
 

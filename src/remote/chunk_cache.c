@@ -17,6 +17,7 @@
 
 #include "remote/chunk_cache.h"
 #include "core/cursor.h"
+#include "core/fd_write.h"
 
 #define CACHE_MAGIC "TFSBLK02"
 
@@ -142,23 +143,6 @@ void tfs_chunk_cache_close(struct tfs_chunk_cache *c)
 const char *tfs_chunk_cache_path(const struct tfs_chunk_cache *c)
 {
 	return c->path;
-}
-
-static int write_all(int fd, const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-	ssize_t n;
-
-	while (len) {
-		n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
 }
 
 /*
@@ -319,7 +303,7 @@ int tfs_chunk_cache_put(struct tfs_chunk_cache *c, uint64_t idx, uint64_t off,
 		return fd;
 	ret = lseek(fd, TFS_CHUNK_HEADER, SEEK_SET) < 0
 		      ? -errno
-		      : write_all(fd, buf, len);
+		      : tfs_write_all(fd, buf, len);
 	if (!ret)
 		ret = tfs_chunk_cache_commit(c, idx, off, buf, len, fd, tmp);
 	else

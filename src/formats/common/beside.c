@@ -40,3 +40,36 @@ int tfs_open_beside(struct tfs_builder *b, const char *name, const char *what,
 	*unreadable = why;
 	return 0;
 }
+
+int tfs_open_weights_beside(struct tfs_builder *b, const struct tfs_source *src,
+			    const char *suffix, const char *container,
+			    char *name, size_t name_len, uint32_t *source,
+			    const uint8_t **data, uint64_t *size, char *why,
+			    const char **unreadable, struct tfs_diag *d)
+{
+	const struct tfs_source *w;
+	char whose[64];
+	int ret;
+
+	if (!src->path) {
+		snprintf(why, TFS_DIAG_MSG_MAX,
+			 "weights: %s was read from memory, so its %s is not "
+			 "found",
+			 container, suffix);
+		*unreadable = why;
+		snprintf(name, name_len, "model%s", suffix);
+		return 0;
+	}
+	snprintf(whose, sizeof(whose), "weights: %s's", container);
+	ret = tfs_name_beside(src, suffix, name, name_len, whose, d);
+	ret = ret ? ret
+		  : tfs_open_beside(b, name, "weights", source, why,
+				    TFS_DIAG_MSG_MAX, unreadable, d);
+	if (ret || *unreadable)
+		return ret;
+	w = tfs_builder_source(b, *source);
+	if (data)
+		*data = w->data;
+	*size = w->size;
+	return 0;
+}

@@ -32,4 +32,18 @@ int tfs_open_beside(struct tfs_builder *b, const char *name, const char *what,
 		    uint32_t *source, char *why, size_t why_len,
 		    const char **unreadable, struct tfs_diag *d);
 
+/*
+ * The weights beside @src ("<stem>@suffix", tfs_name_beside's, into @name,
+ * @name_len bytes) opened as tfs_open_beside does, @why being
+ * TFS_DIAG_MSG_MAX bytes; when opened, its bytes in *@data (when not
+ * NULL) and *@size.  When @src was read from memory there is no stem:
+ * @name is "model@suffix" and *@unreadable says so of @container ("the
+ * model").
+ */
+int tfs_open_weights_beside(struct tfs_builder *b, const struct tfs_source *src,
+			    const char *suffix, const char *container,
+			    char *name, size_t name_len, uint32_t *source,
+			    const uint8_t **data, uint64_t *size, char *why,
+			    const char **unreadable, struct tfs_diag *d);
+
 #endif

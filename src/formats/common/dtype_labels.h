@@ -24,4 +24,10 @@ const struct tfs_dtype_label *
 tfs_dtype_label_find(const struct tfs_dtype_label *table, size_t count,
 		     const void *s, size_t n);
 
+/*
+ * The entry named @s (@n bytes) among NumPy's and ml_dtypes' dtype.name
+ * ("float32", "bfloat16", "float8_e4m3fn"), or NULL.
+ */
+const struct tfs_dtype_label *tfs_numpy_dtype_label(const void *s, size_t n);
+
 #endif

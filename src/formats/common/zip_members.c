@@ -10,6 +10,7 @@
 #include "core/diag.h"
 #include "core/format.h"
 #include "core/names.h"
+#include "core/source.h"
 
 char *tfs_zip_member_name(const struct tfs_zip_entry *e)
 {
@@ -26,20 +27,64 @@ char *tfs_zip_member_name(const struct tfs_zip_entry *e)
 	return s;
 }
 
+struct member_count {
+	bool (*match)(const struct tfs_zip_entry *e, const void *arg);
+	const void *arg;
+	int64_t n;
+};
+
+static void count_entry(void *ctx, const struct tfs_zip_entry *e)
+{
+	struct member_count *c = ctx;
+
+	c->n += c->match(e, c->arg);
+}
+
 int64_t tfs_zip_member_count(const struct tfs_zip *z,
 			     bool (*match)(const struct tfs_zip_entry *e,
 					   const void *arg),
 			     const void *arg, struct tfs_diag *d)
 {
+	struct member_count c = {.match = match, .arg = arg};
+	int ret = tfs_zip_walk(z, count_entry, &c, d);
+
+	return ret ? ret : c.n;
+}
+
+int64_t tfs_zip_source_count(const struct tfs_source *src,
+			     bool (*match)(const struct tfs_zip_entry *e,
+					   const void *arg),
+			     const void *arg)
+{
+	struct tfs_zip z;
+	int64_t n;
+
+	if (!tfs_zip_magic(src->data, src->size) ||
+	    tfs_zip_open(&z, src->data, src->size, NULL))
+		return 0;
+	n = tfs_zip_member_count(&z, match, arg, NULL);
+	return n > 0 ? n : 0;
+}
+
+int tfs_zip_each_member(const struct tfs_zip *z,
+			int (*fn)(void *ctx, const struct tfs_zip_entry *e,
+				  const char *name),
+			void *ctx, struct tfs_diag *d)
+{
 	struct tfs_zip_iter it;
 	struct tfs_zip_entry e;
-	int64_t n = 0;
+	char *name;
 	int ret;
 
 	tfs_zip_iter_init(&it);
-	while ((ret = tfs_zip_next(z, &it, &e, d)) == 1)
-		n += match(&e, arg);
-	return ret ? ret : n;
+	while ((ret = tfs_zip_next(z, &it, &e, d)) == 1) {
+		name = tfs_zip_member_name(&e);
+		ret = name ? fn(ctx, &e, name) : tfs_diag_oom(d);
+		free(name);
+		if (ret)
+			return ret;
+	}
+	return ret;
 }
 
 /* an inner reader's refusal, said of the member, at an archive offset */

@@ -16,6 +16,7 @@
 struct tfs_builder;
 struct tfs_diag;
 struct tfs_format;
+struct tfs_source;
 struct tfs_zip;
 struct tfs_zip_entry;
 
@@ -24,6 +25,25 @@ int64_t tfs_zip_member_count(const struct tfs_zip *z,
 			     bool (*match)(const struct tfs_zip_entry *e,
 					   const void *arg),
 			     const void *arg, struct tfs_diag *d);
+
+/*
+ * How many members of @src, an archive that starts with a zip header,
+ * @match: 0 when @src is not one or its directory is bad (for a probe).
+ */
+int64_t tfs_zip_source_count(const struct tfs_source *src,
+			     bool (*match)(const struct tfs_zip_entry *e,
+					   const void *arg),
+			     const void *arg);
+
+/*
+ * Each member of @z in directory order given to @fn with its name
+ * (tfs_zip_member_name's, freed after): 0, the first nonzero return of
+ * @fn, or -errno with @d filled when the directory is bad.
+ */
+int tfs_zip_each_member(const struct tfs_zip *z,
+			int (*fn)(void *ctx, const struct tfs_zip_entry *e,
+				  const char *name),
+			void *ctx, struct tfs_diag *d);
 
 /* the member's name as a C string (malloc'd), escaped when not UTF-8 */
 char *tfs_zip_member_name(const struct tfs_zip_entry *e);
