@@ -39,30 +39,12 @@ static char *join_comps(const char *const *comps, size_t n)
 
 int tfs_path_own(struct path_state *ps, char *s)
 {
-	char **no;
-
-	if (!s)
-		return -ENOMEM;
-	if (ps->nowned == ps->owned_cap) {
-		ps->owned_cap = ps->owned_cap ? ps->owned_cap * 2 : 64;
-		no = reallocarray(ps->owned, ps->owned_cap, sizeof(*no));
-		if (!no) {
-			free(s);
-			return -ENOMEM;
-		}
-		ps->owned = no;
-	}
-	ps->owned[ps->nowned++] = s;
-	return 0;
+	return s ? tfs_kept_add(&ps->kept, s) : -ENOMEM;
 }
 
 void tfs_path_state_free(struct path_state *ps)
 {
-	size_t i;
-
-	for (i = 0; i < ps->nowned; i++)
-		free(ps->owned[i]);
-	free(ps->owned);
+	tfs_kept_free(&ps->kept);
 	tfs_strmap_free(&ps->claims);
 }
 
@@ -98,7 +80,7 @@ static int place_suffixed(struct path_state *ps, struct entry *e)
 	e->path = cand;
 	ret = tfs_path_own(ps, strdup(cand));
 	if (!ret)
-		ret = tfs_strmap_put(&ps->claims, ps->owned[ps->nowned - 1],
+		ret = tfs_strmap_put(&ps->claims, ps->kept.v[ps->kept.n - 1],
 				     CLAIM_LEAF);
 out:
 	free(dir);
@@ -136,7 +118,7 @@ int tfs_build_place_leaves(struct tfs_builder *b)
 	}
 	ret = tfs_path_own(&ps, strdup(META_DIR));
 	if (!ret)
-		ret = tfs_strmap_put(&ps.claims, ps.owned[0], CLAIM_DIR);
+		ret = tfs_strmap_put(&ps.claims, ps.kept.v[0], CLAIM_DIR);
 	/* containers' directories, with their prefixes */
 	for (i = 1; !ret && i < b->n; i++) {
 		struct entry *e = &b->e[i];

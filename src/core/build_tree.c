@@ -55,7 +55,7 @@ static int get_dir(struct tfs_node_list *nl, struct tfs_strmap *dirs,
 	ret = tfs_path_own(ps, strdup(p));
 	if (ret)
 		return ret;
-	return tfs_strmap_put(dirs, ps->owned[ps->nowned - 1], *out);
+	return tfs_strmap_put(dirs, ps->kept.v[ps->kept.n - 1], *out);
 }
 
 static int cmp_xattrs(const void *a, const void *b)

@@ -16,6 +16,7 @@
 #include "core/source.h"
 #include "core/tree.h"
 #include "strmap.h"
+#include "core/kept_strings.h"
 
 /*
  * ENTRY_DIR: the directory of one container in a multi-container mount (its
@@ -175,9 +176,8 @@ int tfs_build_check_overlaps(struct tfs_builder *b, uint32_t from,
 
 /* build_paths.c: strings a path map borrows, freed together */
 struct path_state {
-	struct tfs_strmap claims; /* path -> CLAIM_* */
-	char **owned;		  /* strings the map borrows */
-	size_t nowned, owned_cap;
+	struct tfs_strmap claims;     /* path -> CLAIM_* */
+	struct tfs_kept_strings kept; /* strings the map borrows */
 };
 /* @s (malloc'd, or NULL: -ENOMEM) kept until tfs_path_state_free */
 int tfs_path_own(struct path_state *ps, char *s);

@@ -297,30 +297,23 @@ static int zarr_member(struct zarr *z, const struct tfs_json_token *k,
 			return tfs_diag_at(z->d, -ENOTSUP, v->offset,
 					   "zarr_format: not 2");
 		z->has_format = true;
-	} else if (tfs_json_eq(k, "shape")) {
-		ret = tfs_json_want(v, TFS_JSON_ARRAY, z->d, "shape");
+	} else if (tfs_json_eq(k, "shape") || tfs_json_eq(k, "chunks")) {
+		bool shape = tfs_json_eq(k, "shape");
+
+		ret = tfs_json_want(v, TFS_JSON_ARRAY, z->d,
+				    shape ? "shape" : "chunks");
 		ret = ret ? ret
-			  : tfs_json_u64s(&z->j, v, z->shape, ZARR_MAX_DIMS, &n,
-					  z->d, "shape");
+			  : tfs_json_u64s(&z->j, v,
+					  shape ? z->shape : z->chunks,
+					  ZARR_MAX_DIMS, &n, z->d,
+					  shape ? "shape" : "chunks");
 		if (ret)
 			return ret;
-		if (z->has_chunks && n != z->ndim)
+		if ((shape ? z->has_chunks : z->has_shape) && n != z->ndim)
 			goto mismatch;
 		z->ndim = n;
-		z->has_shape = true;
-		z->at_shape = v->offset;
-	} else if (tfs_json_eq(k, "chunks")) {
-		ret = tfs_json_want(v, TFS_JSON_ARRAY, z->d, "chunks");
-		ret = ret ? ret
-			  : tfs_json_u64s(&z->j, v, z->chunks, ZARR_MAX_DIMS,
-					  &n, z->d, "chunks");
-		if (ret)
-			return ret;
-		if (z->has_shape && n != z->ndim)
-			goto mismatch;
-		z->ndim = n;
-		z->has_chunks = true;
-		z->at_chunks = v->offset;
+		*(shape ? &z->has_shape : &z->has_chunks) = true;
+		*(shape ? &z->at_shape : &z->at_chunks) = v->offset;
 	} else if (tfs_json_eq(k, "dtype")) {
 		ret = zarr_dtype(z, v);
 		if (ret)

@@ -12,6 +12,7 @@
 #include "core/checked.h"
 #include "core/dtype.h"
 #include "views/export.h"
+#include "core/fd_write.h"
 #include "core/image.h"
 #include "core/names.h"
 #include "core/tree.h"
@@ -1032,23 +1033,6 @@ int tfs_export_read(struct tfs_image *img, const struct tfs_export *e,
 
 /* ---- writing (tensorfs convert) ---------------------------------------- */
 
-static int write_all(int fd, const void *p, size_t n)
-{
-	const uint8_t *b = p;
-	ssize_t w;
-
-	while (n) {
-		w = write(fd, b, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? -errno : -EIO;
-		b += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 /*
  * a plain raw tensor in one extent of a local file: copied by the kernel
  * (after the digest rule of the read path).  1 when it did, 0 when the
@@ -1111,7 +1095,7 @@ int tfs_export_write(struct tfs_image *img, const struct tfs_export *e,
 	f = &e->files[file];
 	ret = make_heads(img->tree, e);
 	if (!ret)
-		ret = write_all(fd, f->head, f->head_len);
+		ret = tfs_write_all(fd, f->head, f->head_len);
 	pos = f->head_len;
 	for (i = 0; !ret && i < f->n; i++) {
 		const struct tfs_export_item *it = &e->items[f->first + i];
@@ -1135,7 +1119,7 @@ int tfs_export_write(struct tfs_image *img, const struct tfs_export *e,
 			if (!ret && !v.len)
 				ret = -EIO;
 			if (!ret)
-				ret = write_all(fd, v.data, v.len);
+				ret = tfs_write_all(fd, v.data, v.len);
 			pos += v.len;
 			tfs_view_release(img, &v);
 			if (progress)
