@@ -85,6 +85,7 @@ application/x-dduf no dduf/valid/top_level.dduf
 application/x-pt2 no pt2/valid/export.pt2
 application/x-flashpack no flashpack/valid/v4.flashpack
 application/x-executorch yes executorch/valid/inline.pte
+application/x-zarr-metadata no zarr/valid/scalar_f4/.zarray
 END
 )
 # FILE: the file of a LIST line; false for a shared fixture that is missing
