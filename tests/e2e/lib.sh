@@ -92,7 +92,9 @@ mount_container() {
 # pid of the daemon serving MOUNTPOINT (not of the fusermount3 that stays
 # to unmount it: its command line ends with the mount point too)
 daemon_pid() {
-	pgrep -f -- "^([^ ]*/)?tensorfs .* $1\$" | head -n 1
+	# the newest: a daemon just unmounted from the same point with the same
+	# command line may not have exited yet
+	pgrep -n -f -- "^([^ ]*/)?tensorfs .* $1\$"
 }
 
 unmount() {

@@ -147,8 +147,10 @@ cgroup_case() {
 	# Random reads (8 threads, 1 B to a whole tensor, the mount's pages
 	# dropped every 2 s) with -o cache_size=16M, compared with what
 	# tensorfs cat decodes: in the cgroup, every byte right and the daemon
-	# alive; outside it, the daemon's peak (VmHWM) under 80 MiB, 5x the
-	# budget.  It was 119 MB: every compressed input read stayed resident
+	# alive; outside it, the daemon's peak (VmHWM) under 96 MiB, 6x the
+	# budget (measured 52-72 MB, the code and the mapped binary's pages
+	# included; a bound that catches the old growth without failing on a
+	# busy machine).  It was 119 MB: every compressed input read stayed resident
 	# in its mapping, and an idle decoder (and its window) was kept for
 	# every large tensor read at random.
 	local ref=$WORK/ref pid hwm out
@@ -170,8 +172,8 @@ cgroup_case() {
 	/usr/bin/python3 "$TFS_SOURCE_ROOT/tests/e2e/random_reads.py" "$M" 8 10 \
 		>/dev/null || fail "random reads outside the cgroup"
 	hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$pid/status" 2>/dev/null)
-	check "random reads: the daemon's peak ${hwm:-?} KiB < 80 MiB" \
-		test "${hwm:-999999}" -lt 81920
+	check "random reads: the daemon's peak ${hwm:-?} KiB < 96 MiB" \
+		test "${hwm:-999999}" -lt 98304
 	fusermount3 -u "$M"
 	# a killed daemon may take a moment to leave the cgroup
 	for _ in $(seq 50); do rmdir "$cg" 2>/dev/null && break; sleep 0.1; done
